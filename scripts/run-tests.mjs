@@ -1,0 +1,66 @@
+#!/usr/bin/env node
+// Test runner: `npm test` (embedded PGlite) and `npm run test:pg` (PostgreSQL from
+// TEST_DATABASE_URL, in a fresh database created for this run and dropped afterwards).
+import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+
+const usePg = process.argv.includes("--pg");
+const only = process.argv.slice(2).filter((a) => !a.startsWith("--"));
+const root = new URL("..", import.meta.url).pathname;
+
+const files = only.length
+  ? only
+  : readdirSync(join(root, "test"), { recursive: true })
+      .filter((f) => String(f).endsWith(".test.ts"))
+      .map((f) => join("test", String(f)))
+      .sort();
+
+const env = { ...process.env };
+let cleanup = async () => {};
+
+if (usePg) {
+  const base = process.env.TEST_DATABASE_URL;
+  if (!base) {
+    console.error("test:pg needs TEST_DATABASE_URL, e.g. postgres://postgres@127.0.0.1:5432/test");
+    process.exit(2);
+  }
+  const name = `mailprobe_test_${Date.now()}_${randomBytes(3).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  env.TEST_DATABASE_URL = url.toString();
+  console.log(`test:pg: fresh database ${name}`);
+  cleanup = async () => {
+    const c = new pg.Client({ connectionString: base });
+    await c.connect();
+    await c.query(`drop database if exists ${name} with (force)`);
+    await c.end();
+  };
+} else {
+  delete env.TEST_DATABASE_URL;
+  const dir = mkdtempSync(join(tmpdir(), "mailprobe-test-"));
+  const template = join(dir, "pglite-template.tar");
+  const made = spawnSync(process.execPath, ["--import", "tsx", "scripts/make-pglite-template.ts", template], {
+    cwd: root,
+    stdio: "inherit",
+  });
+  if (made.status !== 0) process.exit(made.status ?? 1);
+  env.MAILPROBE_PGLITE_TEMPLATE = template;
+  cleanup = async () => rmSync(dir, { recursive: true, force: true });
+}
+
+const concurrency = env.TEST_CONCURRENCY ?? "2";
+const result = spawnSync(
+  process.execPath,
+  ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=300000", "--test-reporter=spec", ...files],
+  { cwd: root, stdio: "inherit", env },
+);
+await cleanup();
+process.exit(result.status ?? 1);

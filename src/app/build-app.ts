@@ -1,0 +1,78 @@
+import swagger from "@fastify/swagger";
+import swaggerUi from "@fastify/swagger-ui";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import { installAuthentication } from "../http/plugins/auth.ts";
+import { installErrorHandlers } from "../http/plugins/error-handler.ts";
+import { installJsonParser } from "../http/plugins/json-body.ts";
+import { installHttpMetrics } from "../http/plugins/http-metrics.ts";
+import { installRequestIdHeader, requestIdFrom } from "../http/plugins/request-id.ts";
+import { installValidators } from "../http/plugins/validation.ts";
+import { adminRoutes } from "../http/routes/admin.ts";
+import { apiKeyRoutes } from "../http/routes/api-keys.ts";
+import { authSessionRoutes } from "../http/routes/auth-session.ts";
+import { creditRoutes } from "../http/routes/credits.ts";
+import { healthRoutes } from "../http/routes/health.ts";
+import { plantRoutes } from "../http/routes/plants.ts";
+import { verifyRoutes } from "../http/routes/verify.ts";
+import { ErrorBodySchema } from "../http/schemas/common.ts";
+import type { Services } from "./services.ts";
+
+export interface AppOptions {
+  /** Enables the loopback admin API used by the CLI (embedded mode). */
+  adminToken?: string | null;
+}
+
+/** The HTTP application as a plugin tree; tests call inject() on it without opening a port. */
+export async function buildApp(services: Services, opts: AppOptions = {}): Promise<FastifyInstance> {
+  const { config } = services;
+  const app = Fastify({
+    loggerInstance: services.logger as FastifyBaseLogger,
+    genReqId: requestIdFrom,
+    requestIdHeader: false,
+    bodyLimit: config.bodyLimitBytes,
+    trustProxy: config.trustProxy,
+    // Explicit server timeouts: a realtime verification may legitimately take tens of seconds.
+    requestTimeout: 120_000,
+    connectionTimeout: 130_000,
+    keepAliveTimeout: 72_000,
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.addSchema(ErrorBodySchema);
+  installValidators(app, [ErrorBodySchema]);
+  installJsonParser(app);
+  installErrorHandlers(app);
+  installRequestIdHeader(app);
+  installHttpMetrics(app, services.metrics);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.0.3",
+      info: { title: "mailprobe API", version: "1.0.0", description: "Email verification service" },
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: "http", scheme: "bearer", description: "API key or JWT" },
+          apiKeyHeader: { type: "apiKey", in: "header", name: "X-API-Key" },
+        },
+      },
+      security: [{ bearerAuth: [] }, { apiKeyHeader: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: "/docs" });
+  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(healthRoutes, { services });
+  await app.register(plantRoutes, { services });
+  await app.register(async (api) => {
+    installAuthentication(api, services.authenticator, services.rateLimiter);
+    await api.register(authSessionRoutes, { services });
+    await api.register(apiKeyRoutes, { services });
+    await api.register(creditRoutes, { services });
+    await api.register(verifyRoutes, { services });
+  });
+  if (opts.adminToken) await app.register(adminRoutes, { services, token: opts.adminToken });
+
+  await app.ready();
+  return app;
+}

@@ -1,0 +1,21 @@
+import type { VerifyConfig } from "../config/index.ts";
+import type { EngineOptions } from "../verify/index.ts";
+
+/** The engine never reads configuration itself; this is the one mapping from Config to it. */
+export function engineOptionsFrom(v: Readonly<VerifyConfig>): EngineOptions {
+  return {
+    dnsServers: v.dnsServers,
+    dnsTimeoutMs: v.dnsTimeoutMs,
+    dnsTries: v.dnsTries,
+    dnsCacheTtlMs: v.dnsCacheTtlMs,
+    smtpPort: v.smtpPort,
+    smtpHeloName: v.smtpHeloName,
+    smtpMailFrom: v.smtpMailFrom,
+    smtpConnectTimeoutMs: v.smtpConnectTimeoutMs,
+    smtpGreetingTimeoutMs: v.smtpGreetingTimeoutMs,
+    smtpCommandTimeoutMs: v.smtpCommandTimeoutMs,
+    smtpMaxRcpt: v.smtpMaxRcpt,
+    catchallCacheTtlMs: v.catchallCacheTtlMs,
+    smtpProxy: v.smtpProxy,
+  };
+}

@@ -1,0 +1,91 @@
+import type { Config } from "../config/index.ts";
+import type { Database } from "../db/client.ts";
+import { lockDataDir } from "../db/data-dir-lock.ts";
+import { migrate } from "../db/migrate.ts";
+import { openDatabase } from "../db/open.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { RateLimitStore } from "../ratelimit/limiter.ts";
+import { loadLocalSecrets } from "./local-secrets.ts";
+import { buildServices, type Services } from "./services.ts";
+
+export interface Runtime {
+  services: Services;
+  /** True when the database had no user before this start (fresh install). */
+  isFresh: boolean;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the database for this process, applies migrations, resolves secrets and builds the
+ * services. Embedded mode locks DATA_DIR first so no second process can open the same PGlite.
+ */
+export async function openRuntime(config: Readonly<Config>, logger: Logger): Promise<Runtime> {
+  const embedded = config.databaseUrl === null;
+  const releaseLock = embedded ? await lockDataDir(await ensureDir(config.dataDir)) : null;
+  let db: Database | null = null;
+  const closers: Array<() => Promise<void>> = [];
+  try {
+    db = await openDatabase({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      poolSize: config.databasePoolSize,
+      onPoolError: (err) => logger.warn({ err }, "idle database connection failed"),
+    });
+    const applied = await migrate(db);
+    if (applied.length > 0) logger.info({ versions: applied }, "applied database migrations");
+
+    let encryptionKey = config.encryptionKey;
+    let jwtSecret = config.jwtSecret;
+    if (embedded) {
+      const local = await loadLocalSecrets(config.dataDir);
+      encryptionKey ??= local.encryptionKey;
+      jwtSecret ??= local.jwtSecret;
+      if (local.generatedEncryptionKey && !config.encryptionKey) {
+        logger.warn(
+          { file: `${config.dataDir}/encryption.key` },
+          "generated an API-key encryption key in DATA_DIR; back it up with the data, or set ENCRYPTION_KEY",
+        );
+      }
+    }
+
+    const rateLimitStore = await rateLimitStoreFor(config, db, closers);
+    const services = buildServices({ config, db, logger, encryptionKey, jwtSecret, rateLimitStore });
+    const { rows } = await db.query<{ exists: boolean }>("select exists (select 1 from users) as exists");
+    const openedDb = db;
+    return {
+      services,
+      isFresh: !rows[0]?.exists,
+      async close() {
+        await services.close().catch(() => {});
+        for (const close of closers) await close().catch(() => {});
+        await openedDb.close();
+        await releaseLock?.();
+      },
+    };
+  } catch (e) {
+    await db?.close().catch(() => {});
+    await releaseLock?.();
+    throw e;
+  }
+}
+
+async function ensureDir(dir: string): Promise<string> {
+  const { mkdir } = await import("node:fs/promises");
+  await mkdir(dir, { recursive: true });
+  return dir;
+}
+
+async function rateLimitStoreFor(
+  config: Readonly<Config>,
+  db: Database,
+  closers: Array<() => Promise<void>>,
+): Promise<RateLimitStore> {
+  if (config.redisUrl) {
+    const { Redis } = await import("ioredis");
+    const client = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+    closers.push(async () => void client.disconnect());
+    return { kind: "redis", client };
+  }
+  if (db.kind === "postgres" && "pool" in db) return { kind: "postgres", pool: db.pool };
+  return { kind: "memory" };
+}

@@ -1,0 +1,66 @@
+import type { Config } from "../config/index.ts";
+import type { Logger } from "../observability/logger.ts";
+import { newAdminToken, loopbackUrl, publishAdminEndpoint } from "./admin-endpoint.ts";
+import { buildApp } from "./build-app.ts";
+import { openRuntime } from "./runtime.ts";
+
+export interface ServeOptions {
+  /** Called with lines meant for the person who ran `npm start` (not structured logs). */
+  say: (line: string) => void;
+}
+
+/**
+ * `mailprobe serve`: the HTTP API. Resolves when the server has stopped after SIGTERM/SIGINT:
+ * stop accepting → finish in-flight requests (bounded by SHUTDOWN_TIMEOUT_MS) → close the DB.
+ */
+export async function serve(config: Readonly<Config>, logger: Logger, opts: ServeOptions): Promise<void> {
+  const startedAt = performance.now();
+  const embedded = config.databaseUrl === null;
+  opts.say(`mailprobe: starting on ${embedded ? `embedded PostgreSQL in ${config.dataDir}` : "PostgreSQL (DATABASE_URL)"}…`);
+  const runtime = await openRuntime(config, logger);
+  const adminToken = embedded ? newAdminToken() : null;
+  const app = await buildApp(runtime.services, { adminToken });
+  const address = await app.listen({ port: config.port, host: config.host });
+  const unpublish = adminToken
+    ? await publishAdminEndpoint(config.dataDir, {
+        pid: process.pid,
+        url: loopbackUrl(config.host, (app.server.address() as { port: number }).port),
+        token: adminToken,
+      })
+    : null;
+
+  opts.say(`mailprobe: listening on ${address} (ready in ${Math.round(performance.now() - startedAt)} ms)`);
+  if (runtime.isFresh) {
+    opts.say("mailprobe: no users yet. Create one and get its first API key with:");
+    opts.say("    npx mailprobe users create --credits 100");
+    opts.say("  then call: curl -H 'Authorization: Bearer <key>' " + loopbackUrl(config.host, config.port) + "/api/v1/credits/balance");
+  }
+  opts.say(`mailprobe: API docs at ${loopbackUrl(config.host, config.port)}/docs`);
+
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, "shutting down");
+      const force = setTimeout(() => {
+        logger.error("shutdown deadline passed; exiting");
+        process.exit(1);
+      }, config.shutdownTimeoutMs);
+      force.unref();
+      void (async () => {
+        try {
+          await unpublish?.();
+          await app.close();
+          await runtime.close();
+        } catch (err) {
+          logger.error({ err }, "error during shutdown");
+        }
+        clearTimeout(force);
+        resolve();
+      })();
+    };
+    process.once("SIGTERM", () => stop("SIGTERM"));
+    process.once("SIGINT", () => stop("SIGINT"));
+  });
+}

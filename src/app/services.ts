@@ -1,0 +1,86 @@
+import type { Config } from "../config/index.ts";
+import type { Database } from "../db/client.ts";
+import { createAuthenticator, type Authenticator } from "../auth/authenticate.ts";
+import { createJwtService, type JwtService } from "../auth/jwt.ts";
+import { createCreditsService, type CreditsService } from "../credits/service.ts";
+import { createApiKeysService, type ApiKeysService } from "../keys/service.ts";
+import { systemClock, type Clock } from "../lib/clock.ts";
+import type { Logger } from "../observability/logger.ts";
+import { createMetrics, type Metrics } from "../observability/metrics.ts";
+import { createRateLimiter, type RateLimiter, type RateLimitStore } from "../ratelimit/limiter.ts";
+import { createUsersService, type UsersService } from "../users/service.ts";
+import { createVerificationsService, type VerificationsService } from "../verifications/service.ts";
+import { createEngine, type Engine, type EnginePorts } from "../verify/index.ts";
+import { engineOptionsFrom } from "./engine-options.ts";
+
+/** Everything a request handler or a worker may call. Built once per process (or per test). */
+export interface Services {
+  config: Readonly<Config>;
+  db: Database;
+  clock: Clock;
+  logger: Logger;
+  metrics: Metrics;
+  apiKeys: ApiKeysService;
+  credits: CreditsService;
+  users: UsersService;
+  jwt: JwtService;
+  authenticator: Authenticator;
+  rateLimiter: RateLimiter;
+  engine: Engine;
+  verifications: VerificationsService;
+  /** Releases what the services hold (engine sessions, limiter stores); not the database. */
+  close(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  config: Readonly<Config>;
+  db: Database;
+  logger: Logger;
+  clock?: Clock;
+  /** Effective secrets: from the environment, or generated into DATA_DIR in embedded mode. */
+  encryptionKey: Buffer | null;
+  jwtSecret: string | null;
+  rateLimitStore?: RateLimitStore;
+  processMetrics?: boolean;
+  /** Replaces engine ports (tests only: e.g. a custom DNS port). */
+  enginePorts?: Partial<EnginePorts>;
+}
+
+export function buildServices(opts: ServiceOptions): Services {
+  const { config, db, logger } = opts;
+  const clock = opts.clock ?? systemClock;
+  const apiKeys = createApiKeysService(db, clock, opts.encryptionKey);
+  const jwt = createJwtService({
+    secret: opts.jwtSecret,
+    jwksUrl: config.jwtJwksUrl,
+    issuer: config.jwtIssuer,
+    sessionTtlSeconds: config.sessionTtlSeconds,
+  });
+  const engine = createEngine(engineOptionsFrom(config.verify), { clock, ...opts.enginePorts });
+  const rateLimiter = createRateLimiter(
+    { perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst },
+    opts.rateLimitStore ?? { kind: "memory" },
+  );
+  return {
+    config,
+    db,
+    clock,
+    logger,
+    metrics: createMetrics({ processMetrics: opts.processMetrics ?? true }),
+    apiKeys,
+    credits: createCreditsService(db, clock),
+    users: createUsersService(db, clock, apiKeys),
+    jwt,
+    authenticator: createAuthenticator(apiKeys, jwt),
+    rateLimiter,
+    engine,
+    verifications: createVerificationsService(db, clock, engine, {
+      timeoutMs: config.verify.verifyTimeoutMs,
+      cacheTtlMs: config.verify.resultCacheTtlMs,
+    }),
+    async close() {
+      await engine.close();
+      await rateLimiter.close();
+    },
+  };
+}

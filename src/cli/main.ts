@@ -1,0 +1,125 @@
+import { Command, InvalidArgumentError } from "commander";
+import { serve } from "../app/serve.ts";
+import { ConfigError, loadConfig } from "../config/index.ts";
+import { migrate } from "../db/migrate.ts";
+import { openDatabase } from "../db/open.ts";
+import { lockDataDir } from "../db/data-dir-lock.ts";
+import { createLogger } from "../observability/logger.ts";
+import { CliError, openDataAccess } from "./data-access.ts";
+import { formatTable, toJson, verifyAddresses } from "./verify-command.ts";
+
+const say = (line: string): void => void process.stdout.write(line + "\n");
+
+function positiveInt(value: string): number {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError("must be a non-negative integer");
+  return Number(value);
+}
+
+function buildProgram(): Command {
+  const program = new Command("mailprobe")
+    .description("Self-hostable email verification service")
+    .showHelpAfterError()
+    .exitOverride();
+
+  program
+    .command("serve")
+    .description("run the HTTP API (and, in later versions, the worker pool)")
+    .option("--no-worker", "do not run batch workers in this process")
+    .action(async () => {
+      const config = loadConfig(process.env);
+      await serve(config, createLogger(config.logLevel), { say });
+    });
+
+  program
+    .command("migrate")
+    .description("apply pending database migrations and exit")
+    .action(async () => {
+      const config = loadConfig(process.env);
+      const release = config.databaseUrl ? null : await lockDataDir(config.dataDir).catch(toCliError);
+      const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+      try {
+        const applied = await migrate(db);
+        say(applied.length ? `applied migrations: ${applied.join(", ")}` : "database is up to date");
+      } finally {
+        await db.close();
+        await release?.();
+      }
+    });
+
+  const users = program.command("users").description("manage users");
+  users
+    .command("create")
+    .description("create a user; prints its id and a first API key (shown once)")
+    .requiredOption("--credits <n>", "opening credit balance", positiveInt)
+    .option("--email <email>", "contact email (unique)")
+    .option("--json", "print JSON")
+    .action(async (opts: { credits: number; email?: string; json?: boolean }) => {
+      const config = loadConfig(process.env);
+      const data = await openDataAccess(config, createLogger("warn"));
+      try {
+        const u = await data.createUser(opts.credits, opts.email ?? null);
+        if (opts.json) say(JSON.stringify({ user_id: u.userId, balance: u.balance, api_key: u.apiKey }));
+        else {
+          say(`user_id: ${u.userId}`);
+          say(`balance: ${u.balance}`);
+          say(`api_key: ${u.apiKey}`);
+          say("(the key is shown once here; list or reveal keys later with GET /api/v1/api-keys?reveal=true)");
+        }
+      } finally {
+        await data.close();
+      }
+    });
+
+  const credits = program.command("credits").description("manage credits");
+  credits
+    .command("grant")
+    .description("grant credits to a user (writes a grant transaction)")
+    .argument("<user_id>", "user id (UUID)")
+    .argument("<amount>", "credits to add", positiveInt)
+    .requiredOption("--reason <reason>", "reason recorded on the transaction")
+    .action(async (userId: string, amount: number, opts: { reason: string }) => {
+      if (amount < 1) throw new CliError("amount must be at least 1");
+      const config = loadConfig(process.env);
+      const data = await openDataAccess(config, createLogger("warn"));
+      try {
+        const t = await data.grantCredits(userId, amount, opts.reason);
+        say(`granted ${amount} credits to ${userId}: balance ${t.balanceAfter} (transaction ${t.transactionId})`);
+      } finally {
+        await data.close();
+      }
+    });
+
+  program
+    .command("verify")
+    .description("verify addresses locally with the engine (no server, no credits) and print the results")
+    .argument("<address...>", "addresses to verify")
+    .option("--json", "print JSON lines")
+    .action(async (addresses: string[], opts: { json?: boolean }) => {
+      const results = await verifyAddresses(loadConfig(process.env), addresses);
+      say(opts.json ? results.map((r) => JSON.stringify(toJson(r))).join("\n") : formatTable(results));
+    });
+
+  return program;
+}
+
+function toCliError(e: unknown): never {
+  throw new CliError(e instanceof Error ? e.message : String(e));
+}
+
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (e) {
+    const err = e as { code?: string; exitCode?: number; message?: string; name?: string };
+    if (typeof err.code === "string" && err.code.startsWith("commander.")) {
+      process.exitCode = err.exitCode ?? 1;
+      return;
+    }
+    if (e instanceof ConfigError || e instanceof CliError || err.name === "AppError" || err.name === "DataDirBusyError") {
+      process.stderr.write(`mailprobe: ${err.message}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    throw e;
+  }
+}

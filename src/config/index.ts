@@ -1,0 +1,145 @@
+import { hostname } from "node:os";
+import { resolve } from "node:path";
+import {
+  boolVar,
+  ConfigError,
+  enumVar,
+  intVar,
+  keyVar,
+  optionalVar,
+  stringVar,
+  urlVar,
+} from "./env-vars.ts";
+
+export { ConfigError };
+
+export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+
+/** The whole runtime configuration. Built once by loadConfig; nothing else reads process.env. */
+export interface Config {
+  /** HTTP port. */
+  port: number;
+  /** HTTP bind address. */
+  host: string;
+  /** Embedded database directory and local secrets (admin token, generated keys). */
+  dataDir: string;
+  /** PostgreSQL connection string; null selects embedded PGlite in dataDir. */
+  databaseUrl: string | null;
+  /** Max connections in the PostgreSQL pool of this process. */
+  databasePoolSize: number;
+  /** AES-256-GCM key for API-key reveal; null until generated (embedded) or when missing (cluster). */
+  encryptionKey: Buffer | null;
+  /** HS256 secret for dashboard JWTs (issued by /api/v1/auth/session and accepted as bearer). */
+  jwtSecret: string | null;
+  /** JWKS URL whose keys may also sign accepted JWTs (an external identity provider). */
+  jwtJwksUrl: string | null;
+  /** Expected `iss` of JWTs, when set. */
+  jwtIssuer: string | null;
+  /** Lifetime of JWTs issued by /api/v1/auth/session. */
+  sessionTtlSeconds: number;
+  /** Sustained requests per second allowed per credential. */
+  rateLimitPerSecond: number;
+  /** Requests a credential may burst above the sustained rate. */
+  rateLimitBurst: number;
+  /** Redis for cluster-wide rate-limit counters; null → PostgreSQL (cluster) or memory (embedded). */
+  redisUrl: string | null;
+  /** Largest JSON request body accepted. */
+  bodyLimitBytes: number;
+  /** Largest uploaded list file accepted. */
+  maxUploadBytes: number;
+  /** Trust X-Forwarded-* from a reverse proxy. */
+  trustProxy: boolean;
+  logLevel: LogLevel;
+  /** Grace period for in-flight work at SIGTERM before the process exits anyway. */
+  shutdownTimeoutMs: number;
+  /** Verification engine settings (DNS, SMTP probing). */
+  verify: VerifyConfig;
+}
+
+export interface VerifyConfig {
+  /** Resolvers as host or host:port; empty = the system's. */
+  dnsServers: string[];
+  dnsTimeoutMs: number;
+  dnsTries: number;
+  dnsCacheTtlMs: number;
+  smtpPort: number;
+  smtpHeloName: string;
+  smtpMailFrom: string;
+  smtpConnectTimeoutMs: number;
+  smtpGreetingTimeoutMs: number;
+  smtpCommandTimeoutMs: number;
+  /** Most RCPTs per SMTP transaction. */
+  smtpMaxRcpt: number;
+  catchallCacheTtlMs: number;
+  /** socks5:// URL for SMTP egress, or null. */
+  smtpProxy: string | null;
+  /** Deadline of one realtime verification; past it the answer is 408 with partial results. */
+  verifyTimeoutMs: number;
+  /** How long a definitive result is reused for the same address (0 disables the cache). */
+  resultCacheTtlMs: number;
+}
+
+const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+export function loadConfig(env: Record<string, string | undefined>): Readonly<Config> {
+  const jwtSecret = optionalVar(env, "JWT_SECRET");
+  if (jwtSecret !== null && Buffer.byteLength(jwtSecret) < 32) {
+    throw new ConfigError("JWT_SECRET must be at least 32 bytes long");
+  }
+  return Object.freeze({
+    port: intVar(env, "PORT", 8080, 0, 65535),
+    host: stringVar(env, "HOST", "0.0.0.0"),
+    dataDir: resolve(stringVar(env, "DATA_DIR", "./data")),
+    databaseUrl: urlVar(env, "DATABASE_URL", ["postgres:", "postgresql:"]),
+    databasePoolSize: intVar(env, "DATABASE_POOL_SIZE", 10, 1, 1000),
+    encryptionKey: keyVar(env, "ENCRYPTION_KEY"),
+    jwtSecret,
+    jwtJwksUrl: urlVar(env, "JWT_JWKS_URL", ["https:", "http:"]),
+    jwtIssuer: optionalVar(env, "JWT_ISSUER"),
+    sessionTtlSeconds: intVar(env, "SESSION_TTL_SECONDS", 900, 60, 86_400),
+    rateLimitPerSecond: intVar(env, "RATE_LIMIT_PER_SECOND", 20, 1, 1_000_000),
+    rateLimitBurst: intVar(env, "RATE_LIMIT_BURST", 40, 1, 1_000_000),
+    redisUrl: urlVar(env, "REDIS_URL", ["redis:", "rediss:"]),
+    bodyLimitBytes: intVar(env, "BODY_LIMIT_BYTES", 5 * 1024 * 1024, 1024),
+    maxUploadBytes: intVar(env, "MAX_UPLOAD_BYTES", 10 * 1024 * 1024, 1024),
+    trustProxy: boolVar(env, "TRUST_PROXY", false),
+    logLevel: enumVar(env, "LOG_LEVEL", LOG_LEVELS, "info"),
+    shutdownTimeoutMs: intVar(env, "SHUTDOWN_TIMEOUT_MS", 30_000, 0, 600_000),
+    verify: loadVerifyConfig(env),
+  });
+}
+
+function hostPortList(env: Record<string, string | undefined>, name: string): string[] {
+  const raw = optionalVar(env, name);
+  if (raw === null) return [];
+  return raw.split(",").map((entry) => {
+    const item = entry.trim();
+    // host, host:port, [v6]:port or a bare IPv6 address
+    if (!/^(\[[0-9a-fA-F:.]+\](:\d{1,5})?|[0-9a-fA-F:]+:[0-9a-fA-F:]+|[A-Za-z0-9.-]+(:\d{1,5})?)$/.test(item)) {
+      throw new ConfigError(`${name} must be a comma-separated list of host or host:port, got "${item}"`);
+    }
+    return item;
+  });
+}
+
+function loadVerifyConfig(env: Record<string, string | undefined>): Readonly<VerifyConfig> {
+  const smtpHeloName = stringVar(env, "SMTP_HELO_NAME", hostname());
+  const smtpProxy = urlVar(env, "SMTP_PROXY", ["socks5:", "socks5h:", "socks:"]);
+  return Object.freeze({
+    dnsServers: hostPortList(env, "DNS_SERVERS"),
+    dnsTimeoutMs: intVar(env, "DNS_TIMEOUT_MS", 2_000, 50, 60_000),
+    dnsTries: intVar(env, "DNS_TRIES", 2, 1, 10),
+    dnsCacheTtlMs: intVar(env, "DNS_CACHE_TTL_MS", 300_000, 0, 86_400_000),
+    smtpPort: intVar(env, "SMTP_PORT", 25, 1, 65535),
+    smtpHeloName,
+    smtpMailFrom: stringVar(env, "SMTP_MAIL_FROM", `verify@${smtpHeloName}`),
+    smtpConnectTimeoutMs: intVar(env, "SMTP_CONNECT_TIMEOUT_MS", 10_000, 100, 300_000),
+    smtpGreetingTimeoutMs: intVar(env, "SMTP_GREETING_TIMEOUT_MS", 15_000, 100, 600_000),
+    smtpCommandTimeoutMs: intVar(env, "SMTP_COMMAND_TIMEOUT_MS", 15_000, 100, 600_000),
+    smtpMaxRcpt: intVar(env, "SMTP_MAX_RCPT", 50, 1, 1000),
+    catchallCacheTtlMs: intVar(env, "CATCHALL_CACHE_TTL_MS", 3_600_000, 0, 7 * 86_400_000),
+    smtpProxy,
+    verifyTimeoutMs: intVar(env, "VERIFY_TIMEOUT_MS", 30_000, 100, 600_000),
+    resultCacheTtlMs: intVar(env, "VERIFY_CACHE_TTL_SECONDS", 86_400, 0, 30 * 86_400) * 1000,
+  });
+}

@@ -1,0 +1,50 @@
+import type { Database } from "../db/client.ts";
+import { listCreditTransactions, type CreditTransaction } from "../db/queries/credit-transactions.ts";
+import { findUser } from "../db/queries/users.ts";
+import { AppError, notFound } from "../lib/app-error.ts";
+import type { Clock } from "../lib/clock.ts";
+import { grantCredits, type LedgerOutcome } from "./ledger.ts";
+
+export interface CreditsService {
+  balance(userId: string): Promise<{ userId: string; balance: number }>;
+  transactions(
+    userId: string,
+    page: { limit: number; offset: number },
+  ): Promise<{ transactions: CreditTransaction[]; total: number }>;
+  grant(userId: string, amount: number, reason: string, idempotencyKey?: string): Promise<CreditTransaction>;
+}
+
+/** Maps a ledger outcome that must have applied (or replayed) to its row, else the matching AppError. */
+export function requireApplied(outcome: LedgerOutcome): CreditTransaction {
+  switch (outcome.kind) {
+    case "applied":
+    case "replayed":
+      return outcome.transaction;
+    case "insufficient":
+      throw new AppError("INSUFFICIENT_CREDITS", `Insufficient credits: balance is ${outcome.balance}`);
+    case "user_not_found":
+      throw notFound("User");
+  }
+}
+
+export function createCreditsService(db: Database, clock: Clock): CreditsService {
+  return {
+    async balance(userId) {
+      const user = await findUser(db, userId);
+      if (!user) throw notFound("User");
+      return { userId: user.id, balance: user.balance };
+    },
+    async transactions(userId, page) {
+      if (!(await findUser(db, userId))) throw notFound("User");
+      const { rows, total } = await listCreditTransactions(db, userId, page.limit, page.offset);
+      return { transactions: rows, total };
+    },
+    async grant(userId, amount, reason, idempotencyKey) {
+      return requireApplied(
+        await db.transaction((tx) =>
+          grantCredits(tx, { userId, amount, reason, metadata: {}, idempotencyKey, at: clock.now() }),
+        ),
+      );
+    },
+  };
+}

@@ -1,0 +1,61 @@
+import type { Queryable } from "../client.ts";
+
+export interface User {
+  id: string;
+  email: string | null;
+  balance: number;
+  webhookSecret: string;
+  createdAt: Date;
+}
+
+interface UserRow {
+  id: string;
+  email: string | null;
+  balance: number;
+  webhook_secret: string;
+  created_at: Date;
+}
+
+const toUser = (r: UserRow): User => ({
+  id: r.id,
+  email: r.email,
+  balance: r.balance,
+  webhookSecret: r.webhook_secret,
+  createdAt: r.created_at,
+});
+
+export async function insertUser(
+  q: Queryable,
+  u: { id: string; email: string | null; webhookSecret: string; at: Date },
+): Promise<User> {
+  const { rows } = await q.query<UserRow>(
+    `insert into users (id, email, webhook_secret, created_at, updated_at)
+     values ($1, $2, $3, $4, $4) returning *`,
+    [u.id, u.email, u.webhookSecret, u.at],
+  );
+  return toUser(rows[0]!);
+}
+
+export async function findUser(q: Queryable, id: string): Promise<User | null> {
+  const { rows } = await q.query<UserRow>("select * from users where id = $1", [id]);
+  return rows[0] ? toUser(rows[0]) : null;
+}
+
+/** Locks the user's row for the rest of the transaction: serialises every balance change of one user. */
+export async function lockUserBalance(q: Queryable, id: string): Promise<number | null> {
+  const { rows } = await q.query<{ balance: number }>("select balance from users where id = $1 for update", [
+    id,
+  ]);
+  return rows[0] ? rows[0].balance : null;
+}
+
+/** Applies a signed delta; the `balance + delta >= 0` guard makes an overdraft impossible even if a caller forgot the lock. */
+export async function applyBalanceDelta(q: Queryable, id: string, delta: number, at: Date): Promise<number | null> {
+  const { rows } = await q.query<{ balance: number }>(
+    `update users set balance = balance + $2, updated_at = $3
+      where id = $1 and balance + $2 >= 0
+      returning balance`,
+    [id, delta, at],
+  );
+  return rows[0] ? rows[0].balance : null;
+}

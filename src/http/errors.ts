@@ -1,0 +1,119 @@
+import type { FastifyError } from "fastify";
+import { AppError, type ErrorCode, type FieldError } from "../lib/app-error.ts";
+
+/** The one place that decides the HTTP status of every error code. */
+export const STATUS_BY_CODE = {
+  VALIDATION_ERROR: 400,
+  UNAUTHORIZED: 401,
+  INSUFFICIENT_CREDITS: 402,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  VERIFICATION_TIMEOUT: 408,
+  DEPENDENCY_FAILED: 424,
+  DEPENDENCY_TIMEOUT: 504,
+  DEPENDENCY_UNAVAILABLE: 503,
+  DEPENDENCY_RATE_LIMIT: 429,
+  RATE_LIMITED: 429,
+  INTERNAL_ERROR: 500,
+} as const satisfies Record<ErrorCode, number>;
+
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string; details?: FieldError[] };
+  [extra: string]: unknown;
+}
+
+export interface MappedError {
+  status: number;
+  body: ErrorBody;
+  headers?: Record<string, string>;
+  /** Server faults are logged with their stack; client errors are not. */
+  isServerFault: boolean;
+}
+
+const GENERIC_500 = "An internal error occurred";
+
+interface AjvIssue {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/** "/emails/3" → "emails[3]"; required/additional-property errors name the property itself. */
+function fieldOf(issue: AjvIssue, context: string | undefined): string {
+  const parts = issue.instancePath.split("/").slice(1);
+  const missing = issue.params.missingProperty ?? issue.params.additionalProperty;
+  if (typeof missing === "string") parts.push(missing);
+  const path = parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), "");
+  return path || (context === "body" ? "body" : context ?? "request");
+}
+
+function reasonOf(issue: AjvIssue): string {
+  switch (issue.keyword) {
+    case "required":
+      return "is required";
+    case "additionalProperties":
+      return "is not allowed";
+    case "format":
+      return `must be a valid ${String(issue.params.format)}`;
+    default:
+      return issue.message ?? "is invalid";
+  }
+}
+
+/** One detail per bad field (the first problem found for it). */
+export function validationDetails(issues: AjvIssue[], context: string | undefined): FieldError[] {
+  const seen = new Map<string, FieldError>();
+  for (const issue of issues) {
+    const field = fieldOf(issue, context);
+    if (!seen.has(field)) seen.set(field, { field, reason: reasonOf(issue) });
+  }
+  return [...seen.values()];
+}
+
+const body = (code: ErrorCode, message: string, details?: FieldError[], extra?: Record<string, unknown>): ErrorBody => ({
+  ...extra,
+  error: { code, message, ...(details && details.length > 0 ? { details } : {}) },
+});
+
+/** Maps anything thrown in a request to the spec's error body. */
+export function mapError(error: unknown): MappedError {
+  if (error instanceof AppError) {
+    const status = STATUS_BY_CODE[error.code];
+    return {
+      status,
+      body: body(error.code, error.message, error.details, error.options.extra),
+      headers: error.options.headers,
+      isServerFault: status >= 500,
+    };
+  }
+  const fe = error as Partial<FastifyError> & { validation?: AjvIssue[]; validationContext?: string };
+  if (Array.isArray(fe.validation)) {
+    const details = validationDetails(fe.validation, fe.validationContext);
+    return { status: 400, body: body("VALIDATION_ERROR", "Request validation failed", details), isServerFault: false };
+  }
+  switch (fe.code) {
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return clientError(fe.code === "FST_ERR_CTP_EMPTY_JSON_BODY" ? "Request body is empty" : "Malformed JSON body", "body", "must be valid JSON");
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return clientError("Unsupported Content-Type", "content-type", "must be application/json");
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return clientError("Request body is too large", "body", "exceeds the size limit");
+    default:
+      break;
+  }
+  // A JSON SyntaxError raised by the content-type parser carries statusCode 400.
+  if (fe.statusCode === 400 && error instanceof SyntaxError) {
+    return clientError("Malformed JSON body", "body", "must be valid JSON");
+  }
+  if (typeof fe.statusCode === "number" && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return clientError(fe.message ?? "Bad request", "request", "is invalid");
+  }
+  return { status: 500, body: body("INTERNAL_ERROR", GENERIC_500), isServerFault: true };
+}
+
+function clientError(message: string, field: string, reason: string): MappedError {
+  return { status: 400, body: body("VALIDATION_ERROR", message, [{ field, reason }]), isServerFault: false };
+}

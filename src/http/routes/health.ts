@@ -1,0 +1,37 @@
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "typebox";
+import type { Services } from "../../app/services.ts";
+import { errorResponses } from "../schemas/common.ts";
+import { AppError } from "../../lib/app-error.ts";
+
+export const healthRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  app.get(
+    "/healthz",
+    { schema: { tags: ["ops"], response: { 200: Type.Object({ status: Type.Literal("ok") }) } } },
+    async () => ({ status: "ok" as const }),
+  );
+
+  app.get(
+    "/readyz",
+    {
+      schema: {
+        tags: ["ops"],
+        response: { 200: Type.Object({ status: Type.Literal("ready"), database: Type.String() }), ...errorResponses(503) },
+      },
+    },
+    async (req) => {
+      try {
+        await services.db.query("select 1");
+        return { status: "ready" as const, database: services.db.kind };
+      } catch (err) {
+        req.log.warn({ err }, "readiness check failed");
+        throw new AppError("DEPENDENCY_UNAVAILABLE", "Database is not reachable");
+      }
+    },
+  );
+
+  app.get("/metrics", { schema: { hide: true } }, async (_req, reply) => {
+    reply.header("content-type", services.metrics.registry.contentType);
+    return services.metrics.registry.metrics();
+  });
+};

@@ -1,0 +1,26 @@
+import { Type, type Static } from "typebox";
+
+export const FieldErrorSchema = Type.Object({ field: Type.String(), reason: Type.String() });
+
+/** The spec's error body. */
+export const ErrorBodySchema = Type.Object(
+  {
+    error: Type.Object({
+      code: Type.String(),
+      message: Type.String(),
+      details: Type.Optional(Type.Array(FieldErrorSchema)),
+    }),
+  },
+  { $id: "ErrorBody", additionalProperties: true },
+);
+
+const ref = Type.Unsafe<Static<typeof ErrorBodySchema>>(Type.Ref("ErrorBody"));
+
+/** Response schemas for the error statuses a route documents. */
+export function errorResponses(...statuses: number[]): Record<number, typeof ref> {
+  return Object.fromEntries(statuses.map((s) => [s, ref]));
+}
+
+export const Uuid = Type.String({ format: "uuid" });
+export const IdParams = Type.Object({ id: Uuid });
+export const DateTime = Type.String({ format: "date-time" });

@@ -1,0 +1,57 @@
+import { Type } from "typebox";
+import type { VerificationRecord } from "../../db/queries/verifications.ts";
+import { DateTime, Uuid } from "./common.ts";
+
+export const VerifyBody = Type.Object({
+  email: Type.String({ maxLength: 320, description: "Address to verify (at most 320 characters)" }),
+});
+
+/** The spec's "Email verification result". */
+export const VerificationReply = Type.Object(
+  {
+    id: Uuid,
+    email: Type.String(),
+    status: Type.Union([
+      Type.Literal("valid"),
+      Type.Literal("invalid"),
+      Type.Literal("catchall"),
+      Type.Literal("invalid_syntax"),
+      Type.Literal("disposable_domain"),
+      Type.Literal("unknown"),
+    ]),
+    is_role_based: Type.Boolean(),
+    is_disposable: Type.Boolean(),
+    has_mx_records: Type.Boolean(),
+    has_reverse_dns: Type.Boolean(),
+    domain_name: Type.String(),
+    host_name: Type.String(),
+    server_type: Type.String(),
+    is_catchall: Type.Boolean(),
+    validated_at: DateTime,
+    unknown_reason: Type.Union([Type.String(), Type.Null()]),
+    needs_physical_verify: Type.Boolean(),
+  },
+);
+
+export const toVerificationReply = (r: VerificationRecord) => ({
+  id: r.id,
+  email: r.email,
+  status: r.status,
+  is_role_based: r.isRoleBased,
+  is_disposable: r.isDisposable,
+  has_mx_records: r.hasMxRecords,
+  has_reverse_dns: r.hasReverseDns,
+  domain_name: r.domainName,
+  host_name: r.hostName,
+  server_type: r.serverType,
+  is_catchall: r.isCatchall,
+  validated_at: r.validatedAt.toISOString(),
+  unknown_reason: r.unknownReason,
+  needs_physical_verify: r.needsPhysicalVerify,
+});
+
+/** 408: the error body plus the partial result (DESIGN.md §5). */
+export const TimeoutReply = Type.Object({
+  error: Type.Object({ code: Type.String(), message: Type.String() }),
+  result: VerificationReply,
+});

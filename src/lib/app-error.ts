@@ -1,0 +1,54 @@
+// The closed set of error codes the API answers with. The HTTP status of each code is decided in
+// one place (http/errors.ts); domain modules throw AppError without knowing about HTTP.
+
+export const ERROR_CODES = [
+  "VALIDATION_ERROR",
+  "UNAUTHORIZED",
+  "INSUFFICIENT_CREDITS",
+  "FORBIDDEN",
+  "NOT_FOUND",
+  "VERIFICATION_TIMEOUT",
+  "DEPENDENCY_FAILED",
+  "DEPENDENCY_TIMEOUT",
+  "DEPENDENCY_UNAVAILABLE",
+  "DEPENDENCY_RATE_LIMIT",
+  "RATE_LIMITED",
+  "INTERNAL_ERROR",
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** One failing field of a request, as the spec's `details` element. */
+export interface FieldError {
+  field: string;
+  reason: string;
+}
+
+export interface AppErrorOptions {
+  /** Extra top-level members of the error response (e.g. the 408 partial `result`). */
+  extra?: Record<string, unknown>;
+  /** Response headers that belong to the error (e.g. Retry-After on 429). */
+  headers?: Record<string, string>;
+}
+
+export class AppError extends Error {
+  override name = "AppError";
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: FieldError[],
+    readonly options: AppErrorOptions = {},
+  ) {
+    super(message);
+  }
+}
+
+export const rateLimited = (retryAfterSeconds: number): AppError =>
+  new AppError("RATE_LIMITED", "Too many requests, retry later", undefined, {
+    headers: { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+  });
+
+export const validationError = (message: string, details?: FieldError[]): AppError =>
+  new AppError("VALIDATION_ERROR", message, details);
+
+export const notFound = (what: string): AppError => new AppError("NOT_FOUND", `${what} not found`);

@@ -1,0 +1,57 @@
+import { randomBytes } from "node:crypto";
+import type { Database } from "../db/client.ts";
+import { insertUser, type User } from "../db/queries/users.ts";
+import { grantCredits } from "../credits/ledger.ts";
+import { requireApplied } from "../credits/service.ts";
+import type { ApiKeysService } from "../keys/service.ts";
+import { AppError } from "../lib/app-error.ts";
+import type { Clock } from "../lib/clock.ts";
+import { newId } from "../lib/ids.ts";
+import { SQLSTATE, sqlState } from "../db/client.ts";
+
+export interface CreatedUser {
+  user: User;
+  apiKey: { id: string; plaintext: string };
+}
+
+export interface UsersService {
+  /** Creates a user with an optional opening grant and a first API key, all in one transaction. */
+  create(input: { email: string | null; credits: number }): Promise<CreatedUser>;
+}
+
+/** Standard Webhooks secret format: "whsec_" + base64 of 24 random bytes. */
+const newWebhookSecret = (): string => "whsec_" + randomBytes(24).toString("base64");
+
+export function createUsersService(db: Database, clock: Clock, apiKeys: ApiKeysService): UsersService {
+  return {
+    async create({ email, credits }) {
+      try {
+        return await db.transaction(async (tx) => {
+          const at = clock.now();
+          const user = await insertUser(tx, { id: newId(), email, webhookSecret: newWebhookSecret(), at });
+          let balance = 0;
+          if (credits > 0) {
+            balance = requireApplied(
+              await grantCredits(tx, {
+                userId: user.id,
+                amount: credits,
+                reason: "initial_grant",
+                metadata: {},
+                at,
+              }),
+            ).balanceAfter;
+          }
+          const key = await apiKeys.create(user.id, "default", "custom", tx);
+          return { user: { ...user, balance }, apiKey: { id: key.record.id, plaintext: key.plaintext } };
+        });
+      } catch (e) {
+        if (sqlState(e) === SQLSTATE.uniqueViolation) {
+          throw new AppError("VALIDATION_ERROR", "A user with this email already exists", [
+            { field: "email", reason: "already exists" },
+          ]);
+        }
+        throw e;
+      }
+    },
+  };
+}

@@ -1,0 +1,159 @@
+import type { Principal } from "../auth/principal.ts";
+import { attributionOf } from "../auth/principal.ts";
+import { deductCredits } from "../credits/ledger.ts";
+import type { Database, Queryable } from "../db/client.ts";
+import { findUser, lockUserBalance } from "../db/queries/users.ts";
+import {
+  findCachedVerification,
+  hasPaidVerificationSince,
+  insertVerification,
+  type VerificationRecord,
+} from "../db/queries/verifications.ts";
+import { AppError, notFound } from "../lib/app-error.ts";
+import type { Clock } from "../lib/clock.ts";
+import { newId } from "../lib/ids.ts";
+import type { Engine, VerificationResult } from "../verify/index.ts";
+import { freeRepeatWindowStart, realtimeChargeKey } from "./charge-rules.ts";
+import { readRealtimeEmail } from "./realtime-input.ts";
+
+export interface RealtimeVerificationOptions {
+  /** Deadline of one verification (VERIFY_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Reuse window of a definitive result (0 = always verify afresh). */
+  cacheTtlMs: number;
+}
+
+/** A finished verification, or one cut short by the deadline (its partial, unbilled record). */
+export type RealtimeOutcome = { kind: "done"; record: VerificationRecord } | { kind: "timed_out"; record: VerificationRecord };
+
+export interface VerificationsService {
+  /** Verifies one address for the caller and bills it per the spec's rules. */
+  verifyRealtime(principal: Principal, rawEmail: string): Promise<RealtimeOutcome>;
+}
+
+/** A stored definitive result served again as the engine would have answered. */
+const asResult = (r: VerificationRecord): VerificationResult => ({
+  email: r.email,
+  status: r.status,
+  isRoleBased: r.isRoleBased,
+  isDisposable: r.isDisposable,
+  hasMxRecords: r.hasMxRecords,
+  hasReverseDns: r.hasReverseDns,
+  domainName: r.domainName,
+  hostName: r.hostName,
+  serverType: r.serverType,
+  isCatchall: r.isCatchall,
+  validatedAt: r.validatedAt,
+  unknownReason: r.unknownReason as VerificationResult["unknownReason"],
+  needsPhysicalVerify: r.needsPhysicalVerify,
+});
+
+const TIMEOUT_REASONS = new Set(["timeout_dns", "timeout_smtp"]);
+
+export function createVerificationsService(
+  db: Database,
+  clock: Clock,
+  engine: Engine,
+  opts: RealtimeVerificationOptions,
+): VerificationsService {
+  /** What the engine would call this address: the canonical key of caches, windows and charges. */
+  const canonicalOf = (email: string): string => {
+    const syntax = engine.checkSyntax(email);
+    return syntax.ok ? syntax.canonical : email.toLowerCase();
+  };
+
+  async function assertCanPay(userId: string, email: string, now: Date): Promise<void> {
+    const user = await findUser(db, userId);
+    if (!user) throw notFound("User");
+    if (user.balance >= 1) return;
+    // A free repeat needs no balance; everything else would end in a refused charge anyway, so
+    // refuse before spending an SMTP session on it.
+    if (!(await hasPaidVerificationSince(db, userId, email, freeRepeatWindowStart(now)))) {
+      throw new AppError("INSUFFICIENT_CREDITS", "Insufficient credits: a verification costs 1 credit");
+    }
+  }
+
+  async function obtainResult(input: string, canonical: string, now: Date): Promise<{ result: VerificationResult; cached: VerificationRecord | null }> {
+    if (opts.cacheTtlMs > 0 && engine.checkSyntax(input).ok) {
+      const cached = await findCachedVerification(db, canonical, new Date(now.getTime() - opts.cacheTtlMs));
+      if (cached) return { result: asResult(cached), cached };
+    }
+    const result = await engine.verifyOne(input, { signal: AbortSignal.timeout(opts.timeoutMs) });
+    return { result, cached: null };
+  }
+
+  /** Charges (unless free) and stores, in one transaction under the user's ledger lock. */
+  async function record(
+    tx: Queryable,
+    principal: Principal,
+    canonical: string,
+    result: VerificationResult,
+    cached: VerificationRecord | null,
+    now: Date,
+  ): Promise<VerificationRecord> {
+    const id = newId();
+    let creditTransactionId: string | null = null;
+    if (result.status !== "unknown") {
+      // The lock makes the free-repeat check and the charge one atomic decision: of N concurrent
+      // identical requests, the first charges and the others then see its paid verification.
+      await lockUserBalance(tx, principal.userId);
+      const isFreeRepeat = await hasPaidVerificationSince(tx, principal.userId, canonical, freeRepeatWindowStart(now));
+      if (!isFreeRepeat) {
+        const outcome = await deductCredits(tx, {
+          userId: principal.userId,
+          amount: 1,
+          reason: "verification",
+          metadata: { ...attributionOf(principal), verification_id: id },
+          idempotencyKey: realtimeChargeKey(canonical, now),
+          at: now,
+        });
+        switch (outcome.kind) {
+          case "applied":
+          case "replayed":
+            creditTransactionId = outcome.transaction.id;
+            break;
+          case "insufficient":
+            throw new AppError("INSUFFICIENT_CREDITS", "Insufficient credits: a verification costs 1 credit");
+          case "user_not_found":
+            throw notFound("User");
+        }
+      }
+    }
+    return insertVerification(tx, {
+      id,
+      userId: principal.userId,
+      email: result.email,
+      status: result.status,
+      isRoleBased: result.isRoleBased,
+      isDisposable: result.isDisposable,
+      hasMxRecords: result.hasMxRecords,
+      hasReverseDns: result.hasReverseDns,
+      domainName: result.domainName,
+      hostName: result.hostName,
+      serverType: result.serverType,
+      isCatchall: result.isCatchall,
+      unknownReason: result.unknownReason,
+      needsPhysicalVerify: result.needsPhysicalVerify,
+      validatedAt: result.validatedAt,
+      origin: "realtime",
+      source: principal.source,
+      apiKeyId: principal.apiKeyId,
+      taskId: null,
+      creditTransactionId,
+      fromCache: cached !== null,
+      createdAt: now,
+    });
+  }
+
+  return {
+    async verifyRealtime(principal, rawEmail) {
+      const input = readRealtimeEmail(rawEmail);
+      const canonical = canonicalOf(input);
+      await assertCanPay(principal.userId, canonical, clock.now());
+      const { result, cached } = await obtainResult(input, canonical, clock.now());
+      const stored = await db.transaction((tx) => record(tx, principal, canonical, result, cached, clock.now()));
+      const timedOut = stored.unknownReason !== null && TIMEOUT_REASONS.has(stored.unknownReason);
+      return { kind: timedOut ? "timed_out" : "done", record: stored };
+    },
+  };
+}

@@ -1,0 +1,46 @@
+// Engine configuration: plain values handed in by the caller (config/ reads the environment,
+// the engine never does).
+
+export interface EngineOptions {
+  /** DNS servers as "host" or "host:port"; empty = the system's resolvers. */
+  dnsServers: string[];
+  /** c-ares per-try timeout. */
+  dnsTimeoutMs: number;
+  /** c-ares attempts per query. */
+  dnsTries: number;
+  /** How long domain facts (MX hosts, addresses, PTR) are reused. */
+  dnsCacheTtlMs: number;
+  /** Port the mail hosts are probed on (25 in production; the simulator's port in tests). */
+  smtpPort: number;
+  /** Name we announce in EHLO/HELO; should match our egress IP's PTR. */
+  smtpHeloName: string;
+  /** Envelope sender of the probe (MAIL FROM). */
+  smtpMailFrom: string;
+  smtpConnectTimeoutMs: number;
+  /** Wait for the 220 banner (tarpits delay it). */
+  smtpGreetingTimeoutMs: number;
+  /** Wait for each reply after the banner. */
+  smtpCommandTimeoutMs: number;
+  /** Most RCPT commands per transaction (shrunk on "452 too many recipients"). */
+  smtpMaxRcpt: number;
+  /** How long a domain's catch-all verdict is reused. */
+  catchallCacheTtlMs: number;
+  /** `socks5://[user:pass@]host:port` to tunnel SMTP through, or null for direct connections. */
+  smtpProxy: string | null;
+}
+
+export const defaultEngineOptions: Readonly<EngineOptions> = Object.freeze({
+  dnsServers: [],
+  dnsTimeoutMs: 2_000,
+  dnsTries: 2,
+  dnsCacheTtlMs: 300_000,
+  smtpPort: 25,
+  smtpHeloName: "localhost",
+  smtpMailFrom: "",
+  smtpConnectTimeoutMs: 10_000,
+  smtpGreetingTimeoutMs: 15_000,
+  smtpCommandTimeoutMs: 15_000,
+  smtpMaxRcpt: 50,
+  catchallCacheTtlMs: 3_600_000,
+  smtpProxy: null,
+});

@@ -1,0 +1,587 @@
+// Tests of the mail-world simulator itself: its DNS answers through Node's resolver (the one the
+// engine uses) and its SMTP behaviours through a raw socket client.
+
+import assert from "node:assert/strict";
+import { promises as dnsPromises } from "node:dns";
+import net from "node:net";
+import { after, before, describe, test } from "node:test";
+
+import { TCPClient } from "dns2";
+
+import { createExpectation, generateMixedWorld, startMailWorld } from "../support/mail-world/index.ts";
+import type { MailWorld, WorldSpec } from "../support/mail-world/index.ts";
+
+const SPAMHAUS = "5.7.1 Service unavailable; Client host [127.0.0.1] blocked using zen.spamhaus.org";
+
+const SPEC: WorldSpec = {
+  domains: [
+    {
+      name: "acme.test",
+      // Listed out of preference order on purpose: the MX answer must sort them.
+      hosts: [
+        { name: "mx2.acme.test", preference: 20, hasPtr: false },
+        { name: "mx1.acme.test", preference: 10 },
+      ],
+      mailboxes: ["alice", "Bob"],
+      fullMailboxes: ["full"],
+      disabledMailboxes: ["gone"],
+    },
+    { name: "gmail-like.test", hosts: [{ name: "aspmx.l.google.com", preference: 1, kind: "google" }] },
+    { name: "catch.test", hosts: [{ name: "mx.catch.test" }], catchAll: true },
+    { name: "grey.test", hosts: [{ name: "mx.grey.test" }], mailboxes: ["alice"], greylistSeconds: 1 },
+    {
+      name: "limit.test",
+      hosts: [{ name: "mx.limit.test", maxRcptPerMessage: 2 }],
+      mailboxes: ["a", "b", "c"],
+    },
+    { name: "block.test", hosts: [{ name: "mx.block.test", connectReply: { code: 554, text: SPAMHAUS } }] },
+    {
+      name: "rcptblock.test",
+      hosts: [{ name: "mx.rcptblock.test", rcptReply: { code: 550, text: "5.7.1 Client host rejected" } }],
+    },
+    { name: "drop.test", hosts: [{ name: "mx.drop.test", dropAfterBanner: true }] },
+    { name: "refused.test", hosts: [{ name: "mx.refused.test", refuseConnections: true }] },
+    { name: "rate.test", hosts: [{ name: "mx.rate.test", rateLimitAfterConnections: 1 }], mailboxes: ["a"] },
+    { name: "slow.test", hosts: [{ name: "mx.slow.test", latencyMs: 150 }], mailboxes: ["a", "b", "c"] },
+    { name: "tarpit.test", hosts: [{ name: "mx.tarpit.test", bannerDelayMs: 400 }] },
+    { name: "counted.test", hosts: [{ name: "mx.counted.test" }], mailboxes: ["a"] },
+    { name: "aonly.test", dns: "a_only", hosts: [{ name: "aonly.test" }] },
+    { name: "noaddr.test", hosts: [{ name: "mx.noaddr.test", hasAddress: false }] },
+    { name: "null.test", dns: "null_mx" },
+    { name: "nx.test", dns: "nxdomain" },
+    { name: "empty.test", dns: "no_records" },
+    { name: "sf.test", dns: "servfail" },
+    { name: "to.test", dns: "timeout" },
+  ],
+};
+
+let world: MailWorld;
+let resolver: dnsPromises.Resolver;
+
+before(async () => {
+  world = await startMailWorld(SPEC);
+  resolver = new dnsPromises.Resolver({ timeout: 500, tries: 1 });
+  resolver.setServers([`${world.dns.host}:${world.dns.port.toString()}`]);
+});
+
+after(async () => {
+  await world.close();
+});
+
+async function rejectsWithCode(promise: Promise<unknown>, code: string): Promise<void> {
+  await assert.rejects(promise, (error: NodeJS.ErrnoException) => {
+    assert.equal(error.code, code);
+    return true;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// A minimal SMTP client: reads whole (multi-line) replies, nothing more.
+
+interface Reply {
+  code: number;
+  lines: string[];
+  text: string;
+}
+
+class RawSmtp {
+  private buffer = "";
+  private closed = false;
+  private waiter: (() => void) | undefined;
+
+  private constructor(private readonly socket: net.Socket) {
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk: string) => {
+      this.buffer += chunk;
+      this.wake();
+    });
+    socket.on("close", () => {
+      this.closed = true;
+      this.wake();
+    });
+    socket.on("error", () => undefined);
+  }
+
+  static open(world: MailWorld, host: string): Promise<RawSmtp> {
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(world.smtpPort, world.addressOf(host));
+      socket.once("connect", () => resolve(new RawSmtp(socket)));
+      socket.once("error", reject);
+    });
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  write(raw: string): void {
+    this.socket.write(raw);
+  }
+
+  async command(line: string): Promise<Reply> {
+    this.write(`${line}\r\n`);
+    return this.reply();
+  }
+
+  /** The next complete reply; rejects if the server closes first or nothing comes in time. */
+  async reply(timeoutMs = 3000): Promise<Reply> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const reply = this.takeReply();
+      if (reply) return reply;
+      if (this.closed) throw new Error(`connection closed; unread: ${JSON.stringify(this.buffer)}`);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no reply within ${timeoutMs.toString()} ms`);
+      await this.wait(left);
+    }
+  }
+
+  async waitClosed(timeoutMs = 3000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.closed) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error("connection still open");
+      await this.wait(left);
+    }
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  private takeReply(): Reply | undefined {
+    const lines: string[] = [];
+    let offset = 0;
+    for (;;) {
+      const end = this.buffer.indexOf("\r\n", offset);
+      if (end < 0) return undefined;
+      const line = this.buffer.slice(offset, end);
+      offset = end + 2;
+      lines.push(line);
+      if (line.charAt(3) !== "-") break;
+    }
+    this.buffer = this.buffer.slice(offset);
+    const text = lines.map((l) => l.slice(4)).join("\n");
+    return { code: Number(lines[0]?.slice(0, 3)), lines, text };
+  }
+
+  private wait(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiter = undefined;
+        resolve();
+      }, ms);
+      this.waiter = () => {
+        clearTimeout(timer);
+        this.waiter = undefined;
+        resolve();
+      };
+    });
+  }
+
+  private wake(): void {
+    this.waiter?.();
+  }
+}
+
+/** Opens a session, checks the banner, says EHLO and starts a transaction. */
+async function transaction(host: string, from = "probe@verifier.test"): Promise<RawSmtp> {
+  const client = await RawSmtp.open(world, host);
+  assert.equal((await client.reply()).code, 220);
+  assert.equal((await client.command("EHLO verifier.test")).code, 250);
+  assert.equal((await client.command(`MAIL FROM:<${from}>`)).code, 250);
+  return client;
+}
+
+async function rcptCodes(host: string, recipients: string[]): Promise<number[]> {
+  const client = await transaction(host);
+  const codes: number[] = [];
+  for (const r of recipients) codes.push((await client.command(`RCPT TO:<${r}>`)).code);
+  await client.command("QUIT");
+  client.destroy();
+  return codes;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe("DNS", () => {
+  test("MX records come sorted by preference, names are case-insensitive with a trailing dot", async () => {
+    assert.deepEqual(await resolver.resolveMx("ACME.Test."), [
+      { exchange: "mx1.acme.test", priority: 10 },
+      { exchange: "mx2.acme.test", priority: 20 },
+    ]);
+  });
+
+  test("null MX is a single record with preference 0 and an empty exchange", async () => {
+    assert.deepEqual(await resolver.resolveMx("null.test"), [{ exchange: "", priority: 0 }]);
+  });
+
+  test("A records point at the host's loopback address; AAAA has no data", async () => {
+    const address = world.addressOf("mx1.acme.test");
+    assert.match(address, /^127\.0\.\d+\.\d+$/);
+    assert.deepEqual(await resolver.resolve4("mx1.acme.test"), [address]);
+    assert.notEqual(world.addressOf("mx2.acme.test"), address);
+    await rejectsWithCode(resolver.resolve6("mx1.acme.test"), "ENODATA");
+  });
+
+  test("a_only domain: no MX (NODATA), an A record at hosts[0]'s address", async () => {
+    await rejectsWithCode(resolver.resolveMx("aonly.test"), "ENODATA");
+    assert.deepEqual(await resolver.resolve4("aonly.test"), [world.addressOf("aonly.test")]);
+  });
+
+  test("PTR exists for a host by default and is absent with hasPtr: false", async () => {
+    assert.deepEqual(await resolver.reverse(world.addressOf("mx1.acme.test")), ["mx1.acme.test"]);
+    await rejectsWithCode(resolver.reverse(world.addressOf("mx2.acme.test")), "ENOTFOUND");
+  });
+
+  test("nxdomain domains and unknown names are NXDOMAIN (ENOTFOUND)", async () => {
+    await rejectsWithCode(resolver.resolveMx("nx.test"), "ENOTFOUND");
+    await rejectsWithCode(resolver.resolve4("not-in-the-world.test"), "ENOTFOUND");
+  });
+
+  test("an MX host without address has no A record", async () => {
+    assert.deepEqual(await resolver.resolveMx("noaddr.test"), [{ exchange: "mx.noaddr.test", priority: 10 }]);
+    await rejectsWithCode(resolver.resolve4("mx.noaddr.test"), "ENOTFOUND");
+    assert.throws(() => world.addressOf("mx.noaddr.test"));
+  });
+
+  test("no_records domains answer NODATA for MX and A", async () => {
+    await rejectsWithCode(resolver.resolveMx("empty.test"), "ENODATA");
+    await rejectsWithCode(resolver.resolve4("empty.test"), "ENODATA");
+  });
+
+  test("servfail domains answer SERVFAIL", async () => {
+    await rejectsWithCode(resolver.resolveMx("sf.test"), "ESERVFAIL");
+  });
+
+  test("timeout domains get no answer at all", async () => {
+    const started = Date.now();
+    await rejectsWithCode(resolver.resolveMx("to.test"), "ETIMEOUT");
+    assert.ok(Date.now() - started >= 400, "the resolver should have waited for its timeout");
+  });
+
+  test("the same port answers over TCP", async () => {
+    const query = TCPClient({ dns: world.dns.host, port: world.dns.port });
+    const response = await query("acme.test", "MX");
+    assert.deepEqual(
+      response.answers.map((a) => [a.priority, a.exchange]),
+      [
+        [10, "mx1.acme.test"],
+        [20, "mx2.acme.test"],
+      ],
+    );
+  });
+});
+
+describe("SMTP", () => {
+  test("banner and EHLO follow the host's kind and advertise PIPELINING, not AUTH/STARTTLS", async () => {
+    const client = await RawSmtp.open(world, "mx1.acme.test");
+    assert.equal((await client.reply()).lines[0], "220 mx1.acme.test ESMTP Postfix");
+    const ehlo = await client.command("EHLO verifier.test");
+    assert.equal(ehlo.code, 250);
+    assert.equal(ehlo.lines[0], "250-mx1.acme.test");
+    assert.ok(ehlo.text.split("\n").includes("PIPELINING"), ehlo.text);
+    assert.doesNotMatch(ehlo.text, /AUTH|STARTTLS/);
+    client.destroy();
+
+    const google = await RawSmtp.open(world, "aspmx.l.google.com");
+    assert.match((await google.reply()).lines[0] ?? "", /^220 aspmx\.l\.google\.com ESMTP .* - gsmtp$/);
+    google.destroy();
+  });
+
+  test("RCPT: known 250, full 552, disabled 550 5.2.1, unknown 550 5.1.1, case-insensitive", async () => {
+    const client = await transaction("mx1.acme.test");
+    const known = await client.command("RCPT TO:<Alice@ACME.test>");
+    assert.equal(known.code, 250);
+    assert.match(known.text, /^2\.1\.5/);
+    assert.equal((await client.command("RCPT TO:<bob@acme.test>")).code, 250);
+    const full = await client.command("RCPT TO:<full@acme.test>");
+    assert.deepEqual([full.code, full.text.slice(0, 5)], [552, "5.2.2"]);
+    const disabled = await client.command("RCPT TO:<gone@acme.test>");
+    assert.deepEqual([disabled.code, disabled.text.slice(0, 5)], [550, "5.2.1"]);
+    const unknown = await client.command("RCPT TO:<nobody@acme.test>");
+    assert.equal(unknown.code, 550);
+    assert.match(unknown.text, /^5\.1\.1 <nobody@acme\.test>: Recipient address rejected: User unknown/);
+    client.destroy();
+  });
+
+  test("google kind rejects an unknown user with a multi-line 550-5.1.1", async () => {
+    const client = await transaction("aspmx.l.google.com");
+    const reply = await client.command("RCPT TO:<nobody@gmail-like.test>");
+    assert.equal(reply.code, 550);
+    assert.ok(reply.lines.length > 1);
+    assert.match(
+      reply.lines[0] ?? "",
+      /^550-5\.1\.1 The email account that you tried to reach does not exist/,
+    );
+    client.destroy();
+  });
+
+  test("catch-all accepts any recipient; a foreign domain is relay-denied", async () => {
+    assert.deepEqual(await rcptCodes("mx.catch.test", ["x7q@catch.test", "foo@other.test"]), [250, 554]);
+  });
+
+  test("greylisting: 451 until greylistSeconds have passed since the first attempt", async () => {
+    assert.deepEqual(await rcptCodes("mx.grey.test", ["alice@grey.test"]), [451]);
+    assert.deepEqual(await rcptCodes("mx.grey.test", ["alice@grey.test"]), [451]);
+    // Another sender is another triplet: greylisted on its own.
+    const other = await transaction("mx.grey.test", "other@verifier.test");
+    assert.equal((await other.command("RCPT TO:<alice@grey.test>")).code, 451);
+    other.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    assert.deepEqual(await rcptCodes("mx.grey.test", ["alice@grey.test", "nobody@grey.test"]), [250, 451]);
+  });
+
+  test("maxRcptPerMessage: 452 4.5.3 beyond K, a new transaction starts over", async () => {
+    const client = await transaction("mx.limit.test");
+    assert.equal((await client.command("RCPT TO:<a@limit.test>")).code, 250);
+    assert.equal((await client.command("RCPT TO:<zz@limit.test>")).code, 550);
+    const over = await client.command("RCPT TO:<c@limit.test>");
+    assert.deepEqual([over.code, over.text], [452, "4.5.3 Too many recipients"]);
+    assert.equal((await client.command("RSET")).code, 250);
+    assert.equal((await client.command("MAIL FROM:<probe@verifier.test>")).code, 250);
+    assert.equal((await client.command("RCPT TO:<c@limit.test>")).code, 250);
+    client.destroy();
+  });
+
+  test("rcptReply replaces the mailbox logic", async () => {
+    const client = await transaction("mx.rcptblock.test");
+    const reply = await client.command("RCPT TO:<anyone@rcptblock.test>");
+    assert.deepEqual([reply.code, reply.text], [550, "5.7.1 Client host rejected"]);
+    client.destroy();
+  });
+
+  test("connectReply is sent instead of the banner, then the connection closes", async () => {
+    const client = await RawSmtp.open(world, "mx.block.test");
+    const reply = await client.reply();
+    assert.deepEqual([reply.code, reply.text], [554, SPAMHAUS]);
+    await client.waitClosed();
+  });
+
+  test("dropAfterBanner: a 220 banner, then the connection closes", async () => {
+    const client = await RawSmtp.open(world, "mx.drop.test");
+    assert.equal((await client.reply()).code, 220);
+    await client.waitClosed();
+    assert.ok(client.isClosed);
+  });
+
+  test("refuseConnections: nothing listens at the host's address", async () => {
+    await rejectsWithCode(RawSmtp.open(world, "mx.refused.test"), "ECONNREFUSED");
+  });
+
+  test("rateLimitAfterConnections: 421 at connect once the limit is used up", async () => {
+    const first = await RawSmtp.open(world, "mx.rate.test");
+    assert.equal((await first.reply()).code, 220);
+    const second = await RawSmtp.open(world, "mx.rate.test");
+    const reply = await second.reply();
+    assert.equal(reply.code, 421);
+    assert.match(reply.text, /^4\.7\.0 .*Too many connections/);
+    await second.waitClosed();
+    first.destroy();
+  });
+
+  test("DATA is always refused with 554 5.7.1 and the session goes on", async () => {
+    const client = await transaction("mx1.acme.test");
+    assert.equal((await client.command("RCPT TO:<alice@acme.test>")).code, 250);
+    const data = await client.command("DATA");
+    assert.equal(data.code, 554);
+    assert.match(data.text, /^5\.7\.1/);
+    assert.equal((await client.command("QUIT")).code, 221);
+    await client.waitClosed();
+  });
+
+  test("latency delays every reply; pipelined commands are answered after one latency", async () => {
+    const started = Date.now();
+    const client = await RawSmtp.open(world, "mx.slow.test");
+    await client.reply();
+    await client.command("EHLO verifier.test");
+    const lockStep = Date.now() - started;
+    // 100 ms early-talker pause + banner latency + EHLO latency.
+    assert.ok(lockStep >= 100 + 2 * 150 - 20, `banner+EHLO took ${lockStep.toString()} ms`);
+    const burst = Date.now();
+    client.write(
+      "MAIL FROM:<p@verifier.test>\r\nRCPT TO:<a@slow.test>\r\nRCPT TO:<b@slow.test>\r\nRCPT TO:<x@slow.test>\r\n",
+    );
+    const codes: number[] = [];
+    for (let i = 0; i < 4; i++) codes.push((await client.reply()).code);
+    const pipelined = Date.now() - burst;
+    assert.deepEqual(codes, [250, 250, 250, 550]);
+    assert.ok(pipelined >= 140 && pipelined < 3 * 150, `pipelined replies took ${pipelined.toString()} ms`);
+    client.destroy();
+  });
+
+  test("bannerDelayMs holds the banner back (tarpit)", async () => {
+    const started = Date.now();
+    const client = await RawSmtp.open(world, "mx.tarpit.test");
+    assert.equal((await client.reply()).code, 220);
+    assert.ok(Date.now() - started >= 400, `banner after ${(Date.now() - started).toString()} ms`);
+    client.destroy();
+  });
+
+  test("counters: connections, concurrency, commands and RCPT per session", async () => {
+    world.resetCounters();
+    assert.deepEqual(world.counters("mx.counted.test"), {
+      connections: 0,
+      concurrent: 0,
+      maxConcurrent: 0,
+      commands: 0,
+      rcptPerSession: [],
+    });
+    const [one, two] = await Promise.all([transaction("mx.counted.test"), transaction("mx.counted.test")]);
+    assert.equal(world.counters("mx.counted.test").concurrent, 2);
+    await one.command("RCPT TO:<a@counted.test>");
+    await one.command("RCPT TO:<b@counted.test>");
+    await one.command("QUIT");
+    await two.command("RCPT TO:<a@counted.test>");
+    await two.command("NOOP");
+    await two.command("QUIT");
+    await Promise.all([one.waitClosed(), two.waitClosed()]);
+    // The server sees the close a moment after the client does.
+    for (let i = 0; i < 100 && world.counters("mx.counted.test").concurrent > 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const counters = world.counters("mx.counted.test");
+    assert.equal(counters.connections, 2);
+    assert.equal(counters.concurrent, 0);
+    assert.equal(counters.maxConcurrent, 2);
+    // EHLO + MAIL per session (4), then 3 RCPT + NOOP + 2 QUIT.
+    assert.equal(counters.commands, 10);
+    assert.deepEqual(
+      [...counters.rcptPerSession].sort((a, b) => a - b),
+      [1, 2],
+    );
+    assert.ok(world.allCounters().has("mx.counted.test"));
+  });
+});
+
+describe("expectation", () => {
+  test("ground truth per behaviour", () => {
+    const cases: [string, string, string | null][] = [
+      ["alice@acme.test", "valid", null],
+      ["full@acme.test", "valid", null],
+      ["gone@acme.test", "invalid", null],
+      ["nobody@acme.test", "invalid", null],
+      ["whoever@catch.test", "catchall", null],
+      ["alice@grey.test", "unknown", "greylisted"],
+      ["x@block.test", "unknown", "ip_blocklisted"],
+      ["x@rcptblock.test", "unknown", "ip_blocklisted"],
+      ["x@drop.test", "unknown", "connection_dropped"],
+      ["x@refused.test", "unknown", "connection_failed"],
+      ["a@rate.test", "valid", null],
+      ["x@noaddr.test", "invalid", null],
+      ["x@null.test", "invalid", null],
+      ["x@nx.test", "invalid", null],
+      ["x@empty.test", "invalid", null],
+      ["x@sf.test", "unknown", "dns_error"],
+      ["x@to.test", "unknown", "dns_timeout"],
+      ["x@elsewhere.test", "invalid", null],
+    ];
+    for (const [address, status, reason] of cases) {
+      assert.deepEqual(world.expectation(address), { status, unknownReason: reason }, address);
+    }
+  });
+});
+
+describe("generateMixedWorld", () => {
+  test("is deterministic and sized as asked", () => {
+    const a = generateMixedWorld({ seed: 42, domains: 120, addressesPerDomain: [3, 8] });
+    const b = generateMixedWorld({ seed: 42, domains: 120, addressesPerDomain: [3, 8] });
+    assert.deepEqual(a, b);
+    assert.notDeepEqual(generateMixedWorld({ seed: 43, domains: 120 }).addresses, a.addresses);
+    assert.equal(a.spec.domains.length, 120);
+    assert.ok(a.addresses.length >= 360 && a.addresses.length <= 960);
+    assert.equal(new Set(a.addresses).size, a.addresses.length, "addresses are unique");
+    assert.equal(new Set(a.spec.domains.map((d) => d.name)).size, 120, "domain names are unique");
+  });
+
+  test("mixes outcomes and shares big-provider MX hosts between domains", () => {
+    const { spec, addresses } = generateMixedWorld({ seed: 7, domains: 300, addressesPerDomain: 33 });
+    assert.equal(addresses.length, 300 * 33);
+    const expect = createExpectation(spec);
+    const outcomes = new Set(addresses.map((a) => expect(a).unknownReason ?? expect(a).status));
+    for (const outcome of ["valid", "invalid", "catchall", "greylisted", "ip_blocklisted", "dns_error"]) {
+      assert.ok(outcomes.has(outcome), `${outcome} missing from ${[...outcomes].join(", ")}`);
+    }
+    const hostUse = new Map<string, number>();
+    for (const d of spec.domains)
+      for (const h of d.hosts ?? []) hostUse.set(h.name, (hostUse.get(h.name) ?? 0) + 1);
+    assert.ok((hostUse.get("aspmx.l.google.com") ?? 0) > 5);
+    assert.ok([...hostUse.keys()].some((h) => h.endsWith(".mail.protection.outlook.com")));
+    assert.ok(
+      spec.domains.every((d) => d.dns !== "timeout"),
+      "no DNS timeouts unless asked",
+    );
+  });
+
+  test("a generated world starts, and its hosts answer as its expectation says", async () => {
+    const { spec, addresses } = generateMixedWorld({ seed: 3, domains: 40 });
+    const generated = await startMailWorld(spec);
+    try {
+      const r = new dnsPromises.Resolver({ timeout: 500, tries: 1 });
+      r.setServers([`${generated.dns.host}:${generated.dns.port.toString()}`]);
+      const checked = new Map<string, number>();
+      for (const domain of spec.domains) {
+        const mine = addresses.filter((a) => a.endsWith(`@${domain.name}`));
+        const decisive = mine.filter((a) =>
+          ["valid", "invalid", "catchall"].includes(generated.expectation(a).status),
+        );
+        if ((domain.dns ?? "mx") !== "mx" || decisive.length === 0 || mine.length !== decisive.length)
+          continue;
+        const codes = await rcptThroughMx(generated, r, domain.name, decisive);
+        decisive.forEach((address, i) => {
+          const status = generated.expectation(address).status;
+          const code = codes[i] ?? 0;
+          const ok =
+            status === "invalid" ? code >= 500 : code === 250 || (status === "valid" && code === 552);
+          assert.ok(ok, `${address}: expected ${status}, RCPT got ${code.toString()}`);
+          checked.set(status, (checked.get(status) ?? 0) + 1);
+        });
+      }
+      assert.ok(
+        (checked.get("valid") ?? 0) > 10 && (checked.get("invalid") ?? 0) > 10,
+        JSON.stringify([...checked]),
+      );
+    } finally {
+      await generated.close();
+    }
+  });
+});
+
+/** Verifies recipients the way an engine would: MX lookup, first host that accepts a connection. */
+async function rcptThroughMx(
+  w: MailWorld,
+  r: dnsPromises.Resolver,
+  domain: string,
+  recipients: string[],
+): Promise<number[]> {
+  const mx = (await r.resolveMx(domain)).sort((a, b) => a.priority - b.priority);
+  for (const { exchange } of mx) {
+    let client: RawSmtp;
+    try {
+      client = await RawSmtp.open(w, exchange);
+    } catch {
+      continue;
+    }
+    assert.equal((await client.reply()).code, 220);
+    await client.command("EHLO verifier.test");
+    const codes: number[] = [];
+    for (const recipient of recipients) {
+      await client.command("RSET");
+      await client.command("MAIL FROM:<probe@verifier.test>");
+      codes.push((await client.command(`RCPT TO:<${recipient}>`)).code);
+    }
+    client.destroy();
+    return codes;
+  }
+  throw new Error(`no MX host of ${domain} accepted a connection`);
+}
+
+describe("lifecycle", () => {
+  test("close() is idempotent and frees the ports", async () => {
+    const small = await startMailWorld({ domains: [{ name: "x.test", hosts: [{ name: "mx.x.test" }] }] });
+    const client = await RawSmtp.open(small, "mx.x.test");
+    await Promise.all([small.close(), small.close()]);
+    await client.waitClosed();
+    await rejectsWithCode(RawSmtp.open(small, "mx.x.test"), "ECONNREFUSED");
+  });
+});

@@ -1,0 +1,382 @@
+// Deterministic generator of large, realistic worlds for the accuracy test and the benchmarks.
+// Same seed and options -> same spec and addresses, on every machine (mulberry32 PRNG, no Date,
+// no Math.random). Big providers share MX hosts between domains, as in real life, so a shared
+// host never carries a per-domain fault: faults live on per-domain hosts only.
+
+import type { DomainSpec, HostSpec, ServerKind, WorldSpec } from "./types.ts";
+
+export type Behaviour =
+  | "normal" //            MX with known mailboxes; unknown users rejected (some full/disabled mailboxes)
+  | "catchall" //          every RCPT accepted
+  | "a_only" //            no MX, implicit MX on the domain's A record
+  | "null_mx" //           MX 0 "."
+  | "nxdomain"
+  | "no_records" //        name exists, no MX and no A
+  | "servfail"
+  | "dns_timeout" //       the DNS server never answers (slow: off by default)
+  | "mx_no_address" //     MX hosts without A records
+  | "greylist" //          first RCPT of a triplet gets 451
+  | "blocklist_rcpt" //    every RCPT refused with a blocklist text
+  | "policy_rcpt" //       every RCPT refused with a 5.7.1 policy text
+  | "connect_blocklist" // 554 blocklist reply instead of the banner
+  | "refused_primary" //   primary MX refuses connections, secondary works
+  | "all_refused" //       the only MX refuses connections
+  | "drop_after_banner" // banner, then the connection is closed
+  | "tarpit" //            banner after 12 s (slow: off by default)
+  | "rcpt_limit" //        at most 3-5 RCPT per transaction, then 452
+  | "rate_limit"; //       421 after 10 connections (off by default: state outlives a run)
+
+export interface GenerateOptions {
+  seed: number;
+  domains: number;
+  /** Addresses per domain, fixed or [min, max] inclusive. Default [3, 8]. */
+  addressesPerDomain?: number | [number, number];
+  latencyMs?: number;
+  /** Relative weights, merged over DEFAULT_MIX (set a behaviour to 0 to exclude it). */
+  mix?: Partial<Record<Behaviour, number>>;
+}
+
+export interface GeneratedWorld {
+  spec: WorldSpec;
+  addresses: string[];
+}
+
+export const DEFAULT_MIX: Readonly<Record<Behaviour, number>> = {
+  normal: 52,
+  catchall: 8,
+  a_only: 3,
+  null_mx: 2,
+  nxdomain: 5,
+  no_records: 2,
+  servfail: 2,
+  dns_timeout: 0,
+  mx_no_address: 1,
+  greylist: 4,
+  blocklist_rcpt: 3,
+  policy_rcpt: 1,
+  connect_blocklist: 1,
+  refused_primary: 4,
+  all_refused: 1,
+  drop_after_banner: 1,
+  tarpit: 0,
+  rcpt_limit: 6,
+  rate_limit: 0,
+};
+
+/** mulberry32: tiny, fast, good enough for test data, identical on every platform. */
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+class Rng {
+  private readonly next: () => number;
+  constructor(seed: number) {
+    this.next = mulberry32(seed);
+  }
+  float(): number {
+    return this.next();
+  }
+  /** Integer in [min, max], inclusive. */
+  int(min: number, max: number): number {
+    return min + Math.floor(this.next() * (max - min + 1));
+  }
+  chance(p: number): boolean {
+    return this.next() < p;
+  }
+  pick<T>(items: readonly T[]): T {
+    const item = items[Math.floor(this.next() * items.length)];
+    if (item === undefined) throw new Error("pick from an empty list");
+    return item;
+  }
+  weighted<K extends string>(weights: Readonly<Record<K, number>>): K {
+    const entries = (Object.entries(weights) as [K, number][]).filter(([, w]) => w > 0);
+    const total = entries.reduce((sum, [, w]) => sum + w, 0);
+    let roll = this.next() * total;
+    for (const [key, w] of entries) {
+      roll -= w;
+      if (roll < 0) return key;
+    }
+    const last = entries.at(-1);
+    if (!last) throw new Error("every weight is 0");
+    return last[0];
+  }
+}
+
+const FIRST = (
+  "james mary john patricia robert jennifer michael linda david elizabeth william barbara " +
+  "richard susan joseph jessica thomas sarah carlos karen daniel lisa matthew nancy anthony " +
+  "sandra mark ashley paul emily steven donna andrew michelle kevin carol brian amanda george " +
+  "melissa lucas sofia mateo chloe noah emma liam olivia yuki ananya"
+).split(" ");
+const LAST = (
+  "smith johnson williams brown jones garcia miller davis rodriguez martinez hernandez lopez " +
+  "gonzalez wilson anderson thomas taylor moore jackson martin lee perez thompson white " +
+  "harris sanchez clark ramirez lewis robinson walker young allen king wright scott torres " +
+  "nguyen hill flores green adams nelson baker hall rivera campbell mitchell carter roberts"
+).split(" ");
+const ROLES = ["info", "sales", "support", "contact", "admin", "billing", "hr", "office", "hello", "jobs"];
+const WORDS_A = (
+  "acme apex blue bright cedar delta eagle falcon global granite harbor iron jade lunar maple " +
+  "nova orbit pioneer quantum river summit terra unity vertex willow zenith coral silver " +
+  "north oak"
+).split(" ");
+const WORDS_B = (
+  "labs systems media logistics health foods studio capital works partners software energy " +
+  "travel legal design motors dental realty consulting supply"
+).split(" ");
+
+function localPart(rng: Rng): string {
+  const first = rng.pick(FIRST);
+  const last = rng.pick(LAST);
+  switch (rng.int(0, 9)) {
+    case 0:
+    case 1:
+    case 2:
+    case 3:
+      return `${first}.${last}`;
+    case 4:
+      return `${first.charAt(0)}${last}`;
+    case 5:
+      return `${first}_${last}`;
+    case 6:
+      return `${first}${last.charAt(0)}`;
+    case 7:
+      return first;
+    case 8:
+      return `${first}.${last}${rng.int(1, 99).toString()}`;
+    default:
+      return rng.pick(ROLES);
+  }
+}
+
+function distinctLocalParts(rng: Rng, count: number, avoid: ReadonlySet<string>): string[] {
+  const out = new Set<string>();
+  for (let tries = 0; out.size < count && tries < count * 50; tries++) {
+    const candidate = localPart(rng);
+    if (!avoid.has(candidate)) out.add(candidate);
+  }
+  for (let n = 1; out.size < count; n++) out.add(`user${n.toString()}.${rng.int(1000, 9999).toString()}`);
+  return [...out];
+}
+
+/** MX hosts shared by every domain hosted at the same provider (one spec object per name). */
+interface SharedHosts {
+  google: HostSpec[];
+  yahoo: HostSpec[];
+  mimecast: HostSpec[];
+}
+
+function sharedHosts(): SharedHosts {
+  return {
+    google: [
+      { name: "aspmx.l.google.com", preference: 1, kind: "google" },
+      { name: "alt1.aspmx.l.google.com", preference: 5, kind: "google" },
+    ],
+    yahoo: [
+      { name: "mta5.am0.yahoodns.net", preference: 1, kind: "yahoo" },
+      { name: "mta6.am0.yahoodns.net", preference: 1, kind: "yahoo" },
+    ],
+    mimecast: [
+      { name: "eu-smtp-inbound-1.mimecast.com", preference: 10, kind: "mimecast" },
+      { name: "eu-smtp-inbound-2.mimecast.com", preference: 10, kind: "mimecast" },
+    ],
+  };
+}
+
+const KIND_WEIGHTS: Readonly<Record<ServerKind, number>> = {
+  google: 26,
+  microsoft365: 22,
+  postfix: 18,
+  exim: 6,
+  proofpoint: 6,
+  mimecast: 5,
+  yahoo: 4,
+  outlook: 3,
+  generic: 2,
+};
+
+/** Kinds whose MX hosts belong to one domain, so they may carry per-domain faults. */
+const OWN_HOST_KINDS: readonly ServerKind[] = [
+  "postfix",
+  "postfix",
+  "exim",
+  "microsoft365",
+  "proofpoint",
+  "generic",
+];
+
+const dashed = (domain: string): string => domain.replace(/\./g, "-");
+
+/** The 1-2 MX hosts of a domain at a provider of this kind. */
+function hostsFor(kind: ServerKind, domain: string, rng: Rng, shared: SharedHosts): HostSpec[] {
+  switch (kind) {
+    case "google":
+      return rng.chance(0.6) ? [...shared.google] : shared.google.slice(0, 1);
+    case "yahoo":
+      return [...shared.yahoo];
+    case "mimecast":
+      return [...shared.mimecast];
+    case "microsoft365":
+      return [{ name: `${dashed(domain)}.mail.protection.outlook.com`, preference: 0, kind }];
+    case "outlook":
+      return [{ name: `${dashed(domain)}.olc.protection.outlook.com`, preference: 5, kind }];
+    case "proofpoint": {
+      const id = rng.int(100000, 999999).toString().padStart(8, "0");
+      return [
+        { name: `mx0a-${id}.pphosted.com`, preference: 10, kind },
+        { name: `mx0b-${id}.pphosted.com`, preference: 10, kind },
+      ];
+    }
+    case "exim":
+      return [{ name: `mail.${domain}`, preference: 10, kind }];
+    case "generic":
+      return [{ name: `smtp.${domain}`, preference: 10, kind }];
+    case "postfix": {
+      const primary: HostSpec = { name: `mx1.${domain}`, preference: 10, kind };
+      return rng.chance(0.5) ? [primary, { name: `mx2.${domain}`, preference: 20, kind }] : [primary];
+    }
+  }
+}
+
+const BLOCKLIST_RCPT: readonly { code: number; text: string }[] = [
+  {
+    code: 554,
+    text: "5.7.1 Service unavailable; Client host [127.0.0.1] blocked using zen.spamhaus.org; https://www.spamhaus.org/query/ip/127.0.0.1",
+  },
+  {
+    code: 550,
+    text: "5.7.606 Access denied, banned sending IP [127.0.0.1]. To request removal from this list please visit https://sender.office.com/",
+  },
+  { code: 554, text: "5.7.1 <unknown[127.0.0.1]>: Client host rejected: Access denied" },
+];
+
+/** Applies the fault of a behaviour to the domain's (own) hosts. */
+function withFault(behaviour: Behaviour, hosts: HostSpec[], rng: Rng): HostSpec[] {
+  const [primary, ...rest] = hosts;
+  if (!primary) return hosts;
+  switch (behaviour) {
+    case "mx_no_address":
+      return hosts.map((h) => ({ ...h, hasAddress: false }));
+    case "blocklist_rcpt":
+      return hosts.map((h) => ({ ...h, rcptReply: rng.pick(BLOCKLIST_RCPT) }));
+    case "policy_rcpt":
+      return hosts.map((h) => ({
+        ...h,
+        rcptReply: { code: 550, text: "5.7.1 Recipient address rejected: Access denied by policy" },
+      }));
+    case "connect_blocklist":
+      return hosts.map((h) => ({
+        ...h,
+        connectReply: {
+          code: 554,
+          text: "5.7.1 Service unavailable; Client host [127.0.0.1] blocked using b.barracudacentral.org (blocklist)",
+        },
+      }));
+    case "refused_primary":
+      return [
+        { ...primary, preference: 10, refuseConnections: true },
+        { ...primary, name: `backup-mx.${primary.name}`, preference: 20 },
+      ];
+    case "all_refused":
+      return [{ ...primary, refuseConnections: true }];
+    case "drop_after_banner":
+      return [{ ...primary, dropAfterBanner: true }];
+    case "tarpit":
+      return [{ ...primary, bannerDelayMs: 12_000 }];
+    case "rcpt_limit":
+      return [{ ...primary, maxRcptPerMessage: rng.int(3, 5) }, ...rest];
+    case "rate_limit":
+      return [{ ...primary, rateLimitAfterConnections: 10 }];
+    case "normal":
+    case "catchall":
+    case "greylist":
+    case "a_only":
+    case "null_mx":
+    case "nxdomain":
+    case "no_records":
+    case "servfail":
+    case "dns_timeout":
+      return hosts;
+  }
+}
+
+const DNS_ONLY: Partial<Record<Behaviour, DomainSpec["dns"]>> = {
+  null_mx: "null_mx",
+  nxdomain: "nxdomain",
+  no_records: "no_records",
+  servfail: "servfail",
+  dns_timeout: "timeout",
+};
+
+const NEEDS_OWN_HOST: ReadonlySet<Behaviour> = new Set<Behaviour>([
+  "mx_no_address",
+  "blocklist_rcpt",
+  "policy_rcpt",
+  "connect_blocklist",
+  "refused_primary",
+  "all_refused",
+  "drop_after_banner",
+  "tarpit",
+  "rcpt_limit",
+  "rate_limit",
+  "greylist",
+]);
+
+function makeDomain(name: string, behaviour: Behaviour, rng: Rng, shared: SharedHosts): DomainSpec {
+  const dns = DNS_ONLY[behaviour];
+  if (dns) return { name, dns };
+  if (behaviour === "a_only") return { name, dns: "a_only", hosts: [{ name, kind: "postfix" }] };
+  const kind = NEEDS_OWN_HOST.has(behaviour) ? rng.pick(OWN_HOST_KINDS) : rng.weighted(KIND_WEIGHTS);
+  const domain: DomainSpec = { name, hosts: withFault(behaviour, hostsFor(kind, name, rng, shared), rng) };
+  if (behaviour === "catchall") domain.catchAll = true;
+  if (behaviour === "greylist") domain.greylistSeconds = 300;
+  return domain;
+}
+
+function countFor(option: GenerateOptions["addressesPerDomain"], rng: Rng): number {
+  if (typeof option === "number") return option;
+  const [min, max] = option ?? [3, 8];
+  return rng.int(min, max);
+}
+
+/** Fills mailboxes (and a few full/disabled ones) and returns the addresses to verify. */
+function populate(domain: DomainSpec, count: number, rng: Rng): string[] {
+  const existing = Math.max(2, Math.round(count * (0.3 + rng.float() * 0.5)));
+  const mailboxes = distinctLocalParts(rng, existing + rng.int(1, 4), new Set());
+  domain.mailboxes = mailboxes;
+  const taken = new Set(mailboxes);
+  const locals: string[] = mailboxes.slice(0, Math.min(existing, count));
+  if (!domain.catchAll && domain.hosts && rng.chance(0.2)) {
+    const [full, disabled] = distinctLocalParts(rng, 2, taken);
+    if (full && rng.chance(0.5)) domain.fullMailboxes = [full];
+    else if (disabled) domain.disabledMailboxes = [disabled];
+    for (const l of [...(domain.fullMailboxes ?? []), ...(domain.disabledMailboxes ?? [])]) taken.add(l);
+    locals.push(...(domain.fullMailboxes ?? []), ...(domain.disabledMailboxes ?? []));
+  }
+  const missing = Math.max(0, count - locals.length);
+  locals.push(...distinctLocalParts(rng, missing, taken));
+  return locals.slice(0, count).map((l) => `${l}@${domain.name}`);
+}
+
+export function generateMixedWorld(opts: GenerateOptions): GeneratedWorld {
+  const rng = new Rng(opts.seed);
+  const mix: Record<Behaviour, number> = { ...DEFAULT_MIX, ...opts.mix };
+  const shared = sharedHosts();
+  const domains: DomainSpec[] = [];
+  const addresses: string[] = [];
+  for (let i = 0; i < opts.domains; i++) {
+    const name = `${rng.pick(WORDS_A)}-${rng.pick(WORDS_B)}${(i + 1).toString()}.test`;
+    const domain = makeDomain(name, rng.weighted(mix), rng, shared);
+    addresses.push(...populate(domain, countFor(opts.addressesPerDomain, rng), rng));
+    domains.push(domain);
+  }
+  const spec: WorldSpec = opts.latencyMs === undefined ? { domains } : { domains, latencyMs: opts.latencyMs };
+  return { spec, addresses };
+}

@@ -1,0 +1,167 @@
+// `npm run sim`: starts a small mail world covering every simulated behaviour, prints how to
+// point mailprobe at it and what each sample address should verify as, then runs until
+// SIGINT/SIGTERM (or `--seconds N`).
+
+import { startMailWorld } from "./mail-world/index.ts";
+import type { MailWorld, WorldSpec } from "./mail-world/index.ts";
+
+const SPAMHAUS =
+  "5.7.1 Service unavailable; Client host [127.0.0.1] blocked using zen.spamhaus.org; https://www.spamhaus.org/query/ip/127.0.0.1";
+
+const DEMO: WorldSpec = {
+  latencyMs: 20,
+  domains: [
+    {
+      name: "acme.test",
+      hosts: [
+        { name: "mx1.acme.test", preference: 10, kind: "postfix" },
+        { name: "mx2.acme.test", preference: 20, kind: "postfix" },
+      ],
+      mailboxes: ["alice", "bob.smith"],
+      fullMailboxes: ["carol"],
+      disabledMailboxes: ["dave"],
+    },
+    {
+      name: "gsuite-co.test",
+      hosts: [{ name: "aspmx.l.google.com", preference: 1, kind: "google" }],
+      mailboxes: ["erin"],
+    },
+    {
+      name: "contoso.test",
+      hosts: [{ name: "contoso-test.mail.protection.outlook.com", preference: 0, kind: "microsoft365" }],
+      mailboxes: ["frank"],
+    },
+    { name: "catchall.test", hosts: [{ name: "mx.catchall.test", kind: "exim" }], catchAll: true },
+    {
+      name: "greylist.test",
+      hosts: [{ name: "mx.greylist.test" }],
+      mailboxes: ["gina"],
+      greylistSeconds: 60,
+    },
+    {
+      name: "backup.test",
+      hosts: [
+        { name: "mx1.backup.test", preference: 10, refuseConnections: true },
+        { name: "mx2.backup.test", preference: 20 },
+      ],
+      mailboxes: ["hank"],
+    },
+    { name: "refused.test", hosts: [{ name: "mx.refused.test", refuseConnections: true }] },
+    { name: "listed.test", hosts: [{ name: "mx.listed.test", connectReply: { code: 554, text: SPAMHAUS } }] },
+    {
+      name: "rcpt-listed.test",
+      hosts: [
+        {
+          name: "rcpt-listed-test.mail.protection.outlook.com",
+          kind: "microsoft365",
+          rcptReply: { code: 550, text: "5.7.606 Access denied, banned sending IP [127.0.0.1]" },
+        },
+      ],
+    },
+    { name: "dropper.test", hosts: [{ name: "mx.dropper.test", dropAfterBanner: true }] },
+    { name: "tarpit.test", hosts: [{ name: "mx.tarpit.test", bannerDelayMs: 12_000 }] },
+    {
+      name: "strict.test",
+      hosts: [
+        { name: "mx.strict.test", kind: "proofpoint", maxRcptPerMessage: 3, rateLimitAfterConnections: 20 },
+      ],
+      mailboxes: ["ivy", "jack", "kim", "leo"],
+    },
+    { name: "bare.test", dns: "a_only", hosts: [{ name: "bare.test", kind: "generic" }], mailboxes: ["mia"] },
+    { name: "nomail.test", dns: "null_mx" },
+    { name: "ghost.test", dns: "nxdomain" },
+    { name: "parked.test", dns: "no_records" },
+    { name: "broken-dns.test", dns: "servfail" },
+    { name: "slow-dns.test", dns: "timeout" },
+    { name: "dangling.test", hosts: [{ name: "mx.dangling.test", hasAddress: false }] },
+  ],
+};
+
+const SAMPLES = [
+  "alice@acme.test",
+  "bob.smith@acme.test",
+  "carol@acme.test",
+  "dave@acme.test",
+  "nobody@acme.test",
+  "erin@gsuite-co.test",
+  "nobody@gsuite-co.test",
+  "frank@contoso.test",
+  "nobody@contoso.test",
+  "anything@catchall.test",
+  "gina@greylist.test",
+  "hank@backup.test",
+  "x@refused.test",
+  "x@listed.test",
+  "x@rcpt-listed.test",
+  "x@dropper.test",
+  "x@tarpit.test",
+  "ivy@strict.test",
+  "mia@bare.test",
+  "x@nomail.test",
+  "x@ghost.test",
+  "x@parked.test",
+  "x@broken-dns.test",
+  "x@slow-dns.test",
+  "x@dangling.test",
+];
+
+function parseSeconds(argv: readonly string[]): number | undefined {
+  const at = argv.indexOf("--seconds");
+  if (at < 0) return undefined;
+  const seconds = Number(argv[at + 1]);
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new Error("--seconds needs a positive number");
+  return seconds;
+}
+
+function table(rows: readonly string[][]): string {
+  const widths = rows[0]?.map((_, col) => Math.max(...rows.map((r) => (r[col] ?? "").length))) ?? [];
+  return rows
+    .map((r) =>
+      r
+        .map((cell, col) => cell.padEnd(widths[col] ?? 0))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
+}
+
+function describe(world: MailWorld): string {
+  const dns = `${world.dns.host}:${world.dns.port.toString()}`;
+  const hosts = [...world.allCounters().keys()].map((name) => [name, world.addressOf(name)]);
+  const samples = SAMPLES.map((address) => {
+    const e = world.expectation(address);
+    return [address, e.status, e.unknownReason ?? ""];
+  });
+  return [
+    "mail-world simulator is running (all replies delayed by 20 ms)",
+    `  DNS  ${dns} (UDP and TCP)`,
+    `  SMTP port ${world.smtpPort.toString()}, one loopback address per host`,
+    "",
+    "Point mailprobe at it:",
+    `  DNS_SERVERS=${dns} SMTP_PORT=${world.smtpPort.toString()} npm start`,
+    "",
+    table([["host", "address"], ...hosts]),
+    "",
+    table([["address", "expected", "unknown reason"], ...samples]),
+    "",
+    "Ctrl-C to stop.",
+  ].join("\n");
+}
+
+async function main(): Promise<void> {
+  const seconds = parseSeconds(process.argv.slice(2));
+  const world = await startMailWorld(DEMO);
+  console.log(describe(world));
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+    if (seconds !== undefined) setTimeout(resolve, seconds * 1000).unref();
+  });
+  await world.close();
+  console.log("mail-world stopped");
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
