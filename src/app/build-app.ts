@@ -14,7 +14,10 @@ import { authSessionRoutes } from "../http/routes/auth-session.ts";
 import { creditRoutes } from "../http/routes/credits.ts";
 import { healthRoutes } from "../http/routes/health.ts";
 import { plantRoutes } from "../http/routes/plants.ts";
+import { reportRoutes } from "../http/routes/reports.ts";
 import { verifyRoutes } from "../http/routes/verify.ts";
+import { taskRoutes } from "../http/routes/tasks.ts";
+import { webhookRoutes } from "../http/routes/webhooks.ts";
 import { ErrorBodySchema } from "../http/schemas/common.ts";
 import type { Services } from "./services.ts";
 
@@ -69,7 +72,10 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     await api.register(authSessionRoutes, { services });
     await api.register(apiKeyRoutes, { services });
     await api.register(creditRoutes, { services });
+    await api.register(reportRoutes, { services });
     await api.register(verifyRoutes, { services });
+    await api.register(taskRoutes, { services });
+    await api.register(webhookRoutes, { services });
   });
   if (opts.adminToken) await app.register(adminRoutes, { services, token: opts.adminToken });
 

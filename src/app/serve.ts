@@ -3,15 +3,20 @@ import type { Logger } from "../observability/logger.ts";
 import { newAdminToken, loopbackUrl, publishAdminEndpoint } from "./admin-endpoint.ts";
 import { buildApp } from "./build-app.ts";
 import { openRuntime } from "./runtime.ts";
+import { runUntilSignal } from "./signals.ts";
+import { createWorkerRole } from "./worker-role.ts";
 
 export interface ServeOptions {
   /** Called with lines meant for the person who ran `npm start` (not structured logs). */
   say: (line: string) => void;
+  /** Run the batch worker pool and webhook dispatcher in this process too. */
+  withWorker: boolean;
 }
 
 /**
- * `mailprobe serve`: the HTTP API. Resolves when the server has stopped after SIGTERM/SIGINT:
- * stop accepting → finish in-flight requests (bounded by SHUTDOWN_TIMEOUT_MS) → close the DB.
+ * `mailprobe serve`: the HTTP API (and, unless --no-worker, the batch workers). Resolves when
+ * the server has stopped after SIGTERM/SIGINT: stop claiming → drain sessions → stop HTTP →
+ * close the DB, bounded by SHUTDOWN_TIMEOUT_MS.
  */
 export async function serve(config: Readonly<Config>, logger: Logger, opts: ServeOptions): Promise<void> {
   const startedAt = performance.now();
@@ -37,30 +42,16 @@ export async function serve(config: Readonly<Config>, logger: Logger, opts: Serv
   }
   opts.say(`mailprobe: API docs at ${loopbackUrl(config.host, config.port)}/docs`);
 
-  await new Promise<void>((resolve) => {
-    let stopping = false;
-    const stop = (signal: string): void => {
-      if (stopping) return;
-      stopping = true;
-      logger.info({ signal }, "shutting down");
-      const force = setTimeout(() => {
-        logger.error("shutdown deadline passed; exiting");
-        process.exit(1);
-      }, config.shutdownTimeoutMs);
-      force.unref();
-      void (async () => {
-        try {
-          await unpublish?.();
-          await app.close();
-          await runtime.close();
-        } catch (err) {
-          logger.error({ err }, "error during shutdown");
-        }
-        clearTimeout(force);
-        resolve();
-      })();
-    };
-    process.once("SIGTERM", () => stop("SIGTERM"));
-    process.once("SIGINT", () => stop("SIGINT"));
+  const workers = opts.withWorker ? createWorkerRole(runtime.services) : null;
+  workers?.start();
+  if (!workers) opts.say("mailprobe: batch workers disabled in this process (--no-worker)");
+
+  await runUntilSignal(logger, config.shutdownTimeoutMs, async () => {
+    // Stop claiming and let running SMTP sessions finish (unfinished jobs go back to the queue),
+    // then stop answering HTTP, then close the database.
+    await workers?.stop(config.shutdownTimeoutMs);
+    await unpublish?.();
+    await app.close();
+    await runtime.close();
   });
 }

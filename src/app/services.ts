@@ -10,6 +10,8 @@ import { createMetrics, type Metrics } from "../observability/metrics.ts";
 import { createRateLimiter, type RateLimiter, type RateLimitStore } from "../ratelimit/limiter.ts";
 import { createUsersService, type UsersService } from "../users/service.ts";
 import { createVerificationsService, type VerificationsService } from "../verifications/service.ts";
+import { createReportsService, type ReportsService } from "../reports/service.ts";
+import { createTasksService, type TasksService } from "../tasks/service.ts";
 import { createEngine, type Engine, type EnginePorts } from "../verify/index.ts";
 import { engineOptionsFrom } from "./engine-options.ts";
 
@@ -28,6 +30,8 @@ export interface Services {
   rateLimiter: RateLimiter;
   engine: Engine;
   verifications: VerificationsService;
+  reports: ReportsService;
+  tasks: TasksService;
   /** Releases what the services hold (engine sessions, limiter stores); not the database. */
   close(): Promise<void>;
 }
@@ -55,6 +59,7 @@ export function buildServices(opts: ServiceOptions): Services {
     jwksUrl: config.jwtJwksUrl,
     issuer: config.jwtIssuer,
     sessionTtlSeconds: config.sessionTtlSeconds,
+    clock,
   });
   const engine = createEngine(engineOptionsFrom(config.verify), { clock, ...opts.enginePorts });
   const rateLimiter = createRateLimiter(
@@ -78,6 +83,8 @@ export function buildServices(opts: ServiceOptions): Services {
       timeoutMs: config.verify.verifyTimeoutMs,
       cacheTtlMs: config.verify.resultCacheTtlMs,
     }),
+    tasks: createTasksService(db, clock, engine),
+    reports: createReportsService(db),
     async close() {
       await engine.close();
       await rateLimiter.close();

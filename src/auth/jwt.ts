@@ -1,4 +1,5 @@
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify, SignJWT, type JWTPayload } from "jose";
+import type { Clock } from "../lib/clock.ts";
 import { isUuid } from "../lib/ids.ts";
 
 export interface JwtOptions {
@@ -6,6 +7,8 @@ export interface JwtOptions {
   jwksUrl: string | null;
   issuer: string | null;
   sessionTtlSeconds: number;
+  /** Expiry is judged against this clock, the same one that stamps issued tokens. */
+  clock: Clock;
 }
 
 export interface JwtService {
@@ -30,10 +33,10 @@ export function createJwtService(opts: JwtOptions): JwtService {
         // HS256 only with our own secret; asymmetric algorithms only through the JWKS. Never let
         // the token choose (the "alg confusion" attack).
         if (alg === "HS256" && secret) {
-          return subjectOf((await jwtVerify(token, secret, { algorithms: ["HS256"], issuer })).payload);
+          return subjectOf((await jwtVerify(token, secret, { algorithms: ["HS256"], issuer, currentDate: opts.clock.now() })).payload);
         }
         if (alg !== "HS256" && alg !== "none" && jwks) {
-          return subjectOf((await jwtVerify(token, jwks, { issuer })).payload);
+          return subjectOf((await jwtVerify(token, jwks, { issuer, currentDate: opts.clock.now() })).payload);
         }
         return null;
       } catch {

@@ -1,18 +1,32 @@
 import { Command, InvalidArgumentError } from "commander";
+import { pino, type Logger } from "pino";
 import { serve } from "../app/serve.ts";
+import { work } from "../app/work.ts";
 import { ConfigError, loadConfig } from "../config/index.ts";
 import { migrate } from "../db/migrate.ts";
 import { openDatabase } from "../db/open.ts";
 import { lockDataDir } from "../db/data-dir-lock.ts";
+import { isUuid } from "../lib/ids.ts";
 import { createLogger } from "../observability/logger.ts";
 import { CliError, openDataAccess } from "./data-access.ts";
 import { formatTable, toJson, verifyAddresses } from "./verify-command.ts";
 
 const say = (line: string): void => void process.stdout.write(line + "\n");
 
+// The data commands print their result on stdout (`--json` is meant to be piped), so their own
+// warnings (e.g. "generated an encryption key") must go to stderr, not into that output.
+const dataCommandLogger = (): Logger => pino({ level: "warn" }, pino.destination({ fd: 2, sync: true }));
+
 function positiveInt(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError("must be a non-negative integer");
   return Number(value);
+}
+
+// Checked here so a typo is a usage error, not a database error (invalid input syntax for uuid)
+// surfacing as a stack trace.
+function uuidArg(value: string): string {
+  if (!isUuid(value)) throw new InvalidArgumentError("must be a user id (UUID)");
+  return value;
 }
 
 function buildProgram(): Command {
@@ -23,11 +37,19 @@ function buildProgram(): Command {
 
   program
     .command("serve")
-    .description("run the HTTP API (and, in later versions, the worker pool)")
+    .description("run the HTTP API and, unless --no-worker, the batch workers")
     .option("--no-worker", "do not run batch workers in this process")
+    .action(async (opts: { worker: boolean }) => {
+      const config = loadConfig(process.env);
+      await serve(config, createLogger(config.logLevel), { say, withWorker: opts.worker });
+    });
+
+  program
+    .command("worker")
+    .description("run only the batch worker pool and webhook dispatcher")
     .action(async () => {
       const config = loadConfig(process.env);
-      await serve(config, createLogger(config.logLevel), { say });
+      await work(config, createLogger(config.logLevel), say);
     });
 
   program
@@ -55,7 +77,7 @@ function buildProgram(): Command {
     .option("--json", "print JSON")
     .action(async (opts: { credits: number; email?: string; json?: boolean }) => {
       const config = loadConfig(process.env);
-      const data = await openDataAccess(config, createLogger("warn"));
+      const data = await openDataAccess(config, dataCommandLogger());
       try {
         const u = await data.createUser(opts.credits, opts.email ?? null);
         if (opts.json) say(JSON.stringify({ user_id: u.userId, balance: u.balance, api_key: u.apiKey }));
@@ -74,13 +96,13 @@ function buildProgram(): Command {
   credits
     .command("grant")
     .description("grant credits to a user (writes a grant transaction)")
-    .argument("<user_id>", "user id (UUID)")
+    .argument("<user_id>", "user id (UUID)", uuidArg)
     .argument("<amount>", "credits to add", positiveInt)
     .requiredOption("--reason <reason>", "reason recorded on the transaction")
     .action(async (userId: string, amount: number, opts: { reason: string }) => {
       if (amount < 1) throw new CliError("amount must be at least 1");
       const config = loadConfig(process.env);
-      const data = await openDataAccess(config, createLogger("warn"));
+      const data = await openDataAccess(config, dataCommandLogger());
       try {
         const t = await data.grantCredits(userId, amount, opts.reason);
         say(`granted ${amount} credits to ${userId}: balance ${t.balanceAfter} (transaction ${t.transactionId})`);

@@ -54,6 +54,34 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Verification engine settings (DNS, SMTP probing). */
   verify: VerifyConfig;
+  /** Batch workers: concurrency, politeness, leases, retries. */
+  worker: WorkerConfig;
+  /** Completion webhooks. */
+  webhooks: WebhookConfig;
+}
+
+export interface WorkerConfig {
+  /** SMTP sessions (domain groups) one worker process runs at once. */
+  concurrency: number;
+  /** Cluster-wide limit of concurrent SMTP sessions to one MX host. */
+  maxConnectionsPerHost: number;
+  /** Delays before re-verifying a greylisted / temporarily failed address, one per retry. */
+  retryDelaysMs: number[];
+  /** How long a claimed job group stays ours without a heartbeat. */
+  leaseMs: number;
+  /** Idle wait between claims when no work is due. */
+  pollIntervalMs: number;
+  /** Attempts before a job that keeps failing internally is marked failed. */
+  maxAttempts: number;
+}
+
+export interface WebhookConfig {
+  /** Deliver to loopback/private/link-local addresses (off: SSRF protection). */
+  allowPrivate: boolean;
+  /** Per-attempt timeout. */
+  timeoutMs: number;
+  /** Give up retrying a delivery this long after it was created. */
+  retryWindowMs: number;
 }
 
 export interface VerifyConfig {
@@ -106,6 +134,34 @@ export function loadConfig(env: Record<string, string | undefined>): Readonly<Co
     logLevel: enumVar(env, "LOG_LEVEL", LOG_LEVELS, "info"),
     shutdownTimeoutMs: intVar(env, "SHUTDOWN_TIMEOUT_MS", 30_000, 0, 600_000),
     verify: loadVerifyConfig(env),
+    worker: loadWorkerConfig(env),
+    webhooks: Object.freeze({
+      allowPrivate: boolVar(env, "WEBHOOK_ALLOW_PRIVATE", false),
+      timeoutMs: intVar(env, "WEBHOOK_TIMEOUT_MS", 10_000, 100, 120_000),
+      retryWindowMs: intVar(env, "WEBHOOK_RETRY_HOURS", 24, 0, 24 * 30) * 3_600_000,
+    }),
+  });
+}
+
+function secondsList(env: Record<string, string | undefined>, name: string, fallback: number[]): number[] {
+  const raw = optionalVar(env, name);
+  if (raw === null) return fallback.map((s) => s * 1000);
+  const items = raw.split(",").map((x) => x.trim());
+  if (items.length === 0 || items.some((x) => !/^\d+(\.\d+)?$/.test(x))) {
+    throw new ConfigError(`${name} must be a comma-separated list of seconds, got "${raw}"`);
+  }
+  return items.map((x) => Math.round(Number(x) * 1000));
+}
+
+function loadWorkerConfig(env: Record<string, string | undefined>): Readonly<WorkerConfig> {
+  return Object.freeze({
+    concurrency: intVar(env, "WORKER_CONCURRENCY", 16, 1, 1000),
+    maxConnectionsPerHost: intVar(env, "SMTP_MAX_CONNECTIONS_PER_HOST", 2, 1, 100),
+    // Greylisting windows are typically 5-15 minutes; an immediate retry never helps.
+    retryDelaysMs: secondsList(env, "VERIFY_RETRY_DELAYS", [300, 900, 1800]),
+    leaseMs: intVar(env, "JOB_LEASE_SECONDS", 120, 5, 3600) * 1000,
+    pollIntervalMs: intVar(env, "WORKER_POLL_INTERVAL_MS", 500, 10, 60_000),
+    maxAttempts: intVar(env, "JOB_MAX_ATTEMPTS", 3, 1, 20),
   });
 }
 

@@ -53,7 +53,9 @@ export function openPostgres(
       await pool.query(sql);
     },
     async close() {
-      await pool.end();
+      // Idempotent like the PGlite adapter's (pg itself throws "Called end on pool more than
+      // once"), so cleanup code can close a database without knowing whether it already was.
+      if (!pool.ending) await pool.end();
     },
   };
 }

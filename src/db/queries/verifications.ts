@@ -135,3 +135,49 @@ export async function hasPaidVerificationSince(q: Queryable, userId: string, ema
   );
   return rows.length > 0;
 }
+
+/** Many results in one statement (a worker records a whole domain group at once). */
+export async function insertVerifications(q: Queryable, list: VerificationRecord[]): Promise<void> {
+  if (list.length === 0) return;
+  const col = <T>(f: (v: VerificationRecord) => T): T[] => list.map(f);
+  await q.query(
+    `insert into email_verifications
+       (id, user_id, email, status, is_role_based, is_disposable, has_mx_records, has_reverse_dns,
+        domain_name, host_name, server_type, is_catchall, unknown_reason, needs_physical_verify,
+        validated_at, origin, source, api_key_id, task_id, credit_transaction_id, from_cache, created_at)
+     select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::boolean[], $6::boolean[],
+                          $7::boolean[], $8::boolean[], $9::text[], $10::text[], $11::text[], $12::boolean[],
+                          $13::text[], $14::boolean[], $15::timestamptz[], $16::text[], $17::text[], $18::uuid[],
+                          $19::uuid[], $20::uuid[], $21::boolean[], $22::timestamptz[])`,
+    [
+      col((v) => v.id),
+      col((v) => v.userId),
+      col((v) => v.email),
+      col((v) => v.status),
+      col((v) => v.isRoleBased),
+      col((v) => v.isDisposable),
+      col((v) => v.hasMxRecords),
+      col((v) => v.hasReverseDns),
+      col((v) => v.domainName),
+      col((v) => v.hostName),
+      col((v) => v.serverType),
+      col((v) => v.isCatchall),
+      col((v) => v.unknownReason),
+      col((v) => v.needsPhysicalVerify),
+      col((v) => v.validatedAt),
+      col((v) => v.origin),
+      col((v) => v.source),
+      col((v) => v.apiKeyId),
+      col((v) => v.taskId),
+      col((v) => v.creditTransactionId),
+      col((v) => v.fromCache),
+      col((v) => v.createdAt),
+    ],
+  );
+}
+
+export async function findVerificationsByIds(q: Queryable, ids: string[]): Promise<Map<string, VerificationRecord>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await q.query<VerificationRow>("select * from email_verifications where id = any($1::uuid[])", [ids]);
+  return new Map(rows.map((r) => [r.id, toVerificationRecord(r)]));
+}

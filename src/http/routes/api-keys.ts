@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { ApiKeyListing } from "../../keys/service.ts";
 import type { Services } from "../../app/services.ts";
+import { validationError } from "../../lib/app-error.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { CreateApiKeyBody, CreatedApiKeyReply, ListApiKeysQuery, ListApiKeysReply } from "../schemas/api-keys.ts";
 import { errorResponses, IdParams } from "../schemas/common.ts";
@@ -29,7 +30,10 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
     },
     async (req, reply) => {
       const p = principalOf(req);
-      const { record, plaintext } = await services.apiKeys.create(p.userId, req.body.name.trim(), req.body.purpose);
+      const name = req.body.name.trim();
+      // minLength counts spaces, so "   " passes the schema but would be stored as an empty name.
+      if (!name) throw validationError("Request validation failed", [{ field: "name", reason: "must not be blank" }]);
+      const { record, plaintext } = await services.apiKeys.create(p.userId, name, req.body.purpose);
       return reply.status(201).send({
         id: record.id,
         user_id: record.userId,

@@ -1,0 +1,70 @@
+import type { Services } from "./services.ts";
+import { createPgHostGate } from "../jobs/host-gate.ts";
+import { createWorkerPool, newWorkerId, type WorkerPool } from "../jobs/runner.ts";
+import type { TaskFinishedHook } from "../tasks/finish-task.ts";
+import { toMetricsReply } from "../tasks/metrics-view.ts";
+import { createEngine } from "../verify/index.ts";
+import { createWebhookDispatcher, type WebhookDispatcher } from "../webhooks/dispatcher.ts";
+import { enqueueTaskCompleted } from "../webhooks/outbox.ts";
+import { engineOptionsFrom } from "./engine-options.ts";
+
+/** A task that finished with a webhook_url gets its completion event into the outbox, in the same transaction. */
+export const enqueueCompletionWebhook: TaskFinishedHook = async (tx, { task, uploadId, metrics, at }) => {
+  if (!task.webhookUrl || !task.userId) return;
+  await enqueueTaskCompleted(tx, {
+    userId: task.userId,
+    url: task.webhookUrl,
+    event: { taskId: task.id, uploadId, metrics: toMetricsReply(metrics) },
+    at,
+  });
+};
+
+export interface WorkerRole {
+  pool: WorkerPool;
+  webhooks: WebhookDispatcher;
+  start(): void;
+  stop(deadlineMs: number): Promise<void>;
+}
+
+/**
+ * The batch side of a process: the verification worker pool (with its own engine, whose host
+ * gate enforces the cluster-wide per-MX-host limit) and the webhook dispatcher.
+ */
+export function createWorkerRole(services: Services, opts: { workerId?: string } = {}): WorkerRole {
+  const { config, db, clock, logger } = services;
+  const workerId = opts.workerId ?? newWorkerId();
+  const gate = createPgHostGate({
+    db,
+    clock,
+    holder: workerId,
+    slotsPerHost: config.worker.maxConnectionsPerHost,
+    leaseMs: config.worker.leaseMs,
+    // Waiting long for a busy host would idle this session slot; better pick another domain.
+    maxWaitMs: 2_000,
+  });
+  const engine = createEngine(engineOptionsFrom(config.verify), { clock, hostGate: gate });
+  const pool = createWorkerPool({
+    db,
+    clock,
+    logger,
+    engine,
+    gate,
+    config: config.worker,
+    onTaskFinished: enqueueCompletionWebhook,
+    workerId,
+  });
+  const webhooks = createWebhookDispatcher({ db, clock, logger, config: config.webhooks });
+  return {
+    pool,
+    webhooks,
+    start() {
+      pool.start();
+      webhooks.start();
+    },
+    async stop(deadlineMs) {
+      await pool.stop(deadlineMs);
+      await webhooks.stop();
+      await engine.close();
+    },
+  };
+}

@@ -1,0 +1,202 @@
+import type { Queryable } from "../client.ts";
+
+export type JobStatus = "pending" | "processing" | "completed" | "failed";
+
+export interface JobRecord {
+  id: string;
+  taskId: string;
+  userId: string | null;
+  position: number;
+  emailAddress: string;
+  domain: string;
+  status: JobStatus;
+  attempts: number;
+  runAfter: Date;
+  emailId: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface JobRow {
+  id: string;
+  task_id: string;
+  user_id: string | null;
+  position: number;
+  email_address: string;
+  domain: string;
+  status: JobStatus;
+  attempts: number;
+  run_after: Date;
+  email_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const toJob = (r: JobRow): JobRecord => ({
+  id: r.id,
+  taskId: r.task_id,
+  userId: r.user_id,
+  position: r.position,
+  emailAddress: r.email_address,
+  domain: r.domain,
+  status: r.status,
+  attempts: r.attempts,
+  runAfter: r.run_after,
+  emailId: r.email_id,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export interface NewJob {
+  id: string;
+  position: number;
+  emailAddress: string;
+  domain: string;
+}
+
+/** All jobs of a task in one statement (array parameters, not one round trip per job). */
+export async function insertJobs(q: Queryable, taskId: string, userId: string, jobs: NewJob[], at: Date): Promise<void> {
+  await q.query(
+    `insert into email_jobs (id, task_id, user_id, position, email_address, domain, run_after, created_at, updated_at)
+     select j.id, $1, $2, j.position, j.email, j.domain, $3, $3, $3
+       from unnest($4::uuid[], $5::integer[], $6::text[], $7::text[]) as j(id, position, email, domain)`,
+    [taskId, userId, at, jobs.map((j) => j.id), jobs.map((j) => j.position), jobs.map((j) => j.emailAddress), jobs.map((j) => j.domain)],
+  );
+}
+
+/**
+ * Claims up to `max` due pending jobs of ONE domain (the oldest due job picks the domain), in one
+ * statement: SKIP LOCKED lets any number of workers claim concurrently without waiting on each
+ * other, the attempt is counted at claim time, and the lease says until when the job is ours.
+ */
+export async function claimDomainGroup(
+  q: Queryable,
+  c: { worker: string; now: Date; leaseUntil: Date; max: number },
+): Promise<JobRecord[]> {
+  const { rows } = await q.query<JobRow>(
+    `with target as (
+       select domain from email_jobs
+        where status = 'pending' and run_after <= $2
+        order by run_after
+        limit 1
+        for update skip locked
+     ), picked as (
+       select j.id from email_jobs j
+        where j.status = 'pending' and j.run_after <= $2 and j.domain = (select domain from target)
+        order by j.run_after, j.task_id, j.position
+        limit $4
+        for update skip locked
+     )
+     update email_jobs j
+        set status = 'processing', attempts = j.attempts + 1, locked_by = $1, locked_until = $3, updated_at = $2
+       from picked
+      where j.id = picked.id
+     returning j.*`,
+    [c.worker, c.now, c.leaseUntil, c.max],
+  );
+  return rows.map(toJob);
+}
+
+/** Heartbeat: keeps this worker's leases alive during long sessions. */
+export async function extendLeases(q: Queryable, worker: string, until: Date): Promise<number> {
+  const { rowCount } = await q.query(
+    "update email_jobs set locked_until = $2 where locked_by = $1 and status = 'processing'",
+    [worker, until],
+  );
+  return rowCount;
+}
+
+/** A crashed or killed worker's jobs return to pending once its lease has run out. */
+export async function releaseExpiredLeases(q: Queryable, now: Date): Promise<number> {
+  const { rowCount } = await q.query(
+    `update email_jobs set status = 'pending', locked_by = null, locked_until = null, updated_at = $1
+      where status = 'processing' and locked_until < $1`,
+    [now],
+  );
+  return rowCount;
+}
+
+/** Puts jobs back (retry later). `refundAttempt` undoes the claim's count when no work was done. */
+export async function rescheduleJobs(
+  q: Queryable,
+  jobs: Array<{ id: string; runAfter: Date; error: string | null }>,
+  worker: string,
+  now: Date,
+  refundAttempt: boolean,
+): Promise<void> {
+  if (jobs.length === 0) return;
+  await q.query(
+    `update email_jobs j
+        set status = 'pending', locked_by = null, locked_until = null, run_after = r.run_after,
+            last_error = r.error, updated_at = $2, attempts = j.attempts - (case when $4 then 1 else 0 end)
+       from unnest($1::uuid[], $5::timestamptz[], $6::text[]) as r(id, run_after, error)
+      where j.id = r.id and j.locked_by = $3 and j.status = 'processing'`,
+    [jobs.map((j) => j.id), now, worker, refundAttempt, jobs.map((j) => j.runAfter), jobs.map((j) => j.error)],
+  );
+}
+
+/** Marks jobs completed with their stored results; only jobs this worker still holds. */
+export async function completeJobs(
+  q: Queryable,
+  done: Array<{ id: string; emailId: string }>,
+  worker: string,
+  now: Date,
+): Promise<number> {
+  if (done.length === 0) return 0;
+  const { rowCount } = await q.query(
+    `update email_jobs j
+        set status = 'completed', email_id = d.email_id, locked_by = null, locked_until = null, updated_at = $3,
+            last_error = null
+       from unnest($1::uuid[], $2::uuid[]) as d(id, email_id)
+      where j.id = d.id and j.locked_by = $4 and j.status = 'processing'`,
+    [done.map((d) => d.id), done.map((d) => d.emailId), now, worker],
+  );
+  return rowCount;
+}
+
+export async function failJobs(q: Queryable, ids: string[], error: string, worker: string, now: Date): Promise<void> {
+  if (ids.length === 0) return;
+  await q.query(
+    `update email_jobs set status = 'failed', last_error = $2, locked_by = null, locked_until = null, updated_at = $3
+      where id = any($1::uuid[]) and locked_by = $4 and status = 'processing'`,
+    [ids, error, now, worker],
+  );
+}
+
+/** Jobs this worker holds that are still processing (used to re-check ownership before recording). */
+export async function jobsHeldBy(q: Queryable, ids: string[], worker: string): Promise<Set<string>> {
+  const { rows } = await q.query<{ id: string }>(
+    "select id from email_jobs where id = any($1::uuid[]) and locked_by = $2 and status = 'processing' for update",
+    [ids, worker],
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
+export async function countOpenJobs(q: Queryable, taskId: string): Promise<number> {
+  const { rows } = await q.query<{ n: number }>(
+    "select count(*) as n from email_jobs where task_id = $1 and status in ('pending', 'processing')",
+    [taskId],
+  );
+  return rows[0]?.n ?? 0;
+}
+
+export interface JobWithResultRow extends JobRow {
+  v_id: string | null;
+}
+
+/** A page of a task's jobs, newest first (position breaks ties: one task's jobs share created_at). */
+export async function listJobsOfTask(
+  q: Queryable,
+  taskId: string,
+  limit: number,
+  offset: number,
+): Promise<{ jobs: JobRecord[]; total: number }> {
+  const [page, count] = await Promise.all([
+    q.query<JobRow>(
+      "select * from email_jobs where task_id = $1 order by created_at desc, position desc limit $2 offset $3",
+      [taskId, limit, offset],
+    ),
+    q.query<{ n: number }>("select count(*) as n from email_jobs where task_id = $1", [taskId]),
+  ]);
+  return { jobs: page.rows.map(toJob), total: count.rows[0]?.n ?? 0 };
+}

@@ -1,0 +1,115 @@
+import type { Queryable } from "../client.ts";
+
+/** The spec's batch metrics object, computed in SQL over a task's jobs and their results. */
+export interface TaskMetrics {
+  totalEmailAddresses: number;
+  jobStatus: { pending: number; processing: number; completed: number; failed: number };
+  verificationStatus: {
+    valid: number;
+    invalid: number;
+    catchall: number;
+    invalid_syntax: number;
+    disposable_domain: number;
+    unknown: number;
+    role_based: number;
+    disposable_domain_emails: number;
+  };
+  lastVerificationRequestedAt: Date | null;
+  lastVerificationCompletedAt: Date | null;
+}
+
+export interface MetricsRow {
+  total: number;
+  pending: number;
+  processing: number;
+  completed: number;
+  failed: number;
+  valid: number;
+  invalid: number;
+  catchall: number;
+  invalid_syntax: number;
+  disposable_domain: number;
+  unknown: number;
+  role_based: number;
+  disposable_domain_emails: number;
+  last_requested: Date | null;
+  last_completed: Date | null;
+}
+
+/** Aggregate columns shared by the per-task and per-day metric queries (j = email_jobs, v = results). */
+export const METRICS_COLUMNS = `
+  count(*) as total,
+  count(*) filter (where j.status = 'pending') as pending,
+  count(*) filter (where j.status = 'processing') as processing,
+  count(*) filter (where j.status = 'completed') as completed,
+  count(*) filter (where j.status = 'failed') as failed,
+  count(*) filter (where v.status = 'valid') as valid,
+  count(*) filter (where v.status = 'invalid') as invalid,
+  count(*) filter (where v.status = 'catchall') as catchall,
+  count(*) filter (where v.status = 'invalid_syntax') as invalid_syntax,
+  count(*) filter (where v.status = 'disposable_domain') as disposable_domain,
+  count(*) filter (where v.status = 'unknown') as unknown,
+  count(*) filter (where v.is_role_based) as role_based,
+  count(*) filter (where v.is_disposable) as disposable_domain_emails,
+  max(j.created_at) as last_requested,
+  max(v.validated_at) as last_completed`;
+
+export const toTaskMetrics = (r: MetricsRow | undefined): TaskMetrics => ({
+  totalEmailAddresses: r?.total ?? 0,
+  jobStatus: { pending: r?.pending ?? 0, processing: r?.processing ?? 0, completed: r?.completed ?? 0, failed: r?.failed ?? 0 },
+  verificationStatus: {
+    valid: r?.valid ?? 0,
+    invalid: r?.invalid ?? 0,
+    catchall: r?.catchall ?? 0,
+    invalid_syntax: r?.invalid_syntax ?? 0,
+    disposable_domain: r?.disposable_domain ?? 0,
+    unknown: r?.unknown ?? 0,
+    role_based: r?.role_based ?? 0,
+    disposable_domain_emails: r?.disposable_domain_emails ?? 0,
+  },
+  lastVerificationRequestedAt: r?.last_requested ?? null,
+  lastVerificationCompletedAt: r?.last_completed ?? null,
+});
+
+/** Metrics of several tasks in one grouped query (a page of the task list). */
+export async function metricsOfTasks(q: Queryable, taskIds: string[]): Promise<Map<string, TaskMetrics>> {
+  if (taskIds.length === 0) return new Map();
+  const { rows } = await q.query<MetricsRow & { task_id: string }>(
+    `select j.task_id, ${METRICS_COLUMNS}
+       from email_jobs j left join email_verifications v on v.id = j.email_id
+      where j.task_id = any($1::uuid[])
+      group by j.task_id`,
+    [taskIds],
+  );
+  return new Map(rows.map((r) => [r.task_id, toTaskMetrics(r)]));
+}
+
+/** One point per UTC day: jobs grouped by the day their result was validated (pending ones by creation day). */
+export async function dailyMetricsOfTask(
+  q: Queryable,
+  taskId: string,
+  from: Date,
+  to: Date,
+): Promise<Array<{ date: string; metrics: TaskMetrics }>> {
+  const { rows } = await q.query<MetricsRow & { day: string }>(
+    `select to_char(date_trunc('day', coalesce(v.validated_at, j.created_at) at time zone 'UTC'), 'YYYY-MM-DD') as day,
+            ${METRICS_COLUMNS}
+       from email_jobs j left join email_verifications v on v.id = j.email_id
+      where j.task_id = $1
+        and coalesce(v.validated_at, j.created_at) >= $2 and coalesce(v.validated_at, j.created_at) < $3
+      group by 1`,
+    [taskId, from, to],
+  );
+  return rows.map((r) => ({ date: r.day, metrics: toTaskMetrics(r) }));
+}
+
+/** Credits to return when a task finishes: results that are unknown plus jobs that failed outright. */
+export async function countUnbillableJobs(q: Queryable, taskId: string): Promise<number> {
+  const { rows } = await q.query<{ n: number }>(
+    `select count(*) as n
+       from email_jobs j left join email_verifications v on v.id = j.email_id
+      where j.task_id = $1 and (j.status = 'failed' or v.status = 'unknown')`,
+    [taskId],
+  );
+  return rows[0]?.n ?? 0;
+}

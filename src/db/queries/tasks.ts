@@ -1,0 +1,141 @@
+import type { Queryable } from "../client.ts";
+
+export interface TaskRecord {
+  id: string;
+  userId: string | null;
+  webhookUrl: string | null;
+  source: "frontend" | "api_key";
+  apiKeyId: string | null;
+  emailCount: number;
+  domainCount: number;
+  isFileBacked: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+interface TaskRow {
+  id: string;
+  user_id: string | null;
+  webhook_url: string | null;
+  source: "frontend" | "api_key";
+  api_key_id: string | null;
+  email_count: number;
+  domain_count: number;
+  is_file_backed: boolean;
+  created_at: Date;
+  updated_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+const toTask = (r: TaskRow): TaskRecord => ({
+  id: r.id,
+  userId: r.user_id,
+  webhookUrl: r.webhook_url,
+  source: r.source,
+  apiKeyId: r.api_key_id,
+  emailCount: r.email_count,
+  domainCount: r.domain_count,
+  isFileBacked: r.is_file_backed,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  startedAt: r.started_at,
+  finishedAt: r.finished_at,
+});
+
+export async function insertTask(q: Queryable, t: Omit<TaskRecord, "updatedAt" | "startedAt" | "finishedAt">): Promise<TaskRecord> {
+  const { rows } = await q.query<TaskRow>(
+    `insert into tasks (id, user_id, webhook_url, source, api_key_id, email_count, domain_count, is_file_backed, created_at, updated_at)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) returning *`,
+    [t.id, t.userId, t.webhookUrl, t.source, t.apiKeyId, t.emailCount, t.domainCount, t.isFileBacked, t.createdAt],
+  );
+  return toTask(rows[0]!);
+}
+
+export async function findTask(q: Queryable, id: string): Promise<TaskRecord | null> {
+  const { rows } = await q.query<TaskRow>("select * from tasks where id = $1", [id]);
+  return rows[0] ? toTask(rows[0]) : null;
+}
+
+/** Serialises the finishing of one task: whoever holds it sees every other recorder's committed jobs. */
+export async function lockTask(q: Queryable, id: string): Promise<TaskRecord | null> {
+  const { rows } = await q.query<TaskRow>("select * from tasks where id = $1 for update", [id]);
+  return rows[0] ? toTask(rows[0]) : null;
+}
+
+export interface TaskFilter {
+  userId: string;
+  isFileBacked?: boolean;
+  createdAfter?: Date;
+  createdBefore?: Date;
+  limit: number;
+  offset: number;
+}
+
+/** One page of the user's tasks, newest first, plus the number of tasks matching the filter. */
+export async function listTasks(q: Queryable, f: TaskFilter): Promise<{ tasks: TaskRecord[]; total: number; sources: string[] }> {
+  const where = `user_id = $1
+     and ($2::boolean is null or is_file_backed = $2)
+     and ($3::timestamptz is null or created_at > $3)
+     and ($4::timestamptz is null or created_at < $4)`;
+  const params = [f.userId, f.isFileBacked ?? null, f.createdAfter ?? null, f.createdBefore ?? null];
+  const [page, summary] = await Promise.all([
+    q.query<TaskRow>(`select * from tasks where ${where} order by created_at desc, id desc limit $5 offset $6`, [
+      ...params,
+      f.limit,
+      f.offset,
+    ]),
+    q.query<{ total: number; sources: string[] | null }>(
+      `select count(*) as total, array_agg(distinct source) as sources from tasks where ${where}`,
+      params,
+    ),
+  ]);
+  return { tasks: page.rows.map(toTask), total: summary.rows[0]?.total ?? 0, sources: summary.rows[0]?.sources ?? [] };
+}
+
+/** started_at = the first claim of any of the task's jobs. */
+export async function markTasksStarted(q: Queryable, taskIds: string[], at: Date): Promise<void> {
+  await q.query(
+    "update tasks set started_at = $2, updated_at = $2 where id = any($1::uuid[]) and started_at is null",
+    [taskIds, at],
+  );
+}
+
+/** Sets finished_at once; returns false when another recorder already finished the task. */
+export async function markTaskFinished(q: Queryable, id: string, at: Date): Promise<boolean> {
+  const { rowCount } = await q.query(
+    "update tasks set finished_at = $2, updated_at = $2 where id = $1 and finished_at is null",
+    [id, at],
+  );
+  return rowCount > 0;
+}
+
+export async function findIdempotentTask(
+  q: Queryable,
+  userId: string,
+  scope: string,
+  key: string,
+  since: Date,
+): Promise<{ taskId: string; requestHash: string } | null> {
+  const { rows } = await q.query<{ task_id: string; request_hash: string }>(
+    "select task_id, request_hash from idempotency_keys where user_id = $1 and scope = $2 and key = $3 and created_at > $4",
+    [userId, scope, key, since],
+  );
+  return rows[0] ? { taskId: rows[0].task_id, requestHash: rows[0].request_hash } : null;
+}
+
+/** Records the key; an expired row with the same key is replaced. */
+export async function saveIdempotencyKey(
+  q: Queryable,
+  k: { userId: string; scope: string; key: string; requestHash: string; taskId: string; at: Date },
+): Promise<void> {
+  await q.query(
+    `insert into idempotency_keys (user_id, scope, key, request_hash, task_id, created_at)
+     values ($1, $2, $3, $4, $5, $6)
+     on conflict (user_id, scope, key) do update
+       set request_hash = excluded.request_hash, task_id = excluded.task_id, created_at = excluded.created_at`,
+    [k.userId, k.scope, k.key, k.requestHash, k.taskId, k.at],
+  );
+}

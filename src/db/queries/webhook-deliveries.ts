@@ -1,0 +1,274 @@
+import type { Queryable } from "../client.ts";
+
+// The webhook outbox (webhook_deliveries) and its attempt log (webhook_attempts). The queue's
+// rules live here, graphile-worker style: one statement claims, one statement records an attempt
+// and decides what happens next, one statement frees leases of crashed dispatchers.
+// Times come in as parameters (never now()) so tests drive them with a ManualClock.
+
+export type WebhookDeliveryStatus = "pending" | "delivering" | "delivered" | "failed";
+
+/** One outbox row. */
+export interface WebhookDelivery {
+  id: string;
+  userId: string;
+  taskId: string | null;
+  eventType: string;
+  url: string;
+  payload: Record<string, unknown>;
+  status: WebhookDeliveryStatus;
+  attempts: number;
+  nextAttemptAt: Date;
+  lockedUntil: Date | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  deliveredAt: Date | null;
+  createdAt: Date;
+}
+
+interface WebhookDeliveryRow {
+  id: string;
+  user_id: string;
+  task_id: string | null;
+  event_type: string;
+  url: string;
+  payload: Record<string, unknown>;
+  status: WebhookDeliveryStatus;
+  attempts: number;
+  next_attempt_at: Date;
+  locked_until: Date | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  delivered_at: Date | null;
+  created_at: Date;
+}
+
+const toDelivery = (r: WebhookDeliveryRow): WebhookDelivery => ({
+  id: r.id,
+  userId: r.user_id,
+  taskId: r.task_id,
+  eventType: r.event_type,
+  url: r.url,
+  payload: r.payload,
+  status: r.status,
+  attempts: r.attempts,
+  nextAttemptAt: r.next_attempt_at,
+  lockedUntil: r.locked_until,
+  lastStatusCode: r.last_status_code,
+  lastError: r.last_error,
+  deliveredAt: r.delivered_at,
+  createdAt: r.created_at,
+});
+
+/** A delivery this dispatcher now holds, with what it needs to sign and send it. */
+export interface ClaimedWebhookDelivery {
+  id: string;
+  userId: string;
+  eventType: string;
+  url: string;
+  payload: Record<string, unknown>;
+  /** Attempt number of this claim (1 for the first); also the fencing token for recording it. */
+  attempts: number;
+  createdAt: Date;
+  /** The user's Standard Webhooks secret ("whsec_…"). */
+  webhookSecret: string;
+}
+
+interface ClaimedRow {
+  id: string;
+  user_id: string;
+  event_type: string;
+  url: string;
+  payload: Record<string, unknown>;
+  attempts: number;
+  created_at: Date;
+  webhook_secret: string;
+}
+
+/** One webhook_attempts row. */
+export interface WebhookAttempt {
+  id: string;
+  deliveryId: string;
+  attemptedAt: Date;
+  durationMs: number;
+  statusCode: number | null;
+  error: string | null;
+}
+
+interface WebhookAttemptRow {
+  id: string;
+  delivery_id: string;
+  attempted_at: Date;
+  duration_ms: number;
+  status_code: number | null;
+  error: string | null;
+}
+
+/** Inserts a pending delivery due at `at`; false when (task, event type) already has one. */
+export async function insertWebhookDelivery(
+  q: Queryable,
+  d: { id: string; userId: string; taskId: string; eventType: string; url: string; payload: object; at: Date },
+): Promise<boolean> {
+  const { rowCount } = await q.query(
+    `insert into webhook_deliveries
+       (id, user_id, task_id, event_type, url, payload, status, next_attempt_at, created_at, updated_at)
+     values ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $7)
+     on conflict (task_id, event_type) do nothing`,
+    [d.id, d.userId, d.taskId, d.eventType, d.url, JSON.stringify(d.payload), d.at],
+  );
+  return rowCount > 0;
+}
+
+/**
+ * Claims up to `limit` due deliveries in one statement: SKIP LOCKED lets any number of
+ * dispatchers (cluster mode) claim side by side without blocking or double-sending; the attempt
+ * is counted at claim time, and the lease (`lockedUntil`) bounds how long a crash can hold it.
+ */
+export async function claimWebhookDeliveries(
+  q: Queryable,
+  c: { now: Date; limit: number; lockedUntil: Date },
+): Promise<ClaimedWebhookDelivery[]> {
+  const { rows } = await q.query<ClaimedRow>(
+    `with picked as (
+       select id from webhook_deliveries
+        where status = 'pending' and next_attempt_at <= $1
+        order by next_attempt_at, id
+        limit $2
+        for update skip locked)
+     update webhook_deliveries d
+        set status = 'delivering', attempts = d.attempts + 1, locked_until = $3, updated_at = $1
+       from picked, users u
+      where d.id = picked.id and u.id = d.user_id
+     returning d.id, d.user_id, d.event_type, d.url, d.payload, d.attempts, d.created_at, u.webhook_secret`,
+    [c.now, c.limit, c.lockedUntil],
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    userId: r.user_id,
+    eventType: r.event_type,
+    url: r.url,
+    payload: r.payload,
+    attempts: r.attempts,
+    createdAt: r.created_at,
+    webhookSecret: r.webhook_secret,
+  }));
+}
+
+/** Returns deliveries whose dispatcher died mid-attempt (lease expired) to the queue; their count. */
+export async function releaseExpiredWebhookLeases(q: Queryable, now: Date): Promise<number> {
+  const { rowCount } = await q.query(
+    `update webhook_deliveries set status = 'pending', locked_until = null, updated_at = $1
+      where status = 'delivering' and locked_until < $1`,
+    [now],
+  );
+  return rowCount;
+}
+
+/** What the dispatcher decided about one attempt. */
+export type AttemptDisposition =
+  /** A 2xx answer. */
+  | { kind: "delivered" }
+  /** Try again `delayMs` after `finishedAt`, but never past `createdAt + retryWindowMs`. */
+  | { kind: "retry"; delayMs: number; retryWindowMs: number }
+  /** Permanent: never retried (refused by policy). */
+  | { kind: "failed" };
+
+/**
+ * Logs one attempt and settles its delivery, in one statement (atomic without a transaction):
+ * delivered, failed, or pending again with the next attempt time — or failed when the retry
+ * window has closed. The final attempt is scheduled at the window's end rather than skipped.
+ * Only the claim identified by `claimAttempts` may settle the row (a fencing token): if the lease
+ * expired and another dispatcher re-claimed it meanwhile, the attempt is still logged but the row
+ * is left to its new owner, and null is returned.
+ */
+export async function recordWebhookAttempt(
+  q: Queryable,
+  a: {
+    id: string;
+    deliveryId: string;
+    claimAttempts: number;
+    attemptedAt: Date;
+    finishedAt: Date;
+    durationMs: number;
+    statusCode: number | null;
+    error: string | null;
+    disposition: AttemptDisposition;
+  },
+): Promise<WebhookDeliveryStatus | null> {
+  const d = a.disposition;
+  const { rows } = await q.query<{ status: WebhookDeliveryStatus }>(
+    `with attempt as (
+       insert into webhook_attempts (id, delivery_id, attempted_at, duration_ms, status_code, error)
+       values ($1, $2, $3, $4, $5, $6)
+       returning delivery_id)
+     update webhook_deliveries d
+        set status = case
+              when $8::text = 'delivered' then 'delivered'
+              when $8::text = 'failed' then 'failed'
+              when $7::timestamptz >= d.created_at + $10::double precision * interval '1 millisecond' then 'failed'
+              else 'pending' end,
+            next_attempt_at = case when $8::text = 'retry'
+              then least($7::timestamptz + $9::double precision * interval '1 millisecond',
+                         d.created_at + $10::double precision * interval '1 millisecond')
+              else d.next_attempt_at end,
+            delivered_at = case when $8::text = 'delivered' then $7::timestamptz else null end,
+            locked_until = null,
+            last_status_code = $5,
+            last_error = $6,
+            updated_at = $7::timestamptz
+       from attempt
+      where d.id = attempt.delivery_id and d.status = 'delivering' and d.attempts = $11
+     returning d.status`,
+    [
+      a.id,
+      a.deliveryId,
+      a.attemptedAt,
+      Math.max(0, Math.round(a.durationMs)),
+      a.statusCode,
+      a.error,
+      a.finishedAt,
+      d.kind,
+      d.kind === "retry" ? d.delayMs : 0,
+      d.kind === "retry" ? d.retryWindowMs : 0,
+      a.claimAttempts,
+    ],
+  );
+  return rows[0]?.status ?? null;
+}
+
+/** The user's Standard Webhooks secret, or null when the user does not exist. */
+export async function findWebhookSecret(q: Queryable, userId: string): Promise<string | null> {
+  const { rows } = await q.query<{ webhook_secret: string }>("select webhook_secret from users where id = $1", [
+    userId,
+  ]);
+  return rows[0]?.webhook_secret ?? null;
+}
+
+export async function findWebhookDelivery(q: Queryable, id: string): Promise<WebhookDelivery | null> {
+  const { rows } = await q.query<WebhookDeliveryRow>("select * from webhook_deliveries where id = $1", [id]);
+  return rows[0] ? toDelivery(rows[0]) : null;
+}
+
+/** The deliveries of one task (at most one per event type), oldest first. */
+export async function listWebhookDeliveriesOfTask(q: Queryable, taskId: string): Promise<WebhookDelivery[]> {
+  const { rows } = await q.query<WebhookDeliveryRow>(
+    "select * from webhook_deliveries where task_id = $1 order by created_at, id",
+    [taskId],
+  );
+  return rows.map(toDelivery);
+}
+
+/** Every attempt of a delivery, in order. */
+export async function listWebhookAttempts(q: Queryable, deliveryId: string): Promise<WebhookAttempt[]> {
+  const { rows } = await q.query<WebhookAttemptRow>(
+    "select * from webhook_attempts where delivery_id = $1 order by attempted_at, id",
+    [deliveryId],
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    deliveryId: r.delivery_id,
+    attemptedAt: r.attempted_at,
+    durationMs: r.duration_ms,
+    statusCode: r.status_code,
+    error: r.error,
+  }));
+}

@@ -1,0 +1,319 @@
+// Format-independent half of parsing: rows come in one at a time (from txt, csv or a sheet),
+// this decides the header and the email column, counts, and stops the reader as soon as a limit
+// is crossed so a huge file is refused without being read to the end.
+import { checkSyntax } from "../../verify/index.ts";
+import { columnProblem, fileProblem, formatCount, type ListFileProblem } from "./problems.ts";
+
+/** How the caller asked for the email column. */
+export type ColumnRequest =
+  | { kind: "auto" }
+  /** A header name; `position` is set when the text is also a 1-based column number ("3"). */
+  | { kind: "named"; name: string; position: number | null };
+
+export interface TableLimits {
+  /** More distinct addresses than this → too_many_emails. */
+  maxEmails: number;
+  /** More non-blank rows than this → too_many_rows. */
+  maxRows: number;
+  /** More blank rows than this → too_many_rows (sheets with a million formatted empty rows). */
+  maxBlankRows: number;
+}
+
+/** One data row's email cell: `email` is the canonical address, or null when the cell is not one. */
+export interface ListEntry {
+  rowIndex: number;
+  email: string | null;
+  raw: string;
+}
+
+export interface SkippedCounts {
+  blank: number;
+  invalid: number;
+  duplicates: number;
+}
+
+export interface ParsedTable {
+  header: string[] | null;
+  rows: string[][];
+  emailColumn: number;
+  columnCount: number;
+  entries: ListEntry[];
+  emails: string[];
+  skipped: SkippedCounts;
+}
+
+// Compared after lowercasing and removing spaces, "_", "-", "." and ":" ("E-Mail Address:" →
+// "emailaddress"). English plus the languages our users upload most (es, fr, de, pt, it, nl).
+const EMAIL_HEADER_KEYS = new Set([
+  "email",
+  "emails",
+  "mail",
+  "emailaddress",
+  "emailaddresses",
+  "mailaddress",
+  "emailid",
+  "correo",
+  "correoelectronico",
+  "courriel",
+  "adresseemail",
+  "emailadresse",
+  "mailadresse",
+  "endereçodeemail",
+  "indirizzoemail",
+  "emailadres",
+]);
+
+const headerKey = (cell: string): string =>
+  cell
+    .normalize("NFKC")
+    .toLowerCase()
+    .replace(/[\s_\-.:]/gu, "")
+    .normalize("NFC");
+
+/** True when a header cell names an email column ("Email", "E-mail", "email_address", "Correo"…). */
+export const isEmailHeaderName = (cell: string): boolean => EMAIL_HEADER_KEYS.has(headerKey(cell));
+
+const sameName = (cell: string, name: string): boolean => cell.trim().toLowerCase() === name.toLowerCase();
+
+const isBlank = (cell: string | undefined): boolean => cell === undefined || cell.trim() === "";
+
+/** Canonical address of a cell, or null. The "@" test skips the parser for the usual non-address cell. */
+export function addressOf(cell: string | undefined): string | null {
+  if (cell === undefined || !cell.includes("@")) return null;
+  const result = checkSyntax(cell);
+  return result.ok ? result.canonical : null;
+}
+
+/** Turns the `email_column` form value into a request; blank means "find it". */
+export function parseColumnRequest(value: string | null | undefined): ColumnRequest {
+  const name = (value ?? "").trim();
+  if (name === "") return { kind: "auto" };
+  return { kind: "named", name, position: /^[0-9]{1,6}$/.test(name) ? Number(name) : null };
+}
+
+/** A short, quoted list of cells for messages: `Name, E-mail, Company`. */
+export function describeCells(cells: readonly string[]): string {
+  const shown = cells
+    .slice(0, 20)
+    .map((c) => c.trim())
+    .map((c) => (c.length > 40 ? `${c.slice(0, 39)}…` : c))
+    .map((c) => (c === "" ? "(empty)" : c));
+  return shown.join(", ") + (cells.length > 20 ? `, … (${cells.length.toString()} columns)` : "");
+}
+
+interface ColumnStats {
+  addresses: number;
+  unique: Set<string>;
+}
+
+export class TableBuilder {
+  private readonly rows: string[][] = [];
+  private header: string[] | null = null;
+  private sawFirstRow = false;
+  private blankRows = 0;
+  private width = 0;
+  /** Chosen by request (name or position) or by a known header name; null = decide at the end. */
+  private fixedColumn: number | null = null;
+  /** Leftmost column whose header is an email name; preferred when it holds any address. */
+  private namedColumn: number | null = null;
+  private readonly stats: ColumnStats[] = [];
+  /** Set when the requested header name is not in the first row (xlsx then tries the next sheet). */
+  missingNamedColumn = false;
+  /** The first non-blank row, for messages. */
+  firstRow: string[] | null = null;
+
+  constructor(
+    private readonly request: ColumnRequest,
+    private readonly limits: TableLimits,
+  ) {}
+
+  /** Number of non-blank rows seen, header included. */
+  get rowCount(): number {
+    return this.rows.length + (this.header ? 1 : 0);
+  }
+
+  /** Feeds one row; a problem means "stop reading, refuse the file". */
+  push(cells: string[]): ListFileProblem | null {
+    if (cells.every(isBlank)) {
+      this.blankRows += 1;
+      return this.blankRows > this.limits.maxBlankRows
+        ? fileProblem(
+            "too_many_rows",
+            `The file has more than ${formatCount(this.limits.maxBlankRows)} empty rows; delete them and upload it again.`,
+          )
+        : null;
+    }
+    if (!this.sawFirstRow) {
+      this.sawFirstRow = true;
+      this.firstRow = cells;
+      const problem = this.decideHeader(cells);
+      if (problem) return problem;
+      if (this.header) {
+        this.width = cells.length;
+        return null;
+      }
+    }
+    this.rows.push(cells);
+    if (cells.length > this.width) this.width = cells.length;
+    if (this.rows.length > this.limits.maxRows) {
+      return fileProblem(
+        "too_many_rows",
+        `The file has more than ${formatCount(this.limits.maxRows)} rows; a list holds at most ` +
+          `${formatCount(this.limits.maxEmails)} addresses. Split it into smaller files.`,
+      );
+    }
+    return this.count(cells);
+  }
+
+  private decideHeader(first: string[]): ListFileProblem | null {
+    const request = this.request;
+    if (request.kind === "named") {
+      const byName = first.findIndex((c) => sameName(c, request.name));
+      if (byName >= 0) {
+        this.header = first;
+        this.fixedColumn = byName;
+        return null;
+      }
+      if (request.position === null) {
+        this.missingNamedColumn = true;
+        return columnProblem("column_not_found", missingNameMessage(request.name, first));
+      }
+      if (request.position < 1) {
+        return columnProblem("column_not_found", `Column numbers start at 1; "${request.name}" is not a column.`);
+      }
+      this.fixedColumn = request.position - 1;
+    }
+    const named = first.findIndex(isEmailHeaderName);
+    const hasAddress = first.some((c) => addressOf(c) !== null);
+    if (named >= 0 || !hasAddress) {
+      // A first row without any address but with text is a header; if no later row holds an
+      // address either, the file is refused as no_valid_emails anyway, so nothing rides on it.
+      this.header = first;
+      if (named >= 0) this.namedColumn = named;
+    }
+    return null;
+  }
+
+  private statsFor(column: number): ColumnStats {
+    let s = this.stats[column];
+    if (!s) {
+      s = { addresses: 0, unique: new Set() };
+      this.stats[column] = s;
+    }
+    return s;
+  }
+
+  private count(cells: string[]): ListFileProblem | null {
+    if (this.fixedColumn !== null) {
+      const email = addressOf(cells[this.fixedColumn]);
+      if (email === null) return null;
+      const s = this.statsFor(this.fixedColumn);
+      s.addresses += 1;
+      s.unique.add(email);
+      return s.unique.size > this.limits.maxEmails ? this.tooMany() : null;
+    }
+    for (let i = 0; i < cells.length; i += 1) {
+      const email = addressOf(cells[i]);
+      if (email === null) continue;
+      const s = this.statsFor(i);
+      s.addresses += 1;
+      s.unique.add(email);
+      // With an "Email" header only that column can be chosen (unless it stays empty); without
+      // one, a column holding more distinct addresses than the limit wins or ties for the win.
+      if (s.unique.size > this.limits.maxEmails && (this.namedColumn === null || this.namedColumn === i)) {
+        return this.tooMany();
+      }
+    }
+    return null;
+  }
+
+  private tooMany(): ListFileProblem {
+    return fileProblem(
+      "too_many_emails",
+      `The file has more than ${formatCount(this.limits.maxEmails)} addresses (stopped reading at ` +
+        `${formatCount(this.rowCount)} rows); a list holds at most ${formatCount(this.limits.maxEmails)}. ` +
+        "Split it into smaller files.",
+    );
+  }
+
+  private chooseColumn(): number | ListFileProblem {
+    if (this.fixedColumn !== null) {
+      if (this.fixedColumn >= this.width) {
+        return columnProblem(
+          "column_not_found",
+          `Column ${String(this.fixedColumn + 1)} does not exist; the file has ` +
+            `${String(this.width)} column${this.width === 1 ? "" : "s"}.`,
+        );
+      }
+      return this.fixedColumn;
+    }
+    if (this.namedColumn !== null && (this.stats[this.namedColumn]?.addresses ?? 0) > 0) return this.namedColumn;
+    let best = -1;
+    let bestCount = 0;
+    this.stats.forEach((s, i) => {
+      if (s.addresses > bestCount) {
+        best = i;
+        bestCount = s.addresses;
+      }
+    });
+    return best >= 0 ? best : fileProblem("no_valid_emails", this.noAddressMessage());
+  }
+
+  private noAddressMessage(): string {
+    if (this.rows.length === 0) {
+      return this.header
+        ? "The file has only a header row; add one email address per row below it."
+        : "The file is empty; it needs one email address per row.";
+    }
+    return `No cell in the file's ${formatCount(this.rows.length)} rows is a valid email address.`;
+  }
+
+  /** Decides the column and builds the result once the reader reached the end. */
+  finish(): ParsedTable | ListFileProblem {
+    if (this.rows.length === 0) return fileProblem("no_valid_emails", this.noAddressMessage());
+    const column = this.chooseColumn();
+    if (typeof column !== "number") return column;
+    const entries: ListEntry[] = [];
+    const emails: string[] = [];
+    const seen = new Set<string>();
+    const skipped: SkippedCounts = { blank: this.blankRows, invalid: 0, duplicates: 0 };
+    this.rows.forEach((cells, rowIndex) => {
+      const raw = cells[column] ?? "";
+      const email = addressOf(raw);
+      entries.push({ rowIndex, email, raw });
+      if (email === null) {
+        if (isBlank(raw)) skipped.blank += 1;
+        else skipped.invalid += 1;
+      } else if (seen.has(email)) {
+        skipped.duplicates += 1;
+      } else {
+        seen.add(email);
+        emails.push(email);
+      }
+    });
+    if (emails.length === 0) {
+      const name = this.header?.[column]?.trim() || `column ${String(column + 1)}`;
+      return fileProblem(
+        "no_valid_emails",
+        `No valid email address in ${name} (${formatCount(skipped.invalid)} invalid, ` +
+          `${formatCount(skipped.blank)} blank). Check that the right column was chosen.`,
+      );
+    }
+    if (emails.length > this.limits.maxEmails) return this.tooMany();
+    return {
+      header: this.header,
+      rows: this.rows,
+      emailColumn: column,
+      columnCount: this.width,
+      entries,
+      emails,
+      skipped,
+    };
+  }
+}
+
+function missingNameMessage(name: string, first: readonly string[]): string {
+  return first.some((c) => addressOf(c) !== null)
+    ? `No column named "${name}": the file has no header row (its first row is: ${describeCells(first)}).`
+    : `No column named "${name}"; the header row has: ${describeCells(first)}.`;
+}

@@ -1,0 +1,119 @@
+import { Type } from "typebox";
+import { DateTime, Uuid } from "./common.ts";
+
+// Query strings carry from/to as plain strings: reports/date-range.ts owns the RFC 3339, order and
+// 90-day rules, so every date problem gets the same field-named reasons.
+const From = Type.String({
+  description: "Start of the range, RFC 3339 with offset (inclusive). Range is [from, to), at most 90 days.",
+  examples: ["2026-01-01T00:00:00Z"],
+});
+const To = Type.String({
+  description: "End of the range, RFC 3339 with offset (exclusive). Range is [from, to), at most 90 days.",
+  examples: ["2026-01-31T00:00:00Z"],
+});
+
+export const CreditUsageQuery = Type.Object(
+  {
+    from: From,
+    to: To,
+    source: Type.Optional(
+      Type.Enum(["all", "frontend", "api_key"], {
+        default: "all",
+        description: "all: every ledger row; frontend / api_key: rows whose metadata.source is that value",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const ApiKeyUsageQuery = Type.Object(
+  {
+    from: From,
+    to: To,
+    api_key_id: Type.Optional(Type.String({ format: "uuid", description: "Only this key's bucket" })),
+  },
+  { additionalProperties: false },
+);
+
+export const MetricsQuery = Type.Object(
+  {
+    from: Type.Optional(From),
+    to: Type.Optional(To),
+  },
+  { additionalProperties: false },
+);
+
+const Count = Type.Integer({ minimum: 0 });
+
+export const UsageTotalsSchema = Type.Object({
+  used_credits: Type.Integer({ description: "Sum of |amount| of deductions" }),
+  granted_credits: Type.Integer({ description: "Sum of amount of grants (refunds included)" }),
+  net_credits: Type.Integer({ description: "used_credits - granted_credits" }),
+});
+
+export const UsagePointSchema = Type.Object({
+  date: Type.String({ format: "date", description: "UTC day, YYYY-MM-DD" }),
+  used_credits: Type.Integer(),
+  granted_credits: Type.Integer(),
+  net_credits: Type.Integer(),
+});
+
+export const CreditUsageReply = Type.Object({
+  user_id: Uuid,
+  from: DateTime,
+  to: DateTime,
+  totals: UsageTotalsSchema,
+  series: Type.Array(UsagePointSchema),
+});
+
+export const ApiKeyUsageBucketSchema = Type.Object({
+  api_key_id: Type.Optional(Uuid),
+  api_key_name: Type.Optional(Type.String()),
+  api_key_purpose: Type.Optional(Type.String()),
+  is_active: Type.Optional(Type.Boolean()),
+  is_unknown: Type.Boolean(),
+  totals: UsageTotalsSchema,
+  series: Type.Array(UsagePointSchema),
+});
+
+export const ApiKeyUsageReply = Type.Object({
+  user_id: Uuid,
+  from: DateTime,
+  to: DateTime,
+  keys: Type.Array(ApiKeyUsageBucketSchema),
+});
+
+const JobStatusSchema = Type.Object({ pending: Count, processing: Count, completed: Count, failed: Count });
+
+const VerificationStatusSchema = Type.Object({
+  valid: Count,
+  invalid: Count,
+  catchall: Count,
+  invalid_syntax: Count,
+  disposable_domain: Count,
+  unknown: Count,
+});
+
+const metricsCounters = {
+  total_verifications: Count,
+  total_tasks: Count,
+  unique_email_addresses: Count,
+  job_status: JobStatusSchema,
+  verification_status: VerificationStatusSchema,
+  total_catchall: Count,
+  total_role_based: Count,
+  total_disposable_domain_emails: Count,
+};
+
+export const MetricsPointSchema = Type.Object({
+  date: Type.String({ format: "date", description: "UTC day, YYYY-MM-DD" }),
+  ...metricsCounters,
+});
+
+export const VerificationMetricsReply = Type.Object({
+  user_id: Uuid,
+  ...metricsCounters,
+  last_verification_requested_at: Type.Union([DateTime, Type.Null()]),
+  last_verification_completed_at: Type.Union([DateTime, Type.Null()]),
+  series: Type.Optional(Type.Array(MetricsPointSchema, { description: "Only when both from and to are given" })),
+});

@@ -1,0 +1,172 @@
+import { Type } from "typebox";
+import { toMetricsReply } from "../../tasks/metrics-view.ts";
+import type { TaskRecord } from "../../db/queries/tasks.ts";
+import type { UploadRecord } from "../../db/queries/uploads.ts";
+import type { JobView, TaskView } from "../../tasks/service.ts";
+import { DateTime, Uuid } from "./common.ts";
+import { toVerificationReply, VerificationReply } from "./verification.ts";
+
+export const CreateTaskBody = Type.Object({
+  emails: Type.Array(Type.String(), { description: "1 to 10,000 addresses; duplicates are verified and billed once" }),
+  webhook_url: Type.Optional(Type.String({ description: "Absolute http(s) URL called when the task completes" })),
+});
+
+const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
+
+export const CreatedTaskReply = Type.Object({
+  id: Uuid,
+  user_id: Type.Union([Uuid, Type.Null()]),
+  webhook_url: Type.Union([Type.String(), Type.Null()]),
+  source: Type.String(),
+  created_at: DateTime,
+  email_count: Type.Integer({ description: "Distinct addresses queued (= credits reserved)" }),
+  domain_count: Type.Integer(),
+});
+
+export const MetricsSchema = Type.Object({
+  total_email_addresses: Type.Integer(),
+  job_status: Type.Object({
+    pending: Type.Integer(),
+    processing: Type.Integer(),
+    completed: Type.Integer(),
+    failed: Type.Integer(),
+  }),
+  progress: Type.Number(),
+  progress_percent: Type.Number(),
+  verification_status: Type.Object({
+    valid: Type.Integer(),
+    invalid: Type.Integer(),
+    catchall: Type.Integer(),
+    invalid_syntax: Type.Integer(),
+    disposable_domain: Type.Integer(),
+    unknown: Type.Integer(),
+    role_based: Type.Integer(),
+    disposable_domain_emails: Type.Integer(),
+  }),
+  last_verification_requested_at: Nullable(DateTime),
+  last_verification_completed_at: Nullable(DateTime),
+});
+
+const FileSchema = Type.Object({
+  upload_id: Uuid,
+  task_id: Uuid,
+  filename: Type.String(),
+  email_count: Type.Integer(),
+  status: Type.String(),
+  created_at: DateTime,
+  updated_at: DateTime,
+});
+
+export const TaskSummary = Type.Object({
+  id: Uuid,
+  user_id: Type.Union([Uuid, Type.Null()]),
+  webhook_url: Type.Union([Type.String(), Type.Null()]),
+  source: Type.String(),
+  created_at: DateTime,
+  updated_at: DateTime,
+  is_file_backed: Type.Boolean(),
+  file: Type.Union([FileSchema, Type.Null()]),
+  metrics: MetricsSchema,
+});
+
+export const TaskDetail = Type.Object({
+  ...TaskSummary.properties,
+  started_at: Nullable(DateTime),
+  finished_at: Nullable(DateTime),
+});
+
+export const ListTasksQuery = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
+  offset: Type.Integer({ minimum: 0, default: 0 }),
+  is_file_backed: Type.Optional(Type.Boolean()),
+  created_after: Type.Optional(Type.String({ description: "RFC 3339" })),
+  created_before: Type.Optional(Type.String({ description: "RFC 3339" })),
+});
+
+export const ListTasksReply = Type.Object({
+  tasks: Type.Array(TaskSummary),
+  source: Type.Optional(Type.String()),
+  count: Type.Integer({ description: "Tasks matching the filter (all pages)" }),
+  limit: Type.Integer(),
+  offset: Type.Integer(),
+});
+
+export const SeriesQuery = Type.Object({
+  from: Type.Optional(Type.String({ description: "RFC 3339; with `to`" })),
+  to: Type.Optional(Type.String({ description: "RFC 3339; with `from`" })),
+});
+
+export const SeriesReply = Type.Object({
+  task_id: Uuid,
+  source: Type.String(),
+  series: Type.Array(Type.Object({ date: Type.String(), ...MetricsSchema.properties })),
+});
+
+export const JobsQuery = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
+  offset: Type.Integer({ minimum: 0, default: 0 }),
+});
+
+export const JobsReply = Type.Object({
+  jobs: Type.Array(
+    Type.Object({
+      id: Uuid,
+      task_id: Uuid,
+      email_address: Type.String(),
+      status: Type.String(),
+      email: Type.Optional(VerificationReply),
+      created_at: DateTime,
+      updated_at: DateTime,
+    }),
+  ),
+  count: Type.Integer({ description: "Jobs of the task (all pages)" }),
+  limit: Type.Integer(),
+  offset: Type.Integer(),
+});
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+export { toMetricsReply };
+
+export const toFileReply = (u: UploadRecord | null) =>
+  u && {
+    upload_id: u.id,
+    task_id: u.taskId,
+    filename: u.filename,
+    email_count: u.emailCount,
+    status: u.status,
+    created_at: u.createdAt.toISOString(),
+    updated_at: u.updatedAt.toISOString(),
+  };
+
+export const toTaskCore = (t: TaskRecord) => ({
+  id: t.id,
+  user_id: t.userId,
+  webhook_url: t.webhookUrl,
+  source: t.source,
+  created_at: t.createdAt.toISOString(),
+});
+
+export const toTaskSummary = (v: TaskView) => ({
+  ...toTaskCore(v.task),
+  updated_at: v.task.updatedAt.toISOString(),
+  is_file_backed: v.task.isFileBacked,
+  file: toFileReply(v.upload),
+  metrics: toMetricsReply(v.metrics),
+});
+
+export const toTaskDetail = (v: TaskView) => ({
+  ...toTaskSummary(v),
+  started_at: iso(v.task.startedAt),
+  finished_at: iso(v.task.finishedAt),
+});
+
+export const toJobReply = ({ job, result }: JobView) => ({
+  id: job.id,
+  task_id: job.taskId,
+  email_address: job.emailAddress,
+  status: job.status,
+  ...(result ? { email: toVerificationReply(result) } : {}),
+  created_at: job.createdAt.toISOString(),
+  updated_at: job.updatedAt.toISOString(),
+});

@@ -1,0 +1,68 @@
+import type { Database } from "../db/client.ts";
+import { extendHostSlots, releaseHostSlot, tryAcquireHostSlot } from "../db/queries/host-slots.ts";
+import type { Clock } from "../lib/clock.ts";
+import { sleep } from "../lib/sleep.ts";
+import type { HostGate } from "../verify/index.ts";
+
+/** The host had no free slot within the wait: the group goes back to the queue for a moment. */
+export class HostBusyError extends Error {
+  override name = "HostBusyError";
+  constructor(readonly host: string) {
+    super(`no free SMTP slot for ${host}`);
+  }
+}
+
+export interface PgHostGateOptions {
+  db: Database;
+  clock: Clock;
+  /** Identity of this worker process (slots it holds carry it). */
+  holder: string;
+  /** SMTP_MAX_CONNECTIONS_PER_HOST. */
+  slotsPerHost: number;
+  /** A slot not renewed for this long is free again (its holder died). */
+  leaseMs: number;
+  /** How long an acquire may wait for a slot before giving up with HostBusyError. */
+  maxWaitMs: number;
+}
+
+export interface PgHostGate extends HostGate {
+  /** Renews every slot this process holds. */
+  heartbeat(): Promise<void>;
+}
+
+/**
+ * Cluster-wide politeness through PostgreSQL: at most `slotsPerHost` concurrent SMTP sessions
+ * per MX host across every worker of every machine sharing the database.
+ */
+export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
+  return {
+    async acquire(host, signal) {
+      const deadline = Date.now() + o.maxWaitMs;
+      for (let pause = 25; ; pause = Math.min(pause * 2, 250)) {
+        const now = o.clock.now();
+        const slot = await tryAcquireHostSlot(o.db, {
+          host,
+          slots: o.slotsPerHost,
+          holder: o.holder,
+          now,
+          expiresAt: new Date(now.getTime() + o.leaseMs),
+        });
+        if (slot !== null) {
+          let released = false;
+          return () => {
+            if (released) return;
+            released = true;
+            releaseHostSlot(o.db, host, slot, o.holder).catch(() => {
+              // The slot's lease runs out by itself; nothing else to do.
+            });
+          };
+        }
+        if (Date.now() + pause > deadline) throw new HostBusyError(host);
+        await sleep(pause, signal);
+      }
+    },
+    async heartbeat() {
+      await extendHostSlots(o.db, o.holder, new Date(o.clock.now().getTime() + o.leaseMs));
+    },
+  };
+}

@@ -1,0 +1,90 @@
+import type { Database } from "../db/client.ts";
+import { completeJobs, failJobs, jobsHeldBy, rescheduleJobs, type JobRecord } from "../db/queries/jobs.ts";
+import { lockTask, type TaskRecord } from "../db/queries/tasks.ts";
+import { insertVerifications, type VerificationRecord } from "../db/queries/verifications.ts";
+import { newId } from "../lib/ids.ts";
+import { finishTaskIfDone, type TaskFinishedHook } from "../tasks/finish-task.ts";
+import type { VerificationResult } from "../verify/index.ts";
+
+/** What to do with each job of a processed group. */
+export type JobOutcome =
+  | { kind: "result"; job: JobRecord; result: VerificationResult }
+  | { kind: "retry"; job: JobRecord; runAfter: Date; error: string | null; refundAttempt: boolean }
+  | { kind: "failed"; job: JobRecord; error: string };
+
+function toRecord(job: JobRecord, task: TaskRecord, r: VerificationResult, at: Date): VerificationRecord {
+  return {
+    id: newId(),
+    userId: job.userId ?? task.userId!,
+    email: r.email,
+    status: r.status,
+    isRoleBased: r.isRoleBased,
+    isDisposable: r.isDisposable,
+    hasMxRecords: r.hasMxRecords,
+    hasReverseDns: r.hasReverseDns,
+    domainName: r.domainName,
+    hostName: r.hostName,
+    serverType: r.serverType,
+    isCatchall: r.isCatchall,
+    unknownReason: r.unknownReason,
+    needsPhysicalVerify: r.needsPhysicalVerify,
+    validatedAt: r.validatedAt,
+    origin: "batch",
+    source: task.source,
+    apiKeyId: task.apiKeyId,
+    taskId: task.id,
+    creditTransactionId: null,
+    fromCache: false,
+    createdAt: at,
+  };
+}
+
+/**
+ * Records a processed group in one short transaction (no network I/O inside): results stored and
+ * linked, retries rescheduled, hopeless jobs failed, and every touched task finished if this was
+ * its last work. Jobs whose lease this worker lost meanwhile (another worker took them over) are
+ * left alone, so nothing is recorded twice. Returns the ids of tasks this call finished.
+ */
+export async function recordGroup(
+  db: Database,
+  worker: string,
+  outcomes: JobOutcome[],
+  at: Date,
+  onFinished: TaskFinishedHook | null,
+): Promise<string[]> {
+  if (outcomes.length === 0) return [];
+  return db.transaction(async (tx) => {
+    // Tasks first, in id order: the same lock order in every recorder rules out deadlocks.
+    const taskIds = [...new Set(outcomes.map((o) => o.job.taskId))].sort();
+    const tasks = new Map<string, TaskRecord>();
+    for (const id of taskIds) {
+      const task = await lockTask(tx, id);
+      if (task) tasks.set(id, task);
+    }
+    const held = await jobsHeldBy(tx, outcomes.map((o) => o.job.id), worker);
+    const mine = outcomes.filter((o) => held.has(o.job.id) && tasks.has(o.job.taskId));
+
+    const records: VerificationRecord[] = [];
+    const done: Array<{ id: string; emailId: string }> = [];
+    for (const o of mine) {
+      if (o.kind !== "result") continue;
+      const record = toRecord(o.job, tasks.get(o.job.taskId)!, o.result, at);
+      records.push(record);
+      done.push({ id: o.job.id, emailId: record.id });
+    }
+    await insertVerifications(tx, records);
+    await completeJobs(tx, done, worker, at);
+    const retries = mine.filter((o) => o.kind === "retry");
+    await rescheduleJobs(tx, retries.filter((o) => o.refundAttempt).map(retryRow), worker, at, true);
+    await rescheduleJobs(tx, retries.filter((o) => !o.refundAttempt).map(retryRow), worker, at, false);
+    for (const o of mine) if (o.kind === "failed") await failJobs(tx, [o.job.id], o.error, worker, at);
+
+    const finished: string[] = [];
+    for (const task of tasks.values()) {
+      if (await finishTaskIfDone(tx, task, at, onFinished)) finished.push(task.id);
+    }
+    return finished;
+  });
+}
+
+const retryRow = (o: JobOutcome & { kind: "retry" }) => ({ id: o.job.id, runAfter: o.runAfter, error: o.error });

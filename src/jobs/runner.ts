@@ -1,0 +1,190 @@
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import type { WorkerConfig } from "../config/index.ts";
+import type { Database } from "../db/client.ts";
+import { claimDomainGroup, extendLeases, releaseExpiredLeases, type JobRecord } from "../db/queries/jobs.ts";
+import { markTasksStarted } from "../db/queries/tasks.ts";
+import type { Clock } from "../lib/clock.ts";
+import { sleep } from "../lib/sleep.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { TaskFinishedHook } from "../tasks/finish-task.ts";
+import {
+  TEMPORARY_UNKNOWN_REASONS,
+  type Engine,
+  type UnknownReason,
+  type VerificationResult,
+} from "../verify/index.ts";
+import { hostBusyDelayMs, internalRetryDelayMs, temporaryRetryDelayMs } from "./backoff.ts";
+import { HostBusyError, type PgHostGate } from "./host-gate.ts";
+import { recordGroup, type JobOutcome } from "./record-results.ts";
+
+/** Most jobs one claim takes: one SMTP session runs them in transactions of SMTP_MAX_RCPT. */
+export const CLAIM_GROUP_MAX = 200;
+
+const TEMPORARY = new Set<UnknownReason>(TEMPORARY_UNKNOWN_REASONS);
+// Our own deadline or shutdown cut the session short: the address was never really tried.
+const INTERRUPTED = new Set<UnknownReason>(["cancelled", "timeout_dns", "timeout_smtp"]);
+
+export interface WorkerPoolDeps {
+  db: Database;
+  clock: Clock;
+  logger: Logger;
+  /** An engine whose hostGate is `gate`. */
+  engine: Engine;
+  gate: PgHostGate;
+  config: Readonly<WorkerConfig>;
+  onTaskFinished: TaskFinishedHook | null;
+  workerId?: string;
+}
+
+export interface WorkerPool {
+  readonly workerId: string;
+  start(): void;
+  /** Stops claiming, waits for running groups (up to `deadlineMs`), then hands unfinished ones back. */
+  stop(deadlineMs?: number): Promise<void>;
+  /** Claims and processes one group; false when nothing was due (tests drive the pool with it). */
+  runOnce(): Promise<boolean>;
+}
+
+export const newWorkerId = (): string => `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+
+export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
+  const { db, clock, logger, config } = deps;
+  const workerId = deps.workerId ?? newWorkerId();
+  const log = logger.child({ worker: workerId });
+  const active = new Set<Promise<void>>();
+  // `stopping` ends claiming (and wakes the idle wait); `sessions` cuts running SMTP sessions
+  // short when the drain deadline passes.
+  const stopping = new AbortController();
+  const sessions = new AbortController();
+  let loop: Promise<void> | null = null;
+  let timers: NodeJS.Timeout[] = [];
+
+  function decide(job: JobRecord, result: VerificationResult, now: Date): JobOutcome {
+    const reason = result.status === "unknown" ? result.unknownReason : null;
+    // `cancelled` and the timeout_* reasons only arise when our own shutdown aborted the session.
+    if (reason && INTERRUPTED.has(reason)) {
+      return { kind: "retry", job, runAfter: now, error: reason, refundAttempt: true };
+    }
+    if (reason && TEMPORARY.has(reason)) {
+      const delay = temporaryRetryDelayMs(job.attempts, config.retryDelaysMs);
+      if (delay !== null) return { kind: "retry", job, runAfter: new Date(now.getTime() + delay), error: reason, refundAttempt: false };
+    }
+    return { kind: "result", job, result };
+  }
+
+  async function process(jobs: JobRecord[]): Promise<void> {
+    const domain = jobs[0]!.domain;
+    let outcomes: JobOutcome[];
+    try {
+      const results = await deps.engine.verifyGroup(
+        domain,
+        jobs.map((j) => j.emailAddress),
+        { signal: sessions.signal },
+      );
+      const now = clock.now();
+      outcomes = jobs.map((job, i) => decide(job, results[i]!, now));
+    } catch (error) {
+      const now = clock.now();
+      if (error instanceof HostBusyError || sessions.signal.aborted) {
+        outcomes = jobs.map((job) => ({
+          kind: "retry" as const,
+          job,
+          runAfter: new Date(now.getTime() + (error instanceof HostBusyError ? hostBusyDelayMs() : 0)),
+          error: null,
+          refundAttempt: true,
+        }));
+      } else {
+        log.error({ err: error, domain, jobs: jobs.length }, "verifying a group failed");
+        const message = error instanceof Error ? error.message : String(error);
+        outcomes = jobs.map((job) =>
+          job.attempts >= config.maxAttempts
+            ? { kind: "failed" as const, job, error: message }
+            : { kind: "retry" as const, job, runAfter: new Date(now.getTime() + internalRetryDelayMs(job.attempts)), error: message, refundAttempt: false },
+        );
+      }
+    }
+    const finished = await recordGroup(db, workerId, outcomes, clock.now(), deps.onTaskFinished);
+    for (const taskId of finished) log.info({ taskId }, "task finished");
+  }
+
+  async function claim(): Promise<JobRecord[]> {
+    const now = clock.now();
+    const jobs = await claimDomainGroup(db, {
+      worker: workerId,
+      now,
+      leaseUntil: new Date(now.getTime() + config.leaseMs),
+      max: CLAIM_GROUP_MAX,
+    });
+    if (jobs.length > 0) await markTasksStarted(db, [...new Set(jobs.map((j) => j.taskId))], now);
+    return jobs;
+  }
+
+  function track(p: Promise<void>): void {
+    const tracked = p
+      .catch((err: unknown) => log.error({ err }, "recording a group failed; its leases will expire and it will be retried"))
+      .finally(() => active.delete(tracked));
+    active.add(tracked);
+  }
+
+  async function mainLoop(): Promise<void> {
+    while (!stopping.signal.aborted) {
+      try {
+        if (active.size >= config.concurrency) {
+          await Promise.race(active);
+          continue;
+        }
+        const jobs = await claim();
+        if (jobs.length === 0) {
+          await sleep(config.pollIntervalMs, stopping.signal).catch(() => {});
+          continue;
+        }
+        track(process(jobs));
+      } catch (err) {
+        if (stopping.signal.aborted) break;
+        log.error({ err }, "claiming work failed");
+        await sleep(config.pollIntervalMs * 4, stopping.signal).catch(() => {});
+      }
+    }
+  }
+
+  const every = (ms: number, fn: () => Promise<unknown>): NodeJS.Timeout => {
+    const t = setInterval(() => void fn().catch((err: unknown) => log.warn({ err }, "periodic job failed")), ms);
+    t.unref();
+    return t;
+  };
+
+  return {
+    workerId,
+    start() {
+      if (loop) return;
+      timers = [
+        every(Math.max(1_000, config.leaseMs / 3), async () => {
+          const until = new Date(clock.now().getTime() + config.leaseMs);
+          await extendLeases(db, workerId, until);
+          await deps.gate.heartbeat();
+        }),
+        every(Math.max(1_000, config.leaseMs / 2), () => releaseExpiredLeases(db, clock.now())),
+      ];
+      loop = mainLoop();
+      log.info({ concurrency: config.concurrency }, "worker pool started");
+    },
+    async stop(deadlineMs = 30_000) {
+      // Stop claiming at once; give running sessions until the deadline, then cut them short:
+      // the engine answers `cancelled` and those jobs go straight back to pending.
+      stopping.abort();
+      const cut = setTimeout(() => sessions.abort(), deadlineMs);
+      await loop;
+      await Promise.allSettled([...active]);
+      clearTimeout(cut);
+      for (const t of timers) clearInterval(t);
+      log.info("worker pool stopped");
+    },
+    async runOnce() {
+      const jobs = await claim();
+      if (jobs.length === 0) return false;
+      await process(jobs);
+      return true;
+    },
+  };
+}

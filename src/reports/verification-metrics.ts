@@ -1,0 +1,120 @@
+import type { Database } from "../db/client.ts";
+import {
+  countJobs,
+  countTasks,
+  countUniqueAddresses,
+  countVerifications,
+  NO_JOBS,
+  NO_VERIFICATIONS,
+  type JobCounts,
+  type VerificationCounts,
+} from "../db/queries/reports.ts";
+import { utcDaysOf, type DateRange, type DateRangeInput } from "./date-range.ts";
+import { optionalRange } from "./validation.ts";
+
+export interface JobStatusCounts {
+  pending: number;
+  processing: number;
+  completed: number;
+  failed: number;
+}
+
+export interface VerificationStatusCounts {
+  valid: number;
+  invalid: number;
+  catchall: number;
+  invalidSyntax: number;
+  disposableDomain: number;
+  unknown: number;
+}
+
+/** The counters shared by the totals and each series point (definitions: docs/reporting.md). */
+export interface MetricsCounts {
+  totalVerifications: number;
+  totalTasks: number;
+  uniqueEmailAddresses: number;
+  jobStatus: JobStatusCounts;
+  verificationStatus: VerificationStatusCounts;
+  totalCatchall: number;
+  totalRoleBased: number;
+  totalDisposableDomainEmails: number;
+}
+
+export interface MetricsPoint extends MetricsCounts {
+  /** UTC calendar day, YYYY-MM-DD. */
+  date: string;
+}
+
+export interface VerificationMetricsReport extends MetricsCounts {
+  userId: string;
+  /** The range the numbers cover, or null for the user's whole history. */
+  range: DateRange | null;
+  lastVerificationRequestedAt: Date | null;
+  lastVerificationCompletedAt: Date | null;
+  /** Only with a range: every UTC day from date(from) to date(to), zeros included. */
+  series: MetricsPoint[] | null;
+}
+
+function countsOf(v: VerificationCounts, j: JobCounts, tasks: number, unique: number): MetricsCounts {
+  return {
+    totalVerifications: v.total,
+    totalTasks: tasks,
+    uniqueEmailAddresses: unique,
+    jobStatus: { pending: j.pending, processing: j.processing, completed: j.completed, failed: j.failed },
+    verificationStatus: {
+      valid: v.valid,
+      invalid: v.invalid,
+      catchall: v.catchall,
+      invalidSyntax: v.invalidSyntax,
+      disposableDomain: v.disposableDomain,
+      unknown: v.unknown,
+    },
+    totalCatchall: v.catchallDomain,
+    totalRoleBased: v.roleBased,
+    totalDisposableDomainEmails: v.disposable,
+  };
+}
+
+const newest = (...dates: Array<Date | null>): Date | null =>
+  dates.reduce<Date | null>((acc, d) => (d !== null && (acc === null || d > acc) ? d : acc), null);
+
+/**
+ * GET /metrics/verifications. Without from/to: the user's whole history, no series. With them:
+ * every number is restricted to rows created in [from, to) and the daily series is included, so
+ * each additive counter of the totals equals the sum of its series points.
+ */
+export async function reportVerificationMetrics(
+  db: Database,
+  userId: string,
+  query: DateRangeInput,
+): Promise<VerificationMetricsReport> {
+  const range = optionalRange(query);
+  // One REPEATABLE READ snapshot for the four statements: a job completing mid-report can't be
+  // counted as pending by one statement and as a stored verification by the next.
+  const [v, j, t, u] = await db.transaction(async (tx) => {
+    await tx.query("set transaction isolation level repeatable read, read only");
+    const verifications = await countVerifications(tx, userId, range);
+    const jobs = await countJobs(tx, userId, range);
+    const tasks = await countTasks(tx, userId, range);
+    const unique = await countUniqueAddresses(tx, userId, range);
+    return [verifications, jobs, tasks, unique] as const;
+  });
+  return {
+    userId,
+    range,
+    ...countsOf(v.totals, j.totals, t.totals, u.totals),
+    lastVerificationRequestedAt: newest(v.totals.lastRealtimeCreatedAt, j.totals.lastCreatedAt),
+    lastVerificationCompletedAt: v.totals.lastValidatedAt,
+    series: range
+      ? utcDaysOf(range).map((date) => ({
+          date,
+          ...countsOf(
+            v.byDay.get(date) ?? NO_VERIFICATIONS,
+            j.byDay.get(date) ?? NO_JOBS,
+            t.byDay.get(date) ?? 0,
+            u.byDay.get(date) ?? 0,
+          ),
+        }))
+      : null,
+  };
+}

@@ -1,0 +1,137 @@
+import { createHash } from "node:crypto";
+import type { Principal } from "../auth/principal.ts";
+import { attributionOf } from "../auth/principal.ts";
+import { deductCredits } from "../credits/ledger.ts";
+import type { Database, Transaction } from "../db/client.ts";
+import { insertJobs, type NewJob } from "../db/queries/jobs.ts";
+import {
+  findIdempotentTask,
+  findTask,
+  insertTask,
+  saveIdempotencyKey,
+  type TaskRecord,
+} from "../db/queries/tasks.ts";
+import { lockUserBalance } from "../db/queries/users.ts";
+import { AppError, notFound, validationError } from "../lib/app-error.ts";
+import type { Clock } from "../lib/clock.ts";
+import { newId } from "../lib/ids.ts";
+import type { Engine } from "../verify/index.ts";
+
+/** How long an Idempotency-Key is remembered (Stripe keeps them 24 h too). */
+const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+const IDEMPOTENCY_SCOPE = "tasks.create";
+
+export interface CreateTaskInput {
+  /** Trimmed addresses as submitted (duplicates allowed; they are verified and billed once). */
+  emails: string[];
+  webhookUrl: string | null;
+  idempotencyKey: string | null;
+  /** For file uploads: runs inside the creating transaction (upload row, original rows). */
+  attach?: (tx: Transaction, task: TaskRecord) => Promise<void>;
+  isFileBacked?: boolean;
+}
+
+export interface CreatedTask {
+  task: TaskRecord;
+  /** True when an earlier request with the same Idempotency-Key created it. */
+  replayed: boolean;
+}
+
+interface PlannedJobs {
+  jobs: NewJob[];
+  domainCount: number;
+}
+
+/** One job per distinct canonical address, in first-occurrence order, grouped by domain. */
+export function planJobs(engine: Pick<Engine, "checkSyntax">, emails: string[]): PlannedJobs {
+  const seen = new Set<string>();
+  const domains = new Set<string>();
+  const jobs: NewJob[] = [];
+  for (const email of emails) {
+    const syntax = engine.checkSyntax(email);
+    const canonical = syntax.ok ? syntax.canonical : email.toLowerCase();
+    if (seen.has(canonical)) continue;
+    seen.add(canonical);
+    // Addresses that fail syntax need no SMTP; the empty domain keeps them out of real groups.
+    const domain = syntax.ok ? syntax.domain : "";
+    if (domain) domains.add(domain);
+    jobs.push({ id: newId(), position: jobs.length, emailAddress: canonical, domain });
+  }
+  return { jobs, domainCount: domains.size };
+}
+
+const requestHashOf = (emails: string[], webhookUrl: string | null): string =>
+  createHash("sha256").update(JSON.stringify([emails, webhookUrl])).digest("hex");
+
+/**
+ * Creates a task: the task row, its job rows and the credit reservation for every job commit in
+ * one transaction, so a task exists only if it is paid for.
+ */
+export async function createTask(
+  db: Database,
+  clock: Clock,
+  engine: Pick<Engine, "checkSyntax">,
+  principal: Principal,
+  input: CreateTaskInput,
+): Promise<CreatedTask> {
+  const planned = planJobs(engine, input.emails);
+  const requestHash = requestHashOf(input.emails, input.webhookUrl);
+  return db.transaction(async (tx) => {
+    const now = clock.now();
+    // The user lock serialises task creation per user, so two retries carrying one
+    // Idempotency-Key cannot both miss the key and both create (and bill) a task.
+    if ((await lockUserBalance(tx, principal.userId)) === null) throw notFound("User");
+    if (input.idempotencyKey) {
+      const since = new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS);
+      const prior = await findIdempotentTask(tx, principal.userId, IDEMPOTENCY_SCOPE, input.idempotencyKey, since);
+      if (prior) {
+        if (prior.requestHash !== requestHash) {
+          throw validationError("Idempotency-Key was already used with a different request", [
+            { field: "Idempotency-Key", reason: "reused with a different body" },
+          ]);
+        }
+        const task = await findTask(tx, prior.taskId);
+        if (task) return { task, replayed: true };
+      }
+    }
+    const task = await insertTask(tx, {
+      id: newId(),
+      userId: principal.userId,
+      webhookUrl: input.webhookUrl,
+      source: principal.source,
+      apiKeyId: principal.apiKeyId,
+      emailCount: planned.jobs.length,
+      domainCount: planned.domainCount,
+      isFileBacked: input.isFileBacked ?? false,
+      createdAt: now,
+    });
+    const reservation = await deductCredits(tx, {
+      userId: principal.userId,
+      amount: planned.jobs.length,
+      reason: "task_reservation",
+      metadata: { ...attributionOf(principal), task_id: task.id },
+      idempotencyKey: `task:${task.id}:reserve`,
+      at: now,
+    });
+    if (reservation.kind === "insufficient") {
+      throw new AppError(
+        "INSUFFICIENT_CREDITS",
+        `Insufficient credits: the task needs ${planned.jobs.length}, the balance is ${reservation.balance}`,
+      );
+    }
+    if (reservation.kind === "user_not_found") throw notFound("User");
+    await insertJobs(tx, task.id, principal.userId, planned.jobs, now);
+    if (input.attach) await input.attach(tx, task);
+    if (input.idempotencyKey) {
+      await saveIdempotencyKey(tx, {
+        userId: principal.userId,
+        scope: IDEMPOTENCY_SCOPE,
+        key: input.idempotencyKey,
+        requestHash,
+        taskId: task.id,
+        at: now,
+      });
+    }
+    return { task, replayed: false };
+  });
+}

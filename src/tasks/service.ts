@@ -1,0 +1,113 @@
+import type { Principal } from "../auth/principal.ts";
+import type { Database } from "../db/client.ts";
+import { listJobsOfTask, type JobRecord } from "../db/queries/jobs.ts";
+import { dailyMetricsOfTask, metricsOfTasks, type TaskMetrics } from "../db/queries/task-metrics.ts";
+import { findTask, listTasks, type TaskRecord } from "../db/queries/tasks.ts";
+import { findUploadsOfTasks, type UploadRecord } from "../db/queries/uploads.ts";
+import { findVerificationsByIds, type VerificationRecord } from "../db/queries/verifications.ts";
+import { AppError, notFound } from "../lib/app-error.ts";
+import type { Clock } from "../lib/clock.ts";
+import type { Engine } from "../verify/index.ts";
+import { createTask, type CreateTaskInput, type CreatedTask } from "./create-task.ts";
+import { checkTaskEmails } from "./task-input.ts";
+
+export interface TaskView {
+  task: TaskRecord;
+  metrics: TaskMetrics;
+  upload: UploadRecord | null;
+}
+
+export interface TaskPage {
+  tasks: TaskView[];
+  total: number;
+  /** The one origin every matching task shares, when they all share one. */
+  source: "frontend" | "api_key" | null;
+}
+
+export interface JobView {
+  job: JobRecord;
+  result: VerificationRecord | null;
+}
+
+export interface TasksService {
+  create(principal: Principal, input: Omit<CreateTaskInput, "emails"> & { emails: string[] }): Promise<CreatedTask>;
+  list(
+    principal: Principal,
+    filter: { limit: number; offset: number; isFileBacked?: boolean; createdAfter?: Date; createdBefore?: Date },
+  ): Promise<TaskPage>;
+  get(principal: Principal, id: string): Promise<TaskView>;
+  series(principal: Principal, id: string, range: { from: Date; to: Date }): Promise<{ task: TaskRecord; points: Array<{ date: string; metrics: TaskMetrics }> }>;
+  jobs(principal: Principal, id: string, page: { limit: number; offset: number }): Promise<{ jobs: JobView[]; total: number }>;
+}
+
+export function createTasksService(db: Database, clock: Clock, engine: Pick<Engine, "checkSyntax">): TasksService {
+  /** Another user's task is "not found" on get/jobs: its existence is not revealed (DESIGN §5). */
+  async function ownTask(principal: Principal, id: string): Promise<TaskRecord> {
+    const task = await findTask(db, id);
+    if (!task || task.userId !== principal.userId) throw notFound("Task");
+    return task;
+  }
+
+  return {
+    async create(principal, input) {
+      return createTask(db, clock, engine, principal, { ...input, emails: checkTaskEmails(input.emails) });
+    },
+
+    async list(principal, f) {
+      const page = await listTasks(db, { userId: principal.userId, ...f });
+      const ids = page.tasks.map((t) => t.id);
+      const [metrics, uploads] = await Promise.all([metricsOfTasks(db, ids), findUploadsOfTasks(db, ids)]);
+      return {
+        tasks: page.tasks.map((task) => ({
+          task,
+          metrics: metrics.get(task.id) ?? emptyMetrics(),
+          upload: uploads.get(task.id) ?? null,
+        })),
+        total: page.total,
+        source: page.sources.length === 1 ? (page.sources[0] as "frontend" | "api_key") : null,
+      };
+    },
+
+    async get(principal, id) {
+      const task = await ownTask(principal, id);
+      const [metrics, uploads] = await Promise.all([metricsOfTasks(db, [id]), findUploadsOfTasks(db, [id])]);
+      return { task, metrics: metrics.get(id) ?? emptyMetrics(), upload: uploads.get(id) ?? null };
+    },
+
+    async series(principal, id, range) {
+      const task = await findTask(db, id);
+      if (!task) throw notFound("Task");
+      // The spec answers 403 here (series, download, upload status) for another user's task.
+      if (task.userId !== principal.userId) throw new AppError("FORBIDDEN", "This task belongs to another user");
+      const points = await dailyMetricsOfTask(db, id, range.from, range.to);
+      return { task, points };
+    },
+
+    async jobs(principal, id, page) {
+      await ownTask(principal, id);
+      const { jobs, total } = await listJobsOfTask(db, id, page.limit, page.offset);
+      const results = await findVerificationsByIds(
+        db,
+        jobs.flatMap((j) => (j.emailId ? [j.emailId] : [])),
+      );
+      return { jobs: jobs.map((job) => ({ job, result: job.emailId ? (results.get(job.emailId) ?? null) : null })), total };
+    },
+  };
+}
+
+export const emptyMetrics = (): TaskMetrics => ({
+  totalEmailAddresses: 0,
+  jobStatus: { pending: 0, processing: 0, completed: 0, failed: 0 },
+  verificationStatus: {
+    valid: 0,
+    invalid: 0,
+    catchall: 0,
+    invalid_syntax: 0,
+    disposable_domain: 0,
+    unknown: 0,
+    role_based: 0,
+    disposable_domain_emails: 0,
+  },
+  lastVerificationRequestedAt: null,
+  lastVerificationCompletedAt: null,
+});
