@@ -64,9 +64,16 @@ function reasonOf(issue: AjvIssue): string {
 /** One detail per bad field (the first problem found for it). */
 export function validationDetails(issues: AjvIssue[], context: string | undefined): FieldError[] {
   const seen = new Map<string, FieldError>();
+  // A union of literals (purpose, format, source…) fails with one `const` issue per option, the
+  // first of which alone reads "must be equal to constant"; name all the options instead.
+  const options = new Map<string, unknown[]>();
   for (const issue of issues) {
     const field = fieldOf(issue, context);
     if (!seen.has(field)) seen.set(field, { field, reason: reasonOf(issue) });
+    if (issue.keyword === "const") options.set(field, [...(options.get(field) ?? []), issue.params.allowedValue]);
+  }
+  for (const [field, allowed] of options) {
+    if (allowed.length > 1) seen.set(field, { field, reason: `must be one of ${allowed.map(String).join(", ")}` });
   }
   return [...seen.values()];
 }

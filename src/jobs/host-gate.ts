@@ -4,6 +4,11 @@ import type { Clock } from "../lib/clock.ts";
 import { sleep } from "../lib/sleep.ts";
 import type { HostGate } from "../verify/index.ts";
 
+// The engine releases once our socket has closed, but the server counts the connection until it
+// has processed our FIN: a new session started in that instant would briefly make one connection
+// too many from its point of view. A short settle time keeps us strictly within the limit.
+const RELEASE_SETTLE_MS = 50;
+
 /** The host had no free slot within the wait: the group goes back to the queue for a moment. */
 export class HostBusyError extends Error {
   override name = "HostBusyError";
@@ -52,9 +57,11 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
           return () => {
             if (released) return;
             released = true;
-            releaseHostSlot(o.db, host, slot, o.holder).catch(() => {
-              // The slot's lease runs out by itself; nothing else to do.
-            });
+            setTimeout(() => {
+              releaseHostSlot(o.db, host, slot, o.holder).catch(() => {
+                // The slot's lease runs out by itself; nothing else to do.
+              });
+            }, RELEASE_SETTLE_MS);
           };
         }
         if (Date.now() + pause > deadline) throw new HostBusyError(host);

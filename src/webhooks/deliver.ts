@@ -77,20 +77,29 @@ export async function attemptDelivery(input: DeliveryInput, deps: DeliveryDeps):
   let addresses: string[];
   try {
     addresses =
-      isIP(host) !== 0 ? [host] : await withDeadline(deps.resolve(host), deps.timeoutMs, "DNS lookup timed out");
+      isIP(host) !== 0
+        ? [host]
+        : await withDeadline(deps.resolve(host), deps.timeoutMs, "DNS lookup timed out");
   } catch (error) {
     return { kind: "retry", statusCode: null, error: `DNS: ${describeError(error)}` };
   }
-  if (addresses.length === 0) return { kind: "retry", statusCode: null, error: `DNS: no address for ${host}` };
+  if (addresses.length === 0)
+    return { kind: "retry", statusCode: null, error: `DNS: no address for ${host}` };
   // ANY non-public address refuses the URL: a mixed answer is how rebinding attacks start.
   if (!deps.allowPrivate && addresses.some((a) => blockedAddressRange(a) !== null)) {
     return { kind: "refused", error: ADDRESS_NOT_ALLOWED };
   }
 
   const headers = signWebhook(input.secret, input.id, input.at, input.body);
-  const remainingMs = Math.max(1, deps.timeoutMs - (performance.now() - startedAt));
+  const remainingMs = Math.max(1, Math.ceil(deps.timeoutMs - (performance.now() - startedAt)));
   try {
-    const { statusCode } = await deps.post({ url, addresses, headers: { ...headers }, body: input.body, timeoutMs: remainingMs });
+    const { statusCode } = await deps.post({
+      url,
+      addresses,
+      headers: { ...headers },
+      body: input.body,
+      timeoutMs: remainingMs,
+    });
     if (statusCode >= 200 && statusCode < 300) return { kind: "delivered", statusCode };
     // Redirects are not followed: a receiver could bounce us to an internal address after the check.
     const error = statusCode >= 300 && statusCode < 400 ? "redirect not followed" : null;
@@ -108,16 +117,17 @@ export async function attemptDelivery(input: DeliveryInput, deps: DeliveryDeps):
  * pooled socket outlives the attempt or keeps the process alive.
  */
 export const postWithUndici: WebhookHttpPost = async (req) => {
+  const timeoutMs = Math.max(1, Math.ceil(req.timeoutMs)); // undici wants integers
   const agent = new Agent({
-    connect: { lookup: pinnedLookup(req.addresses), timeout: req.timeoutMs },
-    headersTimeout: req.timeoutMs,
-    bodyTimeout: req.timeoutMs,
+    connect: { lookup: pinnedLookup(req.addresses), timeout: timeoutMs },
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
     connections: 1,
   });
   const deadline = new AbortController();
   const timer = setTimeout(
-    () => deadline.abort(new AttemptTimeoutError(`timed out after ${Math.round(req.timeoutMs)} ms`)),
-    req.timeoutMs,
+    () => deadline.abort(new AttemptTimeoutError(`timed out after ${timeoutMs} ms`)),
+    timeoutMs,
   );
   try {
     const res = await request(req.url, {
@@ -146,7 +156,10 @@ export const postWithUndici: WebhookHttpPost = async (req) => {
 export function pinnedLookup(addresses: readonly string[]): LookupFunction {
   const entries = addresses.map((address) => ({ address, family: isIP(address) }));
   return (hostname, options, callback) => {
-    const wanted = options.family === 4 || options.family === 6 ? entries.filter((e) => e.family === options.family) : entries;
+    const wanted =
+      options.family === 4 || options.family === 6
+        ? entries.filter((e) => e.family === options.family)
+        : entries;
     const first = wanted[0];
     if (!first) {
       const error: NodeJS.ErrnoException = new Error(`no vetted address for ${hostname}`);

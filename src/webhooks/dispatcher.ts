@@ -80,7 +80,13 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDis
     let outcome: AttemptOutcome;
     try {
       outcome = await attemptDelivery(
-        { id: d.id, url: d.url, body: serializeWebhookPayload(d.payload), secret: d.webhookSecret, at: attemptedAt },
+        {
+          id: d.id,
+          url: d.url,
+          body: serializeWebhookPayload(d.payload),
+          secret: d.webhookSecret,
+          at: attemptedAt,
+        },
         { allowPrivate: config.allowPrivate, timeoutMs: config.timeoutMs, resolve, post },
       );
     } catch (error) {
@@ -93,7 +99,11 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDis
         ? { kind: "delivered" }
         : outcome.kind === "refused"
           ? { kind: "failed" }
-          : { kind: "retry", delayMs: webhookRetryDelayMs(d.attempts, random), retryWindowMs: config.retryWindowMs };
+          : {
+              kind: "retry",
+              delayMs: webhookRetryDelayMs(d.attempts, random),
+              retryWindowMs: config.retryWindowMs,
+            };
     const status = await recordWebhookAttempt(db, {
       id: newId(),
       deliveryId: d.id,
@@ -107,9 +117,13 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDis
     });
     const fields = { deliveryId: d.id, attempt: d.attempts, outcome: outcome.kind, status };
     if (status === null) log.warn(fields, "webhook lease lost before the attempt was recorded");
-    else if (status === "failed") log.warn({ ...fields, error: "error" in outcome ? outcome.error : null }, "webhook delivery failed");
+    else if (status === "failed")
+      log.warn({ ...fields, error: "error" in outcome ? outcome.error : null }, "webhook delivery failed");
     else log.debug(fields, "webhook attempt");
-    metrics.attempt(status === "failed" ? "failed" : outcome.kind === "delivered" ? "delivered" : "retry", durationMs);
+    metrics.attempt(
+      status === "failed" ? "failed" : outcome.kind === "delivered" ? "delivered" : "retry",
+      durationMs,
+    );
   }
 
   async function runOnce(): Promise<number> {
@@ -125,7 +139,8 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDis
     const results = await Promise.allSettled(claimed.map(deliverOne));
     for (const r of results) {
       // Recording failed (database down): the lease expires and the sweep retries the delivery.
-      if (r.status === "rejected") log.error({ err: r.reason as unknown }, "recording a webhook attempt failed");
+      if (r.status === "rejected")
+        log.error({ err: r.reason as unknown }, "recording a webhook attempt failed");
     }
     return claimed.length;
   }

@@ -6,7 +6,10 @@ export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
 /** The host of a parsed URL without IPv6 brackets or a trailing root dot, lowercased. */
 export const bareHostname = (url: URL): string =>
-  url.hostname.replace(/^\[(.*)\]$/, "$1").replace(/\.$/, "").toLowerCase();
+  url.hostname
+    .replace(/^\[(.*)\]$/, "$1")
+    .replace(/\.$/, "")
+    .toLowerCase();
 
 /**
  * For API input: absolute http(s) URL, no credentials, and — unless allowPrivate — not a literal

@@ -106,7 +106,15 @@ interface WebhookAttemptRow {
 /** Inserts a pending delivery due at `at`; false when (task, event type) already has one. */
 export async function insertWebhookDelivery(
   q: Queryable,
-  d: { id: string; userId: string; taskId: string; eventType: string; url: string; payload: object; at: Date },
+  d: {
+    id: string;
+    userId: string;
+    taskId: string;
+    eventType: string;
+    url: string;
+    payload: object;
+    at: Date;
+  },
 ): Promise<boolean> {
   const { rowCount } = await q.query(
     `insert into webhook_deliveries
@@ -237,9 +245,10 @@ export async function recordWebhookAttempt(
 
 /** The user's Standard Webhooks secret, or null when the user does not exist. */
 export async function findWebhookSecret(q: Queryable, userId: string): Promise<string | null> {
-  const { rows } = await q.query<{ webhook_secret: string }>("select webhook_secret from users where id = $1", [
-    userId,
-  ]);
+  const { rows } = await q.query<{ webhook_secret: string }>(
+    "select webhook_secret from users where id = $1",
+    [userId],
+  );
   return rows[0]?.webhook_secret ?? null;
 }
 

@@ -30,6 +30,19 @@ function utf16ByNulPattern(data: Buffer): "utf-16le" | "utf-16be" | null {
   return null;
 }
 
+// Windows-1252 differs from ISO-8859-1 only in 0x80–0x9F (€, smart quotes, dashes, Š, Ž…).
+// Node 20's TextDecoder("windows-1252") decodes those bytes as C1 controls (nodejs/node#56542),
+// so the table is applied here. Undefined bytes (0x81, 0x8D, 0x8F, 0x90, 0x9D) map to C1 as
+// the WHATWG Encoding standard does.
+const CP1252_HIGH =
+  "\u20AC\u0081\u201A\u0192\u201E\u2026\u2020\u2021\u02C6\u2030\u0160\u2039\u0152\u008D\u017D\u008F" +
+  "\u0090\u2018\u2019\u201C\u201D\u2022\u2013\u2014\u02DC\u2122\u0161\u203A\u0153\u009D\u017E\u0178";
+
+function decodeWindows1252(data: Buffer): string {
+  const latin1 = data.toString("latin1");
+  return latin1.replace(/[\u0080-\u009F]/g, (c) => CP1252_HIGH[c.charCodeAt(0) - 0x80]!);
+}
+
 const hasNul = (s: string, limit: number): boolean => s.slice(0, limit).includes("\u0000");
 
 /** Decodes a text upload; `ok: false` when it looks binary (NUL bytes outside UTF-16). */
@@ -56,7 +69,7 @@ export function decodeText(data: Buffer): DecodeResult {
         text = new TextDecoder("utf-8", { fatal: true }).decode(data);
         encoding = "utf-8";
       } catch {
-        text = new TextDecoder("windows-1252").decode(data);
+        text = decodeWindows1252(data);
         encoding = "windows-1252";
       }
     }

@@ -71,7 +71,8 @@ function scoreOf(delimiter: Delimiter, lines: readonly LineCounts[]): Score {
   if (mode === 0) return { delimiter, consistent: 0, mode: 0, addresses: 0 };
   // Tie-breaker: "john@x.com;Doe, John" has one "," and one ";"; only ";" yields an address.
   let addresses = 0;
-  for (const l of lines) for (const cell of l.text.split(delimiter)) if (addressOf(cell.replace(/"/g, ""))) addresses += 1;
+  for (const l of lines)
+    for (const cell of l.text.split(delimiter)) if (addressOf(cell.replace(/"/g, ""))) addresses += 1;
   return { delimiter, consistent, mode, addresses };
 }
 

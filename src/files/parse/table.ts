@@ -19,6 +19,13 @@ export interface TableLimits {
   maxBlankRows: number;
 }
 
+/**
+ * `full`: a first row without addresses, or with an email header name, is a header (csv, xlsx).
+ * `email-name-only`: only a first line like "email" is a header (txt: any other non-address
+ * first line is just an invalid line).
+ */
+export type HeaderRule = "full" | "email-name-only";
+
 /** One data row's email cell: `email` is the canonical address, or null when the cell is not one. */
 export interface ListEntry {
   rowIndex: number;
@@ -91,7 +98,7 @@ export function parseColumnRequest(value: string | null | undefined): ColumnRequ
   return { kind: "named", name, position: /^[0-9]{1,6}$/.test(name) ? Number(name) : null };
 }
 
-/** A short, quoted list of cells for messages: `Name, E-mail, Company`. */
+/** A short list of cells for messages: `Name, E-mail, Company`. */
 export function describeCells(cells: readonly string[]): string {
   const shown = cells
     .slice(0, 20)
@@ -125,6 +132,7 @@ export class TableBuilder {
   constructor(
     private readonly request: ColumnRequest,
     private readonly limits: TableLimits,
+    private readonly headerRule: HeaderRule = "full",
   ) {}
 
   /** Number of non-blank rows seen, header included. */
@@ -179,13 +187,16 @@ export class TableBuilder {
         return columnProblem("column_not_found", missingNameMessage(request.name, first));
       }
       if (request.position < 1) {
-        return columnProblem("column_not_found", `Column numbers start at 1; "${request.name}" is not a column.`);
+        return columnProblem(
+          "column_not_found",
+          `Column numbers start at 1; "${request.name}" is not a column.`,
+        );
       }
       this.fixedColumn = request.position - 1;
     }
     const named = first.findIndex(isEmailHeaderName);
     const hasAddress = first.some((c) => addressOf(c) !== null);
-    if (named >= 0 || !hasAddress) {
+    if (named >= 0 || (!hasAddress && this.headerRule === "full")) {
       // A first row without any address but with text is a header; if no later row holds an
       // address either, the file is refused as no_valid_emails anyway, so nothing rides on it.
       this.header = first;
@@ -247,7 +258,8 @@ export class TableBuilder {
       }
       return this.fixedColumn;
     }
-    if (this.namedColumn !== null && (this.stats[this.namedColumn]?.addresses ?? 0) > 0) return this.namedColumn;
+    if (this.namedColumn !== null && (this.stats[this.namedColumn]?.addresses ?? 0) > 0)
+      return this.namedColumn;
     let best = -1;
     let bestCount = 0;
     this.stats.forEach((s, i) => {

@@ -7,7 +7,10 @@ import { errorResponses } from "../schemas/common.ts";
 
 /** The caller's Standard Webhooks signing secret. */
 export const WebhookSecretReply = Type.Object({
-  secret: Type.String({ pattern: "^whsec_", description: "Standard Webhooks secret for verifying deliveries" }),
+  secret: Type.String({
+    pattern: "^whsec_",
+    description: "Standard Webhooks secret for verifying deliveries",
+  }),
 });
 
 export const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {

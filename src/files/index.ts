@@ -1,0 +1,32 @@
+// The public API of files/: list parsing for uploads and result writers for downloads. Pure
+// library on Buffers and streams: no HTTP, no database (DESIGN §4).
+export {
+  parseListFile,
+  type ParseListInput,
+  type ParseListResult,
+  type ParsedList,
+} from "./parse/parse-list-file.ts";
+export type { ListFileProblem, ListFileProblemCode } from "./parse/problems.ts";
+export type { ListEntry, SkippedCounts } from "./parse/table.ts";
+export { isEmailHeaderName } from "./parse/table.ts";
+export type { ListFormat } from "./parse/sniff.ts";
+export type { TextEncodingName } from "./parse/decode-text.ts";
+export type { Delimiter } from "./parse/delimiter.ts";
+export { DEFAULT_ZIP_LIMITS, type ZipLimits } from "./parse/zip-guard.ts";
+export { neutraliseFormula, type ExportCell, type ExportInput } from "./export/cells.ts";
+export { writeCsv, writeTxt, type CsvExportOptions } from "./export/write-text.ts";
+export { writeXlsx } from "./export/write-xlsx.ts";
+export {
+  EXPORT_FORMATS,
+  RESULT_COLUMNS,
+  TXT_RESULT_COLUMNS,
+  asciiFilename,
+  buildResultHeader,
+  contentDisposition,
+  contentTypeFor,
+  downloadFilename,
+  joinResultRow,
+  rfc5987Value,
+  type ExportFormat,
+  type ResultColumn,
+} from "./export/download.ts";

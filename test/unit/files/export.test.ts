@@ -1,0 +1,357 @@
+import assert from "node:assert/strict";
+import { Writable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { test } from "node:test";
+import ExcelJS from "exceljs";
+import { parse as parseCsvSync } from "csv-parse/sync";
+import {
+  RESULT_COLUMNS,
+  buildResultHeader,
+  contentDisposition,
+  contentTypeFor,
+  downloadFilename,
+  joinResultRow,
+  neutraliseFormula,
+  parseListFile,
+  rfc5987Value,
+  writeCsv,
+  writeTxt,
+  writeXlsx,
+  type ExportCell,
+  type ParsedList,
+} from "../../../src/files/index.ts";
+import { collect, readXlsxCells } from "./helpers.ts";
+
+const FORMULAS = ["=1+1", "+cmd", "-2+3", "@SUM(A1)", "\tx", "\rx", "\u0000x", "＝1+1"];
+const ESCAPED = FORMULAS.map((f) => `'${f}`);
+
+async function* slowly<T>(items: readonly T[]): AsyncGenerator<T> {
+  for (const item of items) {
+    await new Promise((resolve) => setImmediate(resolve));
+    yield item;
+  }
+}
+
+void test("neutraliseFormula: = + - @ TAB CR NUL (and fullwidth ＝＋－＠) get a leading quote, nothing else does", () => {
+  FORMULAS.forEach((f, i) => assert.equal(neutraliseFormula(f), ESCAPED[i]));
+  for (const plain of ["a@example.com", "valid", "1+1", " =x", "'=x", "", "é=", "x-y"]) {
+    assert.equal(neutraliseFormula(plain), plain);
+  }
+});
+
+void test("writeCsv: BOM, CRLF, header, typed cells, quoting; formula cells neutralised", async () => {
+  const rows: ExportCell[][] = [
+    ["a@example.com", "valid", true, false, null, 3, undefined],
+    ['q"uote, comma', "line\nbreak", -5, 0.5, "", "=1+1", new Date(Date.UTC(2024, 0, 2, 3, 4, 5))],
+  ];
+  const out = await collect(
+    writeCsv({
+      header: ["email", "status", "b1", "b2", "n", "x", "at"],
+      rows: slowly(rows),
+      escapeFormulas: true,
+    }),
+  );
+  assert.deepEqual([...out.subarray(0, 3)], [0xef, 0xbb, 0xbf]);
+  const text = out.subarray(3).toString("utf8");
+  assert.equal(
+    text,
+    "email,status,b1,b2,n,x,at\r\n" +
+      "a@example.com,valid,true,false,,3,\r\n" +
+      '"q""uote, comma","line\nbreak",-5,0.5,,\'=1+1,2024-01-02T03:04:05.000Z\r\n',
+  );
+  // Typed numbers are data, not text: -5 is written as is even with escaping on.
+  const noBom = await collect(writeCsv({ header: ["a"], rows: [["x"]], escapeFormulas: false, bom: false }));
+  assert.equal(noBom.toString("utf8"), "a\r\nx\r\n");
+});
+
+void test("writeCsv and writeTxt: escapeFormulas neutralises every formula start, false leaves them raw", async () => {
+  const rows = FORMULAS.map((f) => [f, "valid"]);
+  const escaped = parseCsvSync(
+    await collect(writeCsv({ header: ["=HEADER", "status"], rows, escapeFormulas: true })),
+    {
+      bom: true,
+    },
+  );
+  assert.deepEqual(escaped[0], ["'=HEADER", "status"]);
+  assert.deepEqual(
+    escaped.slice(1).map((r) => r[0]),
+    ESCAPED,
+  );
+  const raw = parseCsvSync(
+    await collect(writeCsv({ header: ["=HEADER", "status"], rows, escapeFormulas: false })),
+    {
+      bom: true,
+    },
+  );
+  assert.deepEqual(
+    raw.slice(1).map((r) => r[0]),
+    FORMULAS,
+  );
+
+  const txt = (await collect(writeTxt({ header: ["email", "status"], rows, escapeFormulas: true }))).toString(
+    "utf8",
+  );
+  const lines = txt.split("\n");
+  assert.equal(lines.length, FORMULAS.length + 1); // one line per row, then the final newline
+  assert.equal(lines[0], "'=1+1,valid");
+  assert.equal(lines[5], "' x,valid"); // a CR inside a cell became a space: one row, one line
+  const rawTxt = (
+    await collect(writeTxt({ header: ["email", "status"], rows: [["=1+1", "valid"]], escapeFormulas: false }))
+  ).toString();
+  assert.equal(rawTxt, "=1+1,valid\n");
+});
+
+void test("writeTxt: email,status per line, no header unless asked", async () => {
+  const rows = [
+    ["a@example.com", "valid"],
+    ["b@example.com", "unknown"],
+  ];
+  assert.equal(
+    (await collect(writeTxt({ header: ["email", "status"], rows, escapeFormulas: true }))).toString(),
+    "a@example.com,valid\nb@example.com,unknown\n",
+  );
+  assert.equal(
+    (
+      await collect(
+        writeTxt({ header: ["email", "status"], rows, escapeFormulas: true, includeHeader: true }),
+      )
+    ).toString(),
+    "email,status\na@example.com,valid\nb@example.com,unknown\n",
+  );
+});
+
+void test("writeXlsx: strings stay strings (never formulas), typed cells stay typed, formulas neutralised", async () => {
+  const rows: ExportCell[][] = [
+    ...FORMULAS.map((f) => [f, "valid", 1, true]),
+    ["bad\u0001control\uD800", "x".repeat(40_000), null, false],
+  ];
+  const data = await collect(
+    writeXlsx({ header: ["email", "status", "n", "flag"], rows: slowly(rows), escapeFormulas: true }),
+  );
+  assert.deepEqual([...data.subarray(0, 4)], [0x50, 0x4b, 0x03, 0x04]);
+  const { values, types } = await readXlsxCells(data);
+  assert.deepEqual(values[0], ["email", "status", "n", "flag"]);
+  assert.deepEqual(
+    values.slice(1, 1 + FORMULAS.length).map((r) => r[0]),
+    // NUL is not allowed in XML, and XML turns CR into LF: both are still behind the quote.
+    ESCAPED.map((e) => e.replace("\u0000", "\uFFFD").replace("\r", "\n")),
+  );
+  assert.deepEqual(values[1], ["'=1+1", "valid", 1, true]);
+  for (const t of types.flat()) assert.notEqual(t, ExcelJS.ValueType.Formula);
+  const last = values[values.length - 1]!;
+  assert.equal(last[0], "bad\uFFFDcontrol\uFFFD");
+  assert.equal((last[1] as string).length, 32_767);
+
+  const raw = await readXlsxCells(
+    await collect(
+      writeXlsx({ header: ["email"], rows: FORMULAS.slice(0, 5).map((f) => [f]), escapeFormulas: false }),
+    ),
+  );
+  assert.deepEqual(
+    raw.values.slice(1).map((r) => r[0]),
+    FORMULAS.slice(0, 5),
+  );
+  for (const t of raw.types.flat()) assert.equal(t, ExcelJS.ValueType.String);
+});
+
+void test("writers propagate a failing row source as a stream error (the download aborts, not truncates)", async () => {
+  async function* failing(): AsyncGenerator<string[]> {
+    yield ["a@example.com", "valid"];
+    await Promise.resolve();
+    throw new Error("db connection lost");
+  }
+  for (const write of [writeCsv, writeTxt, writeXlsx]) {
+    await assert.rejects(
+      collect(write({ header: ["email", "status"], rows: failing(), escapeFormulas: true })),
+      /db connection lost/,
+    );
+  }
+});
+
+void test("writeXlsx streams 10,000 rows to a slow consumer, and stops its source when the consumer goes away", async () => {
+  let produced = 0;
+  async function* many(): AsyncGenerator<string[]> {
+    for (let i = 0; i < 10_000; i += 1) {
+      produced += 1;
+      yield [`user${String(i)}@example.com`, "valid", "x".repeat(50)];
+    }
+  }
+  let bytes = 0;
+  const slowSink = new Writable({
+    highWaterMark: 1024,
+    write(chunk: Buffer, _enc, done) {
+      bytes += chunk.length;
+      setImmediate(done);
+    },
+  });
+  await pipeline(
+    writeXlsx({ header: ["email", "status", "pad"], rows: many(), escapeFormulas: true }),
+    slowSink,
+  );
+  assert.equal(produced, 10_000);
+  assert.ok(bytes > 10_000);
+
+  let pulled = 0;
+  async function* endless(): AsyncGenerator<string[]> {
+    for (;;) {
+      pulled += 1;
+      yield [`u${String(pulled)}@example.com`, "valid"];
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+  for (const write of [writeCsv, writeXlsx]) {
+    pulled = 0;
+    const stream = write({ header: ["email", "status"], rows: endless(), escapeFormulas: true });
+    await new Promise((resolve) => stream.once("data", resolve));
+    stream.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const after = pulled;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(pulled, after, `${write.name} kept pulling rows after the consumer left`);
+  }
+});
+
+void test("round trip: parse an upload, write results as csv/xlsx/txt, read them back with the parser", async () => {
+  const upload =
+    'Name,Email,Note\r\n"Doe, Jane",Jane@Example.com,=HYPERLINK("http://evil")\r\nBob,bob@example.com\r\nNobody,n/a,-\r\n';
+  const parsed = await parseListFile({
+    filename: "clients.csv",
+    data: Buffer.from(upload),
+    maxEmails: 10_000,
+  });
+  assert.ok(parsed.ok);
+  const list: ParsedList = parsed.list;
+  const result = (email: string | null): ExportCell[] =>
+    email === null
+      ? [
+          "",
+          "invalid_syntax",
+          false,
+          false,
+          false,
+          false,
+          "",
+          "",
+          "",
+          false,
+          null,
+          false,
+          "2024-01-01T00:00:00Z",
+        ]
+      : [
+          email,
+          "valid",
+          false,
+          false,
+          true,
+          true,
+          "example.com",
+          "mx.example.com",
+          "postfix",
+          false,
+          null,
+          false,
+          "2024-01-01T00:00:00Z",
+        ];
+  const header = buildResultHeader(list.header, list.columnCount);
+  assert.deepEqual(header, ["Name", "Email", "Note", ...RESULT_COLUMNS]);
+  const rows = list.entries.map((e) =>
+    joinResultRow(list.rows[e.rowIndex]!, list.columnCount, result(e.email)),
+  );
+  assert.equal(rows[1]!.length, header.length); // the short row was padded
+
+  for (const format of ["csv", "xlsx"] as const) {
+    const write = format === "csv" ? writeCsv : writeXlsx;
+    const data = await collect(write({ header, rows, escapeFormulas: true }));
+    const back = await parseListFile({ filename: `results.${format}`, data, maxEmails: 10_000 });
+    assert.ok(back.ok, format);
+    assert.deepEqual(back.list.header, header, format);
+    assert.equal(back.list.emailColumn, 1, format); // "Email" comes before "email"
+    assert.deepEqual(back.list.emails, list.emails, format);
+    assert.deepEqual(
+      back.list.rows.map((r) => r.slice(0, 3)),
+      [
+        ["Doe, Jane", "Jane@Example.com", `'=HYPERLINK("http://evil")`],
+        ["Bob", "bob@example.com", ""],
+        ["Nobody", "n/a", "'-"],
+      ],
+      format,
+    );
+    assert.deepEqual(back.list.rows[0]!.slice(3, 6), [
+      "jane@example.com",
+      "valid",
+      format === "csv" ? "false" : "FALSE",
+    ]);
+  }
+
+  const txt = await collect(
+    writeTxt({
+      header: ["email", "status"],
+      rows: list.emails.map((e) => [e, "valid"]),
+      escapeFormulas: true,
+    }),
+  );
+  const backTxt = await parseListFile({ filename: "results.txt", data: txt, maxEmails: 10_000 });
+  assert.ok(!backTxt.ok); // "a@b,valid" lines are not addresses: txt results are for people and scripts
+  const csvOfTxt = await parseListFile({ filename: "results.csv", data: txt, maxEmails: 10_000 });
+  assert.ok(csvOfTxt.ok);
+  assert.deepEqual(csvOfTxt.list.emails, list.emails);
+});
+
+void test("contentTypeFor and RESULT_COLUMNS", () => {
+  assert.equal(contentTypeFor("csv"), "text/csv; charset=utf-8");
+  assert.equal(contentTypeFor("txt"), "text/plain; charset=utf-8");
+  assert.equal(contentTypeFor("xlsx"), "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet");
+  assert.deepEqual(
+    [...RESULT_COLUMNS],
+    "email,status,is_role_based,is_disposable,has_mx_records,has_reverse_dns,domain_name,host_name,server_type,is_catchall,unknown_reason,needs_physical_verify,validated_at".split(
+      ",",
+    ),
+  );
+  assert.deepEqual(buildResultHeader(null, 2).slice(0, 3), ["column_1", "column_2", "email"]);
+  assert.deepEqual(buildResultHeader(["a", " "], 3).slice(0, 3), ["a", "column_2", "column_3"]);
+  assert.deepEqual(joinResultRow(["x"], 3, [1, 2]), ["x", "", "", 1, 2]);
+});
+
+void test("downloadFilename: original stem kept (unicode too), unsafe characters removed, task id fallback", () => {
+  const id = "0b9f3c1e-8c1d-4a53-9d7e-2f1a4c6b8e01";
+  const cases: [string | null, string][] = [
+    ["clients.csv", "clients-results.csv"],
+    ["Liste März 2024.xlsx", "Liste März 2024-results.csv"],
+    ["C:\\fakepath\\Kunden.csv", "Kunden-results.csv"],
+    ["../../etc/passwd", "passwd-results.csv"],
+    ["x/c\\d:e*f?g<h>i|j;k,l%m.csv", "d_e_f_g_h_i_j_k_l_m-results.csv"],
+    ['my "best" list.csv', "my _best_ list-results.csv"],
+    ["evil\r\nSet-Cookie: x.csv", "evilSet-Cookie_ x-results.csv"],
+    ["invoice\u202Etxt.exe.csv", "invoicetxt.exe-results.csv"],
+    ["zero\u200Bwidth.csv", "zerowidth-results.csv"],
+    ["....csv", `task-${id}-results.csv`],
+    ["   .csv", `task-${id}-results.csv`],
+    ["\u0000\u0001", `task-${id}-results.csv`],
+    [null, `task-${id}-results.csv`],
+    ["noextension", "noextension-results.csv"],
+    [".hidden", "hidden-results.csv"],
+  ];
+  for (const [original, expected] of cases)
+    assert.equal(downloadFilename(original, id, "csv"), expected, String(original));
+  assert.equal(downloadFilename("x.csv", id, "xlsx"), "x-results.xlsx");
+  const long = downloadFilename(`${"é".repeat(300)}.csv`, id, "txt");
+  assert.ok(Buffer.byteLength(long) <= 150 + "-results.txt".length);
+  assert.ok(long.endsWith("é-results.txt"));
+  assert.equal(downloadFilename("x.csv", 'id"/..', "csv"), "x-results.csv");
+  assert.equal(downloadFilename(null, 'id"/..', "csv"), "task-id-results.csv");
+});
+
+void test("Content-Disposition: ASCII filename= fallback plus RFC 5987 filename*", () => {
+  assert.equal(rfc5987Value("Liste März (1)'s*.csv"), "UTF-8''Liste%20M%C3%A4rz%20%281%29%27s%2A.csv");
+  assert.equal(
+    contentDisposition("Liste März-results.csv"),
+    "attachment; filename=\"Liste Marz-results.csv\"; filename*=UTF-8''Liste%20M%C3%A4rz-results.csv",
+  );
+  assert.equal(
+    contentDisposition("客户-results.xlsx"),
+    "attachment; filename=\"__-results.xlsx\"; filename*=UTF-8''%E5%AE%A2%E6%88%B7-results.xlsx",
+  );
+  // Every character of the header value is visible ASCII: nothing can split or smuggle a header.
+  assert.match(contentDisposition(downloadFilename('a\r\nb\u0000"c.csv', "t", "csv")), /^[\x20-\x7E]+$/);
+});

@@ -1,0 +1,400 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+import { deflateRawSync } from "node:zlib";
+import {
+  parseListFile,
+  type ParseListInput,
+  type ParseListResult,
+  type ParsedList,
+} from "../../../src/files/index.ts";
+import {
+  addresses,
+  buildZip,
+  deflated,
+  elapsedMs,
+  sheetXml,
+  stored,
+  streamedXlsxOf,
+  workbookParts,
+  xlsxOf,
+  zerosDeflated,
+  type RawEntry,
+} from "./helpers.ts";
+
+const parse = (data: Buffer, extra: Partial<ParseListInput> = {}): Promise<ParseListResult> =>
+  parseListFile({ filename: "list.xlsx", data, maxEmails: 10_000, ...extra });
+
+function ok(result: ParseListResult): ParsedList {
+  if (!result.ok) assert.fail(`expected a list, got ${result.problem.code}: ${result.problem.message}`);
+  return result.list;
+}
+
+function problem(result: ParseListResult, code: string, field: "file" | "email_column" = "file"): string {
+  if (result.ok) assert.fail(`expected ${code}, got a list`);
+  assert.equal(result.problem.code, code, result.problem.message);
+  assert.equal(result.problem.field, field);
+  return result.problem.message;
+}
+
+/** Bombs and oversized files must be refused well under the 2 s the upload may take. */
+const QUICK_MS = 1500;
+
+void test("xlsx by exceljs: rich text, hyperlinks, formulas, numbers, dates and booleans become text", async () => {
+  const data = await xlsxOf((wb) => {
+    const ws = wb.addWorksheet("Contacts");
+    ws.addRow(["Name", "Email", "Joined", "Score", "Active", "Total"]);
+    ws.addRow([
+      "Ann",
+      "ann@example.com",
+      new Date(Date.UTC(2024, 2, 1)),
+      0.1 + 0.2,
+      true,
+      { formula: "D2*2", result: 0.6 },
+    ]);
+    ws.addRow([
+      { richText: [{ text: "B", font: { bold: true } }, { text: "ob" }] },
+      { richText: [{ text: "bob@" }, { text: "Example.com", font: { italic: true } }] },
+      new Date(Date.UTC(2024, 2, 1, 10, 30)),
+      42,
+      false,
+      { formula: 'CONCAT("x","y")', result: "xy" },
+    ]);
+    ws.addRow([
+      "Cy",
+      { text: "cy@example.com", hyperlink: "mailto:cy@example.com" },
+      null,
+      1234567890123,
+      null,
+      null,
+    ]);
+  });
+  const list = ok(await parse(data));
+  assert.equal(list.format, "xlsx");
+  assert.equal(list.sheetName, "Contacts");
+  assert.deepEqual(list.header, ["Name", "Email", "Joined", "Score", "Active", "Total"]);
+  assert.deepEqual(list.rows, [
+    ["Ann", "ann@example.com", "2024-03-01", "0.3", "TRUE", "0.6"],
+    ["Bob", "bob@Example.com", "2024-03-01T10:30:00.000Z", "42", "FALSE", "xy"],
+    ["Cy", "cy@example.com", "", "1234567890123"],
+  ]);
+  assert.deepEqual(list.emails, ["ann@example.com", "bob@example.com", "cy@example.com"]);
+});
+
+void test("xlsx sheets: the first non-empty sheet; email_column finds the first sheet holding that header", async () => {
+  const data = await xlsxOf((wb) => {
+    wb.addWorksheet("Empty");
+    const a = wb.addWorksheet("Customers");
+    a.addRow(["Name", "Email"]);
+    a.addRow(["A", "a@customers.example"]);
+    const b = wb.addWorksheet("Partners");
+    b.addRow(["Partner", "Contact mail", "Email"]);
+    b.addRow(["P", "p@partners.example", "q@partners.example"]);
+  });
+  const first = ok(await parse(data));
+  assert.equal(first.sheetName, "Customers");
+  assert.deepEqual(first.emails, ["a@customers.example"]);
+
+  const partners = ok(await parse(data, { emailColumn: "contact MAIL" }));
+  assert.equal(partners.sheetName, "Partners");
+  assert.equal(partners.emailColumn, 1);
+  assert.deepEqual(partners.emails, ["p@partners.example"]);
+
+  const missing = problem(await parse(data, { emailColumn: "Correo" }), "column_not_found", "email_column");
+  assert.equal(
+    missing,
+    'No sheet has a column named "Correo"; the first sheet\'s header row has: Name, Email.',
+  );
+
+  // An index always means the first (non-empty) sheet.
+  const byIndex = ok(await parse(data, { emailColumn: "2" }));
+  assert.equal(byIndex.sheetName, "Customers");
+  problem(await parse(data, { emailColumn: "3" }), "column_not_found", "email_column");
+});
+
+void test("xlsx sheets: a cover sheet without addresses is passed over; hidden sheets come last", async () => {
+  const data = await xlsxOf((wb) => {
+    const secret = wb.addWorksheet("Secret");
+    secret.state = "hidden";
+    secret.addRow(["s@hidden.example"]);
+    wb.addWorksheet("Read me").addRow(["This workbook lists our customers."]);
+    const list = wb.addWorksheet("List");
+    list.addRow(["l@list.example"]);
+  });
+  const list = ok(await parse(data));
+  assert.equal(list.sheetName, "List");
+  assert.deepEqual(list.emails, ["l@list.example"]);
+
+  const none = await xlsxOf((wb) => {
+    wb.addWorksheet("One").addRow(["nothing here"]);
+    wb.addWorksheet("Two").addRow(["nor here"]);
+  });
+  assert.match(problem(await parse(none), "no_valid_emails"), /None of the workbook's 2 sheets/);
+  assert.match(problem(await parse(await xlsxOf((wb) => wb.addWorksheet("E"))), "no_valid_emails"), /empty/);
+});
+
+void test("xlsx from exceljs' streaming writer (inline strings, no sharedStrings part)", async () => {
+  const data = await streamedXlsxOf([
+    ["email", "n"],
+    ["a@example.com", 1],
+    ["b@example.com", 2],
+  ]);
+  const list = ok(await parse(data));
+  assert.deepEqual(list.emails, ["a@example.com", "b@example.com"]);
+  assert.deepEqual(list.rows[1], ["b@example.com", "2"]);
+});
+
+void test("xlsx made by LibreOffice (committed fixture; worksheet stored before sharedStrings)", async () => {
+  const data = readFileSync(new URL("../../fixtures/files/contacts-libreoffice.xlsx", import.meta.url));
+  const list = ok(await parseListFile({ filename: "contacts-libreoffice.xlsx", data, maxEmails: 10_000 }));
+  assert.equal(list.sheetName, "contacts-libreoffice");
+  assert.deepEqual(list.header, ["Name", "E-mail", "Company", "Signed up", "Score"]);
+  assert.equal(list.emailColumn, 1);
+  assert.deepEqual(list.rows[0], [
+    "José Álvarez",
+    "jose.alvarez@example.com",
+    "Acme Ibérica",
+    "2024-03-01",
+    "12.5",
+  ]);
+  assert.deepEqual(list.emails, [
+    "jose.alvarez@example.com",
+    "zoe.muller@example.org",
+    "user@xn--bcher-kva.example",
+  ]);
+  assert.deepEqual(list.skipped, { blank: 0, invalid: 1, duplicates: 1 });
+  // The csv it was converted from gives the same rows (its empty line is counted as blank).
+  const csv = ok(
+    await parseListFile({
+      filename: "contacts-libreoffice.csv",
+      data: readFileSync(new URL("../../fixtures/files/contacts-libreoffice.csv", import.meta.url)),
+      maxEmails: 10_000,
+    }),
+  );
+  assert.deepEqual(csv.rows, list.rows);
+  assert.deepEqual(csv.emails, list.emails);
+});
+
+void test("a minimal hand-made workbook with non-standard part names is read through its relationships", async () => {
+  const parts: RawEntry[] = [
+    deflated(
+      "_rels/.rels",
+      '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="r1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="/book/main.xml"/></Relationships>',
+    ),
+    deflated(
+      "book/main.xml",
+      '<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Data &amp; more" sheetId="7" r:id="x"/></sheets></workbook>',
+    ),
+    deflated(
+      "book/_rels/main.xml.rels",
+      '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="x" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="data/list.xml"/></Relationships>',
+    ),
+    stored("book/data/list.xml", sheetXml([["Email"], ["a@example.com"], ["b@example.com"]])),
+  ];
+  const list = ok(await parse(buildZip(parts)));
+  assert.equal(list.sheetName, "Data & more");
+  assert.deepEqual(list.emails, ["a@example.com", "b@example.com"]);
+});
+
+void test("xlsx that is not a usable workbook: encrypted, old .xls, corrupt, a plain zip, text, bad XML", async (t) => {
+  const cfb = (extra: Buffer): Buffer =>
+    Buffer.concat([Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]), Buffer.alloc(1024), extra]);
+  assert.match(
+    problem(await parse(cfb(Buffer.from("EncryptionInfo\0EncryptedPackage", "utf16le"))), "invalid_file"),
+    /Password-protected workbooks are not supported/,
+  );
+  assert.match(
+    problem(await parse(cfb(Buffer.from("Workbook", "utf16le"))), "invalid_file"),
+    /old Excel \.xls/,
+  );
+
+  const good = await xlsxOf((wb) => wb.addWorksheet("S").addRow(["a@example.com"]));
+  assert.match(
+    problem(await parse(good.subarray(0, Math.floor(good.length / 2))), "invalid_file"),
+    /damaged/,
+  );
+  const flipped = Buffer.from(good);
+  flipped.fill(0x55, 200, 600); // garbage inside the compressed parts
+  problem(await parse(flipped), "invalid_file");
+
+  assert.match(
+    problem(await parse(buildZip([deflated("hello.txt", "hi")])), "invalid_file"),
+    /not an Excel workbook/,
+  );
+  assert.match(problem(await parse(buildZip(workbookParts([]))), "invalid_file"), /no worksheet/);
+  assert.match(
+    problem(await parse(Buffer.from("email\na@example.com\n")), "content_mismatch"),
+    /rename it to \.csv/,
+  );
+  problem(await parse(Buffer.from("%PDF-1.4 ...")), "content_mismatch");
+  problem(await parse(Buffer.alloc(0)), "invalid_file");
+
+  const badXml = buildZip([
+    ...workbookParts(["S"]),
+    deflated("xl/worksheets/sheet1.xml", "<worksheet><sheetData><row></c></sheetData>"),
+  ]);
+  problem(await parse(badXml), "invalid_file");
+  // A DTD with entity definitions (billion laughs) is not expanded: the sheet is refused.
+  const laughs =
+    '<?xml version="1.0"?><!DOCTYPE w [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">' +
+    '<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">]>' +
+    '<worksheet><sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>&d;&d;&d;&d;</t></is></c></row></sheetData></worksheet>';
+  const { result, ms } = await elapsedMs(() =>
+    parse(buildZip([...workbookParts(["S"]), deflated("xl/worksheets/sheet1.xml", laughs)])),
+  );
+  assert.equal(result.ok, false);
+  assert.ok(ms < QUICK_MS);
+  t.diagnostic(`refused in ${ms.toFixed(0)} ms`);
+
+  const encryptedEntry = buildZip([
+    ...workbookParts(["S"]),
+    { ...stored("xl/worksheets/sheet1.xml", "x"), flags: 1 },
+  ]);
+  assert.match(problem(await parse(encryptedEntry), "invalid_file"), /Password-protected/);
+});
+
+void test("zip bomb: 500 MB of zeros declared in the central directory is refused before inflating", async (t) => {
+  const bomb = buildZip([
+    ...workbookParts(["S"]),
+    {
+      name: "xl/worksheets/sheet1.xml",
+      body: zerosDeflated(500),
+      method: 8,
+      declaredSize: 500 * 1024 * 1024,
+    },
+  ]);
+  assert.ok(bomb.length < 1024 * 1024, `bomb is ${String(bomb.length)} bytes`);
+  const { result, ms } = await elapsedMs(() => parse(bomb));
+  assert.match(problem(result, "invalid_file"), /expands to more than 200 MB/);
+  assert.ok(ms < QUICK_MS, `took ${ms.toFixed(0)} ms`);
+  t.diagnostic(`refused in ${ms.toFixed(0)} ms`);
+});
+
+void test("zip bomb: an entry compressed beyond 100:1 is refused even under the total cap", async (t) => {
+  const bomb = buildZip([
+    ...workbookParts(["S"]),
+    { name: "xl/worksheets/sheet1.xml", body: zerosDeflated(50), method: 8, declaredSize: 50 * 1024 * 1024 },
+  ]);
+  const { result, ms } = await elapsedMs(() => parse(bomb));
+  assert.match(problem(result, "invalid_file"), /compressed more than 100:1/);
+  assert.ok(ms < QUICK_MS, `took ${ms.toFixed(0)} ms`);
+  t.diagnostic(`refused in ${ms.toFixed(0)} ms`);
+});
+
+void test("zip bomb that lies: declares 2 KB, inflates to 500 MB; cut off at the declared size", async (t) => {
+  const liar = buildZip([
+    ...workbookParts(["S"]),
+    { name: "xl/worksheets/sheet1.xml", body: zerosDeflated(500), method: 8, declaredSize: 2048 },
+  ]);
+  const { result, ms } = await elapsedMs(() => parse(liar));
+  assert.match(problem(result, "invalid_file"), /beyond its declared size/);
+  assert.ok(ms < QUICK_MS, `took ${ms.toFixed(0)} ms`);
+  t.diagnostic(`refused in ${ms.toFixed(0)} ms`);
+
+  // The same lie in sharedStrings, which is read before any sheet.
+  const sst = buildZip([
+    ...workbookParts(["S"]),
+    { name: "xl/sharedStrings.xml", body: zerosDeflated(300), method: 8, declaredSize: 100 },
+    deflated("xl/worksheets/sheet1.xml", sheetXml([["a@example.com"]])),
+  ]);
+  problem(await parse(sst), "invalid_file");
+  // And a short one: declared larger than what it inflates to.
+  const short = buildZip([
+    ...workbookParts(["S"]),
+    { ...deflated("xl/worksheets/sheet1.xml", sheetXml([["a@b.example"]])), declaredSize: 5000 },
+  ]);
+  problem(await parse(short), "invalid_file");
+});
+
+void test("sharedStrings (read whole into memory) has its own cap", async () => {
+  const text = `<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">${"<si><t>x</t></si>".repeat(20_000)}</sst>`;
+  const zip = buildZip([
+    ...workbookParts(["S"]),
+    deflated("xl/sharedStrings.xml", text),
+    deflated("xl/worksheets/sheet1.xml", sheetXml([["a@example.com"]])),
+  ]);
+  ok(await parse(zip));
+  assert.match(
+    problem(await parse(zip, { zipLimits: { maxSharedStringsBytes: 100_000 } }), "invalid_file"),
+    /of text/,
+  );
+});
+
+void test("zip64 size fields are read: honest ones pass, a 5 GB declaration is refused", async () => {
+  const sheet = deflated("xl/worksheets/sheet1.xml", sheetXml([["Email"], ["z@example.com"]]));
+  const list = ok(await parse(buildZip([...workbookParts(["S"]), { ...sheet, zip64: true }])));
+  assert.deepEqual(list.emails, ["z@example.com"]);
+  const huge = buildZip([
+    ...workbookParts(["S"]),
+    {
+      name: "xl/worksheets/sheet1.xml",
+      body: zerosDeflated(1),
+      method: 8,
+      declaredSize: 5 * 1024 ** 3,
+      zip64: true,
+    },
+  ]);
+  assert.match(problem(await parse(huge), "invalid_file"), /200 MB/);
+});
+
+void test("a million tiny entries (or just too many) are refused from the central directory", async (t) => {
+  const many = buildZip([
+    ...workbookParts(["S"]),
+    deflated("xl/worksheets/sheet1.xml", sheetXml([["a@example.com"]])),
+    ...Array.from({ length: 10_001 }, (_, i) => stored(`junk/${String(i)}`, "")),
+  ]);
+  const { result, ms } = await elapsedMs(() => parse(many));
+  assert.match(problem(result, "invalid_file"), /parts/);
+  assert.ok(ms < QUICK_MS);
+  t.diagnostic(`refused in ${ms.toFixed(0)} ms`);
+});
+
+void test("a sheet with 200,000 rows stops at the row limit; 150,000 empty rows at the blank limit", async (t) => {
+  const sheetOf = (rows: string[]): string =>
+    `<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>${rows.join("")}</sheetData></worksheet>`;
+  const text = sheetOf(
+    Array.from(
+      { length: 200_000 },
+      (_, i) => `<row r="${String(i + 1)}"><c r="A${String(i + 1)}"><v>${String(i)}</v></c></row>`,
+    ),
+  );
+  const big = buildZip([...workbookParts(["S"]), deflated("xl/worksheets/sheet1.xml", text)]);
+  // Reading all 200,000 rows takes exceljs ~4 s; the limit stops it after 5,000.
+  const { result, ms } = await elapsedMs(() => parse(big, { maxRows: 5_000 }));
+  assert.match(problem(result, "too_many_rows"), /more than 5,000 rows/);
+  assert.ok(ms < QUICK_MS, `took ${ms.toFixed(0)} ms`);
+  t.diagnostic(`refused in ${ms.toFixed(0)} ms`);
+
+  const blankXml = sheetOf(
+    Array.from({ length: 150_000 }, (_, i) => `<row r="${String(i + 1)}" ht="20" customHeight="1"/>`),
+  );
+  const blanks = buildZip([
+    ...workbookParts(["S"]),
+    {
+      name: "xl/worksheets/sheet1.xml",
+      body: deflateRawSync(blankXml),
+      method: 8,
+      declaredSize: Buffer.byteLength(blankXml),
+    },
+  ]);
+  const b = await elapsedMs(() => parse(blanks, { maxRows: 5_000 }));
+  assert.match(problem(b.result, "too_many_rows"), /more than 5,000 empty rows/);
+  assert.ok(b.ms < QUICK_MS, `took ${b.ms.toFixed(0)} ms`);
+  t.diagnostic(`blank rows refused in ${b.ms.toFixed(0)} ms`);
+});
+
+void test("10,000 addresses in xlsx pass; 10,001 are refused quickly", async (t) => {
+  const rowsOf = (n: number): (string | number)[][] => [
+    ["Name", "Email", "Id"],
+    ...addresses(n).map((a, i) => [`Person ${String(i)}`, a, i]),
+  ];
+  const tenK = await streamedXlsxOf(rowsOf(10_000), { useSharedStrings: true });
+  const { result: passed, ms: passMs } = await elapsedMs(() => parse(tenK));
+  assert.equal(ok(passed).emails.length, 10_000);
+
+  const over = await streamedXlsxOf(rowsOf(10_001), { useSharedStrings: true });
+  const { result, ms } = await elapsedMs(() => parse(over));
+  assert.match(problem(result, "too_many_emails"), /more than 10,000 addresses/);
+  assert.ok(ms < QUICK_MS, `took ${ms.toFixed(0)} ms (10,000 passed in ${passMs.toFixed(0)} ms)`);
+  t.diagnostic(`refused in ${ms.toFixed(0)} ms`);
+});
