@@ -33,6 +33,9 @@ create index api_keys_user_idx on api_keys (user_id, created_at desc);
 
 create table credit_transactions (
   id               uuid primary key,
+  -- Commit order of the user's ledger: rows are written under the user's row lock, so seq order
+  -- is balance_after order even when two writers read the clock in the other order.
+  seq              bigint generated always as identity,
   user_id          uuid not null references users (id),
   type             text not null check (type in ('grant', 'deduction')),
   amount           bigint not null,
@@ -46,7 +49,8 @@ create table credit_transactions (
   -- A repeated key is a no-op: reservations, charges and refunds are written exactly once.
   unique (user_id, idempotency_key)
 );
-create index credit_transactions_user_time_idx on credit_transactions (user_id, created_at desc, id desc);
+create index credit_transactions_user_time_idx on credit_transactions (user_id, created_at);
+create index credit_transactions_user_seq_idx on credit_transactions (user_id, seq desc);
 
 create table tasks (
   id               uuid primary key,

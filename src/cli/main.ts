@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError } from "commander";
-import { pino, type Logger } from "pino";
+import type { Logger } from "../observability/logger.ts";
 import { serve } from "../app/serve.ts";
 import { work } from "../app/work.ts";
 import { ConfigError, loadConfig } from "../config/index.ts";
@@ -15,7 +15,8 @@ const say = (line: string): void => void process.stdout.write(line + "\n");
 
 // The data commands print their result on stdout (`--json` is meant to be piped), so their own
 // warnings (e.g. "generated an encryption key") must go to stderr, not into that output.
-const dataCommandLogger = (): Logger => pino({ level: "warn" }, pino.destination({ fd: 2, sync: true }));
+// Data commands print their results on stdout (machine-readable with --json); logs go to stderr.
+const dataCommandLogger = (): Logger => createLogger("warn", "stderr");
 
 function positiveInt(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError("must be a non-negative integer");

@@ -104,8 +104,9 @@ export function mapError(error: unknown): MappedError {
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
       return clientError(fe.code === "FST_ERR_CTP_EMPTY_JSON_BODY" ? "Request body is empty" : "Malformed JSON body", "body", "must be valid JSON");
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
       return clientError("Unsupported Content-Type", "content-type", "must be application/json");
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return clientError("Content-Length does not match the body", "content-length", "must match the body size");
     case "FST_ERR_CTP_BODY_TOO_LARGE":
       return clientError("Request body is too large", "body", "exceeds the size limit");
     default:

@@ -1,9 +1,9 @@
-import type { Queryable } from "../db/client.ts";
-import { sumApiKeyUsage } from "../db/queries/reports.ts";
+import type { Database } from "../db/client.ts";
+import { inReportTransaction, sumApiKeyUsage } from "../db/queries/reports.ts";
 import { validationError } from "../lib/app-error.ts";
 import { isUuid } from "../lib/ids.ts";
 import { toUsageTotals, usageSeries, type UsagePoint, type UsageTotals } from "./credit-usage.ts";
-import { utcDaysOf, type DateRangeInput } from "./date-range.ts";
+import { utcDaysOf, windowOf, type DateRangeInput } from "./date-range.ts";
 import { requireRange } from "./validation.ts";
 
 /** A key the ledger names and that still exists for this user. */
@@ -18,7 +18,13 @@ export interface KnownKeyFacts {
  * when it was deleted), or the unknown bucket (missing, null or malformed `metadata.api_key_id`).
  */
 export type ApiKeyUsageBucket =
-  | { isUnknown: false; apiKeyId: string; key: KnownKeyFacts | null; totals: UsageTotals; series: UsagePoint[] }
+  | {
+      isUnknown: false;
+      apiKeyId: string;
+      key: KnownKeyFacts | null;
+      totals: UsageTotals;
+      series: UsagePoint[];
+    }
   | { isUnknown: true; totals: UsageTotals; series: UsagePoint[] };
 
 export interface ApiKeyUsageQuery extends DateRangeInput {
@@ -35,16 +41,21 @@ export interface ApiKeyUsageReport {
 
 function readKeyId(value: string | undefined): string | null {
   if (value === undefined) return null;
-  if (!isUuid(value)) throw validationError("Invalid api_key_id", [{ field: "api_key_id", reason: "must be a valid uuid" }]);
+  if (!isUuid(value))
+    throw validationError("Invalid api_key_id", [{ field: "api_key_id", reason: "must be a valid uuid" }]);
   return value.toLowerCase();
 }
 
 /** GET /credits/usage/api-keys: api_key and legacy (no source) ledger rows per key over [from, to). */
-export async function reportApiKeyUsage(db: Queryable, userId: string, query: ApiKeyUsageQuery): Promise<ApiKeyUsageReport> {
+export async function reportApiKeyUsage(
+  db: Database,
+  userId: string,
+  query: ApiKeyUsageQuery,
+): Promise<ApiKeyUsageReport> {
   const range = requireRange(query);
   const onlyKeyId = readKeyId(query.apiKeyId);
   const days = utcDaysOf(range);
-  const buckets = await sumApiKeyUsage(db, userId, range, onlyKeyId);
+  const buckets = await inReportTransaction(db, (q) => sumApiKeyUsage(q, userId, windowOf(range), onlyKeyId));
   return {
     userId,
     from: range.from,

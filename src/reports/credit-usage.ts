@@ -1,7 +1,12 @@
-import type { Queryable } from "../db/client.ts";
-import { sumCreditUsage, type CreditAmounts, type UsageSourceFilter } from "../db/queries/reports.ts";
+import type { Database } from "../db/client.ts";
+import {
+  inReportTransaction,
+  sumCreditUsage,
+  type CreditAmounts,
+  type UsageSourceFilter,
+} from "../db/queries/reports.ts";
 import { validationError } from "../lib/app-error.ts";
-import { utcDaysOf, type DateRangeInput } from "./date-range.ts";
+import { utcDaysOf, windowOf, type DateRangeInput } from "./date-range.ts";
 import { requireRange } from "./validation.ts";
 
 export const USAGE_SOURCES: readonly UsageSourceFilter[] = ["all", "frontend", "api_key"];
@@ -48,15 +53,22 @@ export const usageSeries = (days: string[], byDay: Map<string, CreditAmounts>): 
 function readSource(value: string | undefined): UsageSourceFilter {
   if (value === undefined) return "all";
   const found = USAGE_SOURCES.find((s) => s === value);
-  if (!found) throw validationError("Invalid source", [{ field: "source", reason: `must be one of ${USAGE_SOURCES.join(", ")}` }]);
+  if (!found)
+    throw validationError("Invalid source", [
+      { field: "source", reason: `must be one of ${USAGE_SOURCES.join(", ")}` },
+    ]);
   return found;
 }
 
 /** GET /credits/usage: the ledger of one user over [from, to), optionally one source only. */
-export async function reportCreditUsage(db: Queryable, userId: string, query: CreditUsageQuery): Promise<CreditUsageReport> {
+export async function reportCreditUsage(
+  db: Database,
+  userId: string,
+  query: CreditUsageQuery,
+): Promise<CreditUsageReport> {
   const range = requireRange(query);
   const source = readSource(query.source);
-  const grouped = await sumCreditUsage(db, userId, range, source);
+  const grouped = await inReportTransaction(db, (q) => sumCreditUsage(q, userId, windowOf(range), source));
   return {
     userId,
     from: range.from,

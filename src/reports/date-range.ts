@@ -28,7 +28,8 @@ export interface DateRangeInput {
 
 // RFC 3339 `date-time` (section 5.6): full-date "T" full-time, with a mandatory offset. "T" and
 // "Z" may be lowercase (5.6, NOTE). Any number of fractional digits is read; see parseRfc3339.
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+const RFC3339 =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
 const FORMAT_REASON = "must be an RFC 3339 date-time with an offset, e.g. 2026-01-31T00:00:00Z";
 
@@ -48,7 +49,14 @@ function daysInMonth(year: number, month: number): number {
 export function parseRfc3339(text: string): Date | null {
   const m = RFC3339.exec(text);
   if (!m) return null;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const fraction = m[7] ?? "";
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return null;
   if (hour > 23 || minute > 59 || second > 59) return null;
@@ -78,7 +86,13 @@ export function parseDateRange(input: DateRangeInput, opts: { required: boolean 
   const hasTo = input.to !== undefined;
   if (!hasFrom && !hasTo) {
     return opts.required
-      ? { ok: false, errors: [{ field: "from", reason: "is required" }, { field: "to", reason: "is required" }] }
+      ? {
+          ok: false,
+          errors: [
+            { field: "from", reason: "is required" },
+            { field: "to", reason: "is required" },
+          ],
+        }
       : { ok: true, range: null };
   }
   const errors: FieldError[] = [];
@@ -98,7 +112,10 @@ export function parseDateRange(input: DateRangeInput, opts: { required: boolean 
     return { ok: false, errors: [{ field: "to", reason: "must not be earlier than from" }] };
   }
   if (to.getTime() - from.getTime() > MAX_RANGE_DAYS * DAY_MS) {
-    return { ok: false, errors: [{ field: "to", reason: `must be at most ${MAX_RANGE_DAYS} days after from` }] };
+    return {
+      ok: false,
+      errors: [{ field: "to", reason: `must be at most ${MAX_RANGE_DAYS} days after from` }],
+    };
   }
   return { ok: true, range: { from, to } };
 }
@@ -117,4 +134,10 @@ export function utcDaysOf(range: DateRange): string[] {
     if (day >= last) return days;
     cursor.setUTCDate(cursor.getUTCDate() + 1);
   }
+}
+
+/** The window a report's SQL reads: the range plus its first day and the count of days after it. */
+export function windowOf(range: DateRange): { from: Date; to: Date; firstDay: string; extraDays: number } {
+  const days = utcDaysOf(range);
+  return { from: range.from, to: range.to, firstDay: days[0]!, extraDays: days.length - 1 };
 }

@@ -4,12 +4,13 @@ import {
   countTasks,
   countUniqueAddresses,
   countVerifications,
+  inReportTransaction,
   NO_JOBS,
   NO_VERIFICATIONS,
   type JobCounts,
   type VerificationCounts,
 } from "../db/queries/reports.ts";
-import { utcDaysOf, type DateRange, type DateRangeInput } from "./date-range.ts";
+import { utcDaysOf, windowOf, type DateRange, type DateRangeInput } from "./date-range.ts";
 import { optionalRange } from "./validation.ts";
 
 export interface JobStatusCounts {
@@ -89,14 +90,13 @@ export async function reportVerificationMetrics(
   query: DateRangeInput,
 ): Promise<VerificationMetricsReport> {
   const range = optionalRange(query);
-  // One REPEATABLE READ snapshot for the four statements: a job completing mid-report can't be
-  // counted as pending by one statement and as a stored verification by the next.
-  const [v, j, t, u] = await db.transaction(async (tx) => {
-    await tx.query("set transaction isolation level repeatable read, read only");
-    const verifications = await countVerifications(tx, userId, range);
-    const jobs = await countJobs(tx, userId, range);
-    const tasks = await countTasks(tx, userId, range);
-    const unique = await countUniqueAddresses(tx, userId, range);
+  const window = range ? windowOf(range) : null;
+  // One snapshot for the four statements (see inReportTransaction).
+  const [v, j, t, u] = await inReportTransaction(db, async (q) => {
+    const verifications = await countVerifications(q, userId, window);
+    const jobs = await countJobs(q, userId, window);
+    const tasks = await countTasks(q, userId, window);
+    const unique = await countUniqueAddresses(q, userId, window);
     return [verifications, jobs, tasks, unique] as const;
   });
   return {

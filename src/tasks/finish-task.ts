@@ -1,9 +1,17 @@
 import { refundCredits } from "../credits/ledger.ts";
 import type { Queryable } from "../db/client.ts";
+import { findApiKeyPurpose } from "../db/queries/api-keys.ts";
 import { countOpenJobs } from "../db/queries/jobs.ts";
 import { countUnbillableJobs, metricsOfTasks, type TaskMetrics } from "../db/queries/task-metrics.ts";
 import { markTaskFinished, type TaskRecord } from "../db/queries/tasks.ts";
 import { completeUploadOfTask, findUploadIdOfTask } from "../db/queries/uploads.ts";
+
+/** The refund is attributed like the reservation it returns (spec: Authentication rule 6). */
+async function attributionOfTask(tx: Queryable, task: TaskRecord): Promise<Record<string, string>> {
+  if (task.source !== "api_key" || !task.apiKeyId) return { source: task.source };
+  const purpose = await findApiKeyPurpose(tx, task.apiKeyId);
+  return { source: "api_key", api_key_id: task.apiKeyId, ...(purpose ? { api_key_purpose: purpose } : {}) };
+}
 
 /** What happens beyond the task itself when it finishes (the webhook outbox). */
 export interface TaskFinishedHook {
@@ -32,11 +40,7 @@ export async function finishTaskIfDone(
       userId: task.userId,
       amount: refund,
       reason: "task_unknown_refund",
-      metadata: {
-        source: task.source,
-        ...(task.apiKeyId ? { api_key_id: task.apiKeyId } : {}),
-        task_id: task.id,
-      },
+      metadata: { ...(await attributionOfTask(tx, task)), task_id: task.id },
       idempotencyKey: `task:${task.id}:refund`,
       at,
     });

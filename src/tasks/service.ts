@@ -69,9 +69,10 @@ export function createTasksService(db: Database, clock: Clock, engine: Pick<Engi
     },
 
     async get(principal, id) {
+      // The stored (lowercase) id, not the URL's spelling: the lookups below compare exactly.
       const task = await ownTask(principal, id);
-      const [metrics, uploads] = await Promise.all([metricsOfTasks(db, [id]), findUploadsOfTasks(db, [id])]);
-      return { task, metrics: metrics.get(id) ?? emptyMetrics(), upload: uploads.get(id) ?? null };
+      const [metrics, uploads] = await Promise.all([metricsOfTasks(db, [task.id]), findUploadsOfTasks(db, [task.id])]);
+      return { task, metrics: metrics.get(task.id) ?? emptyMetrics(), upload: uploads.get(task.id) ?? null };
     },
 
     async series(principal, id, range) {

@@ -1,22 +1,45 @@
+import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import type { Database } from "../../src/db/client.ts";
 import { migrate } from "../../src/db/migrate.ts";
 import { openPglite } from "../../src/db/pglite.ts";
 import { openPostgres } from "../../src/db/postgres.ts";
 
+const urls = new WeakMap<Database, string>();
+
+/** A connection string whose sessions use `schema` (pg passes `options` to the server). */
+export function withSearchPath(url: string, schema: string): string {
+  const u = new URL(url);
+  u.searchParams.set("options", `-c search_path=${schema}`);
+  return u.toString();
+}
+
 /**
- * The database a test file runs on: PostgreSQL when TEST_DATABASE_URL is set (npm run test:pg,
- * one fresh database per run), else an in-memory PGlite. Creating a PGlite costs ~3 s and 700 MB,
- * so the runner migrates one once and each file loads that template (~0.4 s).
+ * The database a test file runs on: on PostgreSQL (TEST_DATABASE_URL, one fresh database per
+ * run) a schema of its own, so worker pools of different files never claim each other's jobs;
+ * else an in-memory PGlite. Creating a PGlite costs ~3 s and 700 MB, so the runner migrates one
+ * once and each file loads that template (~0.4 s).
  */
 export async function openTestDatabase(): Promise<Database> {
-  const url = process.env.TEST_DATABASE_URL;
-  const db = url
-    ? openPostgres(url, 8)
-    : await openPglite(null, await templateBlob(process.env.MAILPROBE_PGLITE_TEMPLATE));
+  const base = process.env.TEST_DATABASE_URL;
+  let db: Database;
+  if (base) {
+    const schema = `t_${randomBytes(6).toString("hex")}`;
+    const admin = openPostgres(base, 1);
+    await admin.query(`create schema ${schema}`);
+    await admin.close();
+    const url = withSearchPath(base, schema);
+    db = openPostgres(url, 8);
+    urls.set(db, url);
+  } else {
+    db = await openPglite(null, await templateBlob(process.env.MAILPROBE_PGLITE_TEMPLATE));
+  }
   await migrate(db);
   return db;
 }
+
+/** The connection string of a PostgreSQL test database (for child processes), or null on PGlite. */
+export const testDatabaseUrl = (db: Database): string | null => urls.get(db) ?? null;
 
 async function templateBlob(path: string | undefined): Promise<Blob | undefined> {
   if (!path) return undefined;

@@ -82,7 +82,7 @@ export async function findCreditTransactionByKey(
   return rows[0] ? toCreditTransaction(rows[0]) : null;
 }
 
-/** Newest first; `id` breaks ties between rows written in the same microsecond. */
+/** Newest first, in the order the rows were written (so balance_after reads as a running balance). */
 export async function listCreditTransactions(
   q: Queryable,
   userId: string,
@@ -92,7 +92,7 @@ export async function listCreditTransactions(
   const [page, count] = await Promise.all([
     q.query<CreditTransactionRow>(
       `select * from credit_transactions where user_id = $1
-        order by created_at desc, id desc limit $2 offset $3`,
+        order by seq desc limit $2 offset $3`,
       [userId, limit, offset],
     ),
     q.query<{ total: number }>("select count(*) as total from credit_transactions where user_id = $1", [userId]),

@@ -47,16 +47,15 @@ export interface CreditAmounts {
 /**
  * Runs the statements of one report in a read-only REPEATABLE READ transaction (one snapshot:
  * a job completing mid-report can't be counted as pending by one statement and as a stored
- * verification by the next), with two settings for this transaction only:
- *   - jit off: on the bench the JIT spent 240-550 ms compiling (inlining + optimisation) for
- *     queries that run in 450-700 ms; these statements are short scans, not hour-long analytics;
- *   - work_mem 32 MB: the distinct-address count hashes up to a few hundred thousand addresses,
- *     which spills to disk in batches at the 4 MB default.
+ * verification by the next), with JIT compilation off for this transaction only: on the bench
+ * PostgreSQL's JIT spent 240-550 ms compiling (inlining + optimisation) statements that then
+ * ran in 450-700 ms. These are short scans, not hour-long analytics. (PGlite has no JIT; the
+ * setting exists and is a no-op there.)
  */
 export async function inReportTransaction<T>(db: Database, fn: (q: Queryable) => Promise<T>): Promise<T> {
   return db.transaction(async (tx) => {
     await tx.query("set transaction isolation level repeatable read, read only");
-    await tx.query("select set_config('jit', 'off', true), set_config('work_mem', '32MB', true)");
+    await tx.query("select set_config('jit', 'off', true)");
     return fn(tx);
   });
 }
@@ -66,7 +65,13 @@ const UTC_DAY = (alias: string) => `(${alias}.created_at at time zone 'UTC')::da
 /** The window's days as a relation `days(day)`: parameters $4 (first day) and $5 (extra days). */
 const DAYS_CTE = "days as (select $4::date + i as day from generate_series(0, $5::int) as g(i))";
 
-const windowParams = (userId: string, w: TimeWindow): unknown[] => [userId, w.from, w.to, w.firstDay, w.extraDays];
+const windowParams = (userId: string, w: TimeWindow): unknown[] => [
+  userId,
+  w.from,
+  w.to,
+  w.firstDay,
+  w.extraDays,
+];
 
 /** `alias` rows of user $1 in [$2, $3), each joined to its day `d.day`. */
 const inWindow = (table: string, alias: string) =>
@@ -87,7 +92,11 @@ const SOURCE_PREDICATE: Record<UsageSourceFilter, string> = {
 const AMOUNTS = `coalesce(sum(-c.amount) filter (where c.amount < 0), 0) as used,
        coalesce(sum(c.amount) filter (where c.amount > 0), 0) as granted`;
 
-function splitGrouped<R extends { date: string | null }, T>(rows: R[], map: (r: R) => T, empty: T): Grouped<T> {
+function splitGrouped<R extends { date: string | null }, T>(
+  rows: R[],
+  map: (r: R) => T,
+  empty: T,
+): Grouped<T> {
   let totals = empty;
   const byDay = new Map<string, T>();
   for (const row of rows) {
@@ -180,7 +189,8 @@ export async function sumApiKeyUsage(
     if (r.date === null) {
       current = {
         keyId: r.key_id,
-        key: r.name !== null ? { name: r.name, purpose: r.purpose ?? "", isActive: r.is_active ?? false } : null,
+        key:
+          r.name !== null ? { name: r.name, purpose: r.purpose ?? "", isActive: r.is_active ?? false } : null,
         totals: { used: r.used, granted: r.granted },
         byDay: new Map(),
       };
@@ -257,7 +267,13 @@ function metricsFrame(table: string, userId: string, window: TimeWindow | null) 
         groupBy: "group by grouping sets ((d.day), ())",
         params: windowParams(userId, window),
       }
-    : { with: "", date: "null::text", from: `${table} t where t.user_id = $1`, groupBy: "", params: [userId] };
+    : {
+        with: "",
+        date: "null::text",
+        from: `${table} t where t.user_id = $1`,
+        groupBy: "",
+        params: [userId],
+      };
 }
 
 interface VerificationCountsRow {
@@ -323,7 +339,11 @@ export async function countVerifications(
 }
 
 /** The user's batch jobs by creation time, counted by their current status. */
-export async function countJobs(q: Queryable, userId: string, window: TimeWindow | null): Promise<Grouped<JobCounts>> {
+export async function countJobs(
+  q: Queryable,
+  userId: string,
+  window: TimeWindow | null,
+): Promise<Grouped<JobCounts>> {
   const f = metricsFrame("email_jobs", userId, window);
   const { rows } = await q.query<{
     date: string | null;
@@ -361,7 +381,11 @@ export async function countJobs(q: Queryable, userId: string, window: TimeWindow
 }
 
 /** The user's tasks by creation time. */
-export async function countTasks(q: Queryable, userId: string, window: TimeWindow | null): Promise<Grouped<number>> {
+export async function countTasks(
+  q: Queryable,
+  userId: string,
+  window: TimeWindow | null,
+): Promise<Grouped<number>> {
   const f = metricsFrame("tasks", userId, window);
   const { rows } = await q.query<{ date: string | null; total: number }>(
     `${f.with} select ${f.date} as date, count(*) as total from ${f.from} ${f.groupBy}`,
@@ -383,25 +407,21 @@ export async function countUniqueAddresses(
   userId: string,
   window: TimeWindow | null,
 ): Promise<Grouped<number>> {
-  const text = window
-    ? `with ${DAYS_CTE},
-       addresses as (
-         select d.day, lower(btrim(t.email)) as address from ${inWindow("email_verifications", "t")}
-            and t.origin = 'realtime'
-         union
-         select d.day, lower(btrim(t.email_address)) from ${inWindow("email_jobs", "t")}
-       )
-       select to_char(day, 'YYYY-MM-DD') as date, count(*) as total from addresses group by day
-       union all
-       select null, count(*) from (select distinct address from addresses) a`
-    : `select null::text as date, count(*) as total from (
-         select lower(btrim(email)) from email_verifications where user_id = $1 and origin = 'realtime'
-         union
-         select lower(btrim(email_address)) from email_jobs where user_id = $1
-       ) a`;
-  const { rows } = await q.query<{ date: string | null; total: number }>(
-    text,
-    window ? windowParams(userId, window) : [userId],
-  );
+  // count(distinct) sorts each group's addresses; `collate "C"` makes that a byte comparison
+  // (same equality as any deterministic collation, cheaper ordering). Bench, 900,000 requested
+  // addresses in 90 days: ~1.15 s, against ~1.5 s for a union-dedupe of (day, address) pairs
+  // and ~2.1 s when that dedupe is hashed (it spills at any work_mem below ~128 MB).
+  const verifications = metricsFrame("email_verifications", userId, window);
+  const jobs = metricsFrame("email_jobs", userId, window);
+  const day = window ? "d.day" : "null::date";
+  const text = `${verifications.with}
+    select ${window ? "to_char(day, 'YYYY-MM-DD')" : "null::text"} as date, count(distinct address) as total
+      from (select ${day} as day, lower(btrim(t.email)) collate "C" as address
+              from ${verifications.from} and t.origin = 'realtime'
+            union all
+            select ${day}, lower(btrim(t.email_address)) collate "C"
+              from ${jobs.from}) a
+     ${window ? "group by grouping sets ((day), ())" : ""}`;
+  const { rows } = await q.query<{ date: string | null; total: number }>(text, verifications.params);
   return splitGrouped(rows, (r) => r.total, 0);
 }

@@ -28,7 +28,9 @@ const toBucket = (b: ApiKeyUsageBucket) =>
     ? { is_unknown: true, totals: toTotals(b.totals), series: b.series.map(toPoint) }
     : {
         api_key_id: b.apiKeyId,
-        ...(b.key ? { api_key_name: b.key.name, api_key_purpose: b.key.purpose, is_active: b.key.isActive } : {}),
+        ...(b.key
+          ? { api_key_name: b.key.name, api_key_purpose: b.key.purpose, is_active: b.key.isActive }
+          : {}),
         is_unknown: false,
         totals: toTotals(b.totals),
         series: b.series.map(toPoint),
@@ -86,7 +88,12 @@ export const reportRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
     async (req) => {
       const { from, to, api_key_id: apiKeyId } = req.query;
       const r = await services.reports.apiKeyUsage(principalOf(req).userId, { from, to, apiKeyId });
-      return { user_id: r.userId, from: r.from.toISOString(), to: r.to.toISOString(), keys: r.keys.map(toBucket) };
+      return {
+        user_id: r.userId,
+        from: r.from.toISOString(),
+        to: r.to.toISOString(),
+        keys: r.keys.map(toBucket),
+      };
     },
   );
 
@@ -103,7 +110,10 @@ export const reportRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
       const principal = principalOf(req);
       // Spec, Authentication rule 4: this endpoint takes an API key, not a dashboard session.
       if (principal.source !== "api_key") {
-        throw new AppError("UNAUTHORIZED", "This endpoint requires an API key; session tokens (JWT) are not accepted");
+        throw new AppError(
+          "UNAUTHORIZED",
+          "This endpoint requires an API key; session tokens (JWT) are not accepted",
+        );
       }
       const r = await services.reports.verificationMetrics(principal.userId, req.query);
       return {

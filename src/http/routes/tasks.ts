@@ -41,7 +41,7 @@ function idempotencyKeyOf(header: string | string[] | undefined): string | null 
 
 /** `webhook_url` of a task: absolute http(s), and not a literal private address unless allowed. */
 export function checkWebhookUrl(url: string | undefined, allowPrivate: boolean): string | null {
-  if (url === undefined || url.trim() === "") return null;
+  if (url === undefined) return null;
   const problem = webhookUrlProblem(url.trim(), allowPrivate);
   if (problem) throw validationError("Invalid webhook_url", [{ field: "webhook_url", reason: problem }]);
   return url.trim();

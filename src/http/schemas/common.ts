@@ -22,5 +22,8 @@ export function errorResponses(...statuses: number[]): Record<number, typeof ref
 }
 
 export const Uuid = Type.String({ format: "uuid" });
+
+/** Pagination offsets beyond this are refused at the edge (a 64-bit SQL offset overflows past it). */
+export const MAX_OFFSET = 2_147_483_647;
 export const IdParams = Type.Object({ id: Uuid });
 export const DateTime = Type.String({ format: "date-time" });

@@ -1,12 +1,12 @@
 import { Type } from "typebox";
-import { DateTime, Uuid } from "./common.ts";
+import { DateTime, MAX_OFFSET, Uuid } from "./common.ts";
 
 export const BalanceReply = Type.Object({ user_id: Uuid, balance: Type.Integer() });
 
 export const TransactionsQuery = Type.Object(
   {
     limit: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
-    offset: Type.Integer({ minimum: 0, default: 0 }),
+    offset: Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 }),
   },
   { additionalProperties: false },
 );

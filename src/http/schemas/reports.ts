@@ -115,5 +115,7 @@ export const VerificationMetricsReply = Type.Object({
   ...metricsCounters,
   last_verification_requested_at: Type.Union([DateTime, Type.Null()]),
   last_verification_completed_at: Type.Union([DateTime, Type.Null()]),
-  series: Type.Optional(Type.Array(MetricsPointSchema, { description: "Only when both from and to are given" })),
+  series: Type.Optional(
+    Type.Array(MetricsPointSchema, { description: "Only when both from and to are given" }),
+  ),
 });

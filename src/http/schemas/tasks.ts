@@ -3,7 +3,7 @@ import { toMetricsReply } from "../../tasks/metrics-view.ts";
 import type { TaskRecord } from "../../db/queries/tasks.ts";
 import type { UploadRecord } from "../../db/queries/uploads.ts";
 import type { JobView, TaskView } from "../../tasks/service.ts";
-import { DateTime, Uuid } from "./common.ts";
+import { DateTime, MAX_OFFSET, Uuid } from "./common.ts";
 import { toVerificationReply, VerificationReply } from "./verification.ts";
 
 export const CreateTaskBody = Type.Object({
@@ -77,7 +77,7 @@ export const TaskDetail = Type.Object({
 
 export const ListTasksQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
-  offset: Type.Integer({ minimum: 0, default: 0 }),
+  offset: Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 }),
   is_file_backed: Type.Optional(Type.Boolean()),
   created_after: Type.Optional(Type.String({ description: "RFC 3339" })),
   created_before: Type.Optional(Type.String({ description: "RFC 3339" })),
@@ -104,7 +104,7 @@ export const SeriesReply = Type.Object({
 
 export const JobsQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
-  offset: Type.Integer({ minimum: 0, default: 0 }),
+  offset: Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 }),
 });
 
 export const JobsReply = Type.Object({

@@ -822,7 +822,6 @@ describe("GET /api/v1/tasks", () => {
 
   test(
     "an offset beyond any page is a 400, not a 500 (tasks and jobs lists)",
-    { todo: "bug: ListTasksQuery/JobsQuery offset has no maximum; 1e20 reaches SQL and fails as 500" },
     async () => {
       clock.set(IDLE);
       const user = await ctx.createUser(1);
@@ -943,7 +942,6 @@ describe("GET /api/v1/tasks/{id}", () => {
 
   test(
     "an upper-case spelling of the id names the same task, with the same metrics",
-    { todo: "bug: tasks/service.ts get() looks metrics and upload up by the raw path id, not task.id" },
     async () => {
       clock.set(IDLE);
       const user = await ctx.createUser(5);
@@ -1121,9 +1119,6 @@ describe("refund of unknown results when a task finishes", () => {
 
   test(
     "the refund carries the same API-key attribution as the reservation (api_key_purpose included)",
-    {
-      todo: "bug: finish-task.ts builds the refund metadata without api_key_purpose (spec, Authentication rule 6)",
-    },
     async () => {
       clock.set(WORK);
       const user = await ctx.createUser(5);

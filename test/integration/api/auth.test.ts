@@ -1,0 +1,231 @@
+// Authentication (spec "Authentication", DESIGN §5 Auth): API keys by Bearer or X-API-Key, JWTs
+// from POST /api/v1/auth/session, and everything that must be refused.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, before, describe, test } from "node:test";
+import { SignJWT, UnsecuredJWT } from "jose";
+import { createTestContext, TEST_JWT_SECRET, type TestContext } from "../../support/test-app.ts";
+import { assertError, describeAuthMatrix } from "./helpers.ts";
+
+let ctx: TestContext;
+before(async () => {
+  ctx = await createTestContext();
+});
+after(async () => {
+  await ctx.close();
+});
+
+const balance = (headers: Record<string, string>) =>
+  ctx.app.inject({ method: "GET", url: "/api/v1/credits/balance", headers });
+
+const openSession = async (apiKey: string): Promise<string> => {
+  const res = await ctx.app.inject({
+    method: "POST",
+    url: "/api/v1/auth/session",
+    headers: ctx.bearer(apiKey),
+  });
+  assert.equal(res.statusCode, 200, res.body);
+  return res.json<{ token: string }>().token;
+};
+
+const nowSeconds = (): number => Math.floor(Date.now() / 1000);
+
+/** An HS256 token as the server would issue it, with the fields under test overridable. */
+async function signToken(opts: {
+  sub: string;
+  exp?: number;
+  secret?: string;
+  alg?: "HS256" | "HS512";
+}): Promise<string> {
+  const iat = nowSeconds() - 10;
+  return new SignJWT({})
+    .setProtectedHeader({ alg: opts.alg ?? "HS256", typ: "JWT" })
+    .setSubject(opts.sub)
+    .setIssuedAt(iat)
+    .setExpirationTime(opts.exp ?? iat + 600)
+    .sign(new TextEncoder().encode(opts.secret ?? TEST_JWT_SECRET));
+}
+
+describe("API keys as credentials", () => {
+  test("Authorization: Bearer <key> → 200 with the key owner's balance", async () => {
+    const u = await ctx.createUser(42);
+    const res = await balance(ctx.bearer(u.apiKey));
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(res.json(), { user_id: u.userId, balance: 42 });
+  });
+
+  test("X-API-Key: <key> → 200", async () => {
+    const u = await ctx.createUser(9);
+    const res = await balance({ "x-api-key": u.apiKey });
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(res.json(), { user_id: u.userId, balance: 9 });
+  });
+
+  test("the Bearer scheme name is case-insensitive", async () => {
+    const u = await ctx.createUser(1);
+    const res = await balance({ authorization: `bearer ${u.apiKey}` });
+    assert.equal(res.statusCode, 200);
+  });
+
+  test("Authorization wins over X-API-Key: a bad bearer is not rescued by a good X-API-Key", async () => {
+    const u = await ctx.createUser(1);
+    const res = await balance({ authorization: "Bearer nope", "x-api-key": u.apiKey });
+    assertError(res, 401, "UNAUTHORIZED", null);
+  });
+
+  test("a deactivated key is refused afterwards; the user's other keys still work", async () => {
+    const u = await ctx.createUser(3);
+    const created = await ctx.app.inject({
+      method: "POST",
+      url: "/api/v1/api-keys",
+      headers: ctx.bearer(u.apiKey),
+      payload: { name: "to revoke", purpose: "zapier" },
+    });
+    assert.equal(created.statusCode, 201);
+    const { id, key } = created.json<{ id: string; key: string }>();
+    assert.equal((await balance(ctx.bearer(key))).statusCode, 200);
+
+    const del = await ctx.app.inject({
+      method: "DELETE",
+      url: `/api/v1/api-keys/${id}`,
+      headers: ctx.bearer(u.apiKey),
+    });
+    assert.equal(del.statusCode, 204);
+    assertError(await balance(ctx.bearer(key)), 401, "UNAUTHORIZED", null);
+    assertError(await balance({ "x-api-key": key }), 401, "UNAUTHORIZED", null);
+    assert.equal((await balance(ctx.bearer(u.apiKey))).statusCode, 200);
+  });
+
+  test("a key with one character changed is refused", async () => {
+    const u = await ctx.createUser(1);
+    const last = u.apiKey.at(-1) === "a" ? "b" : "a";
+    assertError(await balance(ctx.bearer(u.apiKey.slice(0, -1) + last)), 401, "UNAUTHORIZED", null);
+  });
+});
+
+describe("JWT sessions", () => {
+  test("POST /api/v1/auth/session with an API key → a JWT that works as bearer", async () => {
+    const u = await ctx.createUser(17);
+    const res = await ctx.app.inject({
+      method: "POST",
+      url: "/api/v1/auth/session",
+      headers: ctx.bearer(u.apiKey),
+    });
+    assert.equal(res.statusCode, 200);
+    const body = res.json<{ token: string; token_type: string; expires_at: string; user_id: string }>();
+    assert.equal(body.token_type, "Bearer");
+    assert.equal(body.user_id, u.userId);
+    assert.equal(body.token.split(".").length, 3);
+    assert.ok(Date.parse(body.expires_at) > Date.now(), "expires in the future");
+
+    const viaJwt = await balance(ctx.bearer(body.token));
+    assert.equal(viaJwt.statusCode, 200);
+    assert.deepEqual(viaJwt.json(), { user_id: u.userId, balance: 17 });
+  });
+
+  test("a session can be opened with X-API-Key too", async () => {
+    const u = await ctx.createUser();
+    const res = await ctx.app.inject({
+      method: "POST",
+      url: "/api/v1/auth/session",
+      headers: { "x-api-key": u.apiKey },
+    });
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.json<{ user_id: string }>().user_id, u.userId);
+  });
+
+  test("a JWT cannot open a session (a leaked token must not renew itself)", async () => {
+    const u = await ctx.createUser();
+    const jwt = await openSession(u.apiKey);
+    const res = await ctx.app.inject({
+      method: "POST",
+      url: "/api/v1/auth/session",
+      headers: ctx.bearer(jwt),
+    });
+    assertError(res, 401, "UNAUTHORIZED", null);
+  });
+
+  test("a JWT sent as X-API-Key is not accepted as an API key", async () => {
+    const u = await ctx.createUser();
+    const jwt = await openSession(u.apiKey);
+    const res = await ctx.app.inject({
+      method: "POST",
+      url: "/api/v1/auth/session",
+      headers: { "x-api-key": jwt },
+    });
+    assertError(res, 401, "UNAUTHORIZED", null);
+  });
+
+  test("a token signed here with the server's secret is accepted (control for the refusals below)", async () => {
+    const u = await ctx.createUser(5);
+    const res = await balance(ctx.bearer(await signToken({ sub: u.userId })));
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(res.json(), { user_id: u.userId, balance: 5 });
+  });
+
+  test("an expired JWT → 401", async () => {
+    const u = await ctx.createUser(5);
+    const token = await signToken({ sub: u.userId, exp: nowSeconds() - 120 });
+    assertError(await balance(ctx.bearer(token)), 401, "UNAUTHORIZED", null);
+  });
+
+  test("a JWT signed with another secret → 401", async () => {
+    const u = await ctx.createUser(5);
+    const token = await signToken({ sub: u.userId, secret: "another-secret-another-secret-another-12" });
+    assertError(await balance(ctx.bearer(token)), 401, "UNAUTHORIZED", null);
+  });
+
+  test("an alg:none JWT → 401", async () => {
+    const u = await ctx.createUser(5);
+    const token = new UnsecuredJWT({}).setSubject(u.userId).setIssuedAt().setExpirationTime("10m").encode();
+    assert.equal(token.split(".").length, 3);
+    assertError(await balance(ctx.bearer(token)), 401, "UNAUTHORIZED", null);
+  });
+
+  test("an HS512 JWT with the right secret → 401 (only HS256 is accepted for the shared secret)", async () => {
+    const u = await ctx.createUser(5);
+    const token = await signToken({ sub: u.userId, alg: "HS512" });
+    assertError(await balance(ctx.bearer(token)), 401, "UNAUTHORIZED", null);
+  });
+
+  test("a JWT whose sub is not a UUID → 401", async () => {
+    const token = await signToken({ sub: "admin" });
+    assertError(await balance(ctx.bearer(token)), 401, "UNAUTHORIZED", null);
+  });
+
+  test("a tampered payload (sub swapped to another user) → 401", async () => {
+    const victim = await ctx.createUser(99);
+    const attacker = await ctx.createUser(1);
+    const [header, , signature] = (await openSession(attacker.apiKey)).split(".");
+    const forged = Buffer.from(JSON.stringify({ sub: victim.userId, exp: nowSeconds() + 600 })).toString(
+      "base64url",
+    );
+    assertError(await balance(ctx.bearer(`${header}.${forged}.${signature}`)), 401, "UNAUTHORIZED", null);
+  });
+
+  test("a valid JWT for a user that does not exist → 404 NOT_FOUND on balance and transactions", async () => {
+    const token = await signToken({ sub: randomUUID() });
+    assertError(await balance(ctx.bearer(token)), 404, "NOT_FOUND", null);
+    const tx = await ctx.app.inject({
+      method: "GET",
+      url: "/api/v1/credits/transactions",
+      headers: ctx.bearer(token),
+    });
+    assertError(tx, 404, "NOT_FOUND", null);
+  });
+});
+
+describe("refusals on every protected route", () => {
+  describeAuthMatrix(
+    () => ctx,
+    [
+      { method: "GET", url: "/api/v1/credits/balance" },
+      { method: "GET", url: "/api/v1/credits/transactions" },
+      { method: "GET", url: "/api/v1/api-keys" },
+      { method: "GET", url: "/api/v1/api-keys?reveal=true" },
+      { method: "POST", url: "/api/v1/api-keys", payload: { name: "k", purpose: "custom" } },
+      { method: "DELETE", url: `/api/v1/api-keys/${randomUUID()}` },
+      { method: "POST", url: "/api/v1/auth/session" },
+    ],
+  );
+});
