@@ -138,9 +138,11 @@ create table uploads (
   filename      text not null,
   format        text not null check (format in ('txt', 'csv', 'xlsx')),
   email_count   integer not null,
-  -- Original header row (null when the file had none) and the 0-based email column.
+  -- Original header row (null when the file had none), the 0-based email column, and the widest
+  -- row's width (ragged rows are padded to it on download so result columns line up).
   header        jsonb,
   email_column  integer,
+  column_count  integer not null default 1,
   status        text not null default 'processing' check (status in ('processing', 'completed', 'failed')),
   created_at    timestamptz not null default now(),
   updated_at    timestamptz not null default now()

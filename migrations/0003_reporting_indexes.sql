@@ -11,15 +11,17 @@
 --
 -- Not indexed, on purpose:
 --   - the per-key report (/credits/usage/api-keys) needs metadata->>'api_key_id' of every row,
---     which no index-only scan can return (same planner rule), so it reads the heap through
---     credit_transactions_user_time_idx or a sequential scan whatever we add;
+--     which no index-only scan can return (same planner rule), so it reads the heap through a
+--     (user_id, created_at) index or a sequential scan whatever we add;
 --   - the metrics (/metrics/verifications) are served by email_verifications_user_created_idx,
 --     email_jobs_user_created_idx and tasks_user_created_idx of 0001; a covering index on
 --     email_jobs would be rewritten on every job state change (pending → processing →
 --     completed) for a gain bounded by the distinct-address count, which dominates and needs the
 --     addresses themselves.
 
--- source=all: (user_id, created_at) range, amount for the sums.
+-- source=all: (user_id, created_at) range, amount for the sums. Its key is the key of 0001's
+-- credit_transactions_user_time_idx; this one can answer everything that one can, plus the
+-- sums without the heap.
 create index credit_transactions_usage_idx
   on credit_transactions (user_id, created_at) include (amount);
 

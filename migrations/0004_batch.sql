@@ -22,3 +22,6 @@ create table idempotency_keys (
   created_at    timestamptz not null,
   primary key (user_id, scope, key)
 );
+
+-- Download of a file-backed task joins each original row to its job by address.
+create index email_jobs_task_email_idx on email_jobs (task_id, email_address);

@@ -17,6 +17,8 @@ import { plantRoutes } from "../http/routes/plants.ts";
 import { reportRoutes } from "../http/routes/reports.ts";
 import { verifyRoutes } from "../http/routes/verify.ts";
 import { taskRoutes } from "../http/routes/tasks.ts";
+import { uploadRoutes } from "../http/routes/uploads.ts";
+import { downloadRoutes } from "../http/routes/downloads.ts";
 import { webhookRoutes } from "../http/routes/webhooks.ts";
 import { ErrorBodySchema } from "../http/schemas/common.ts";
 import type { Services } from "./services.ts";
@@ -75,6 +77,8 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     await api.register(reportRoutes, { services });
     await api.register(verifyRoutes, { services });
     await api.register(taskRoutes, { services });
+    await api.register(uploadRoutes, { services });
+    await api.register(downloadRoutes, { services });
     await api.register(webhookRoutes, { services });
   });
   if (opts.adminToken) await app.register(adminRoutes, { services, token: opts.adminToken });

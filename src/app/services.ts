@@ -12,6 +12,7 @@ import { createUsersService, type UsersService } from "../users/service.ts";
 import { createVerificationsService, type VerificationsService } from "../verifications/service.ts";
 import { createReportsService, type ReportsService } from "../reports/service.ts";
 import { createTasksService, type TasksService } from "../tasks/service.ts";
+import { createUploadsService, type UploadsService } from "../uploads/service.ts";
 import { createEngine, type Engine, type EnginePorts } from "../verify/index.ts";
 import { engineOptionsFrom } from "./engine-options.ts";
 
@@ -32,6 +33,7 @@ export interface Services {
   verifications: VerificationsService;
   reports: ReportsService;
   tasks: TasksService;
+  uploads: UploadsService;
   /** Releases what the services hold (engine sessions, limiter stores); not the database. */
   close(): Promise<void>;
 }
@@ -84,6 +86,7 @@ export function buildServices(opts: ServiceOptions): Services {
       cacheTtlMs: config.verify.resultCacheTtlMs,
     }),
     tasks: createTasksService(db, clock, engine),
+    uploads: createUploadsService(db, clock, engine),
     reports: createReportsService(db),
     async close() {
       await engine.close();

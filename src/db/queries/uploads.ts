@@ -23,6 +23,7 @@ export interface UploadRecord {
   emailCount: number;
   header: string[] | null;
   emailColumn: number | null;
+  columnCount: number;
   status: "processing" | "completed" | "failed";
   createdAt: Date;
   updatedAt: Date;
@@ -37,6 +38,7 @@ interface UploadRow {
   email_count: number;
   header: string[] | null;
   email_column: number | null;
+  column_count: number;
   status: "processing" | "completed" | "failed";
   created_at: Date;
   updated_at: Date;
@@ -51,6 +53,7 @@ export const toUpload = (r: UploadRow): UploadRecord => ({
   emailCount: r.email_count,
   header: r.header,
   emailColumn: r.email_column,
+  columnCount: r.column_count,
   status: r.status,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
@@ -60,4 +63,44 @@ export async function findUploadsOfTasks(q: Queryable, taskIds: string[]): Promi
   if (taskIds.length === 0) return new Map();
   const { rows } = await q.query<UploadRow>("select * from uploads where task_id = any($1::uuid[])", [taskIds]);
   return new Map(rows.map((r) => [r.task_id, toUpload(r)]));
+}
+
+export async function insertUpload(q: Queryable, u: Omit<UploadRecord, "status" | "updatedAt">): Promise<UploadRecord> {
+  const { rows } = await q.query<UploadRow>(
+    `insert into uploads (id, user_id, task_id, filename, format, email_count, header, email_column, column_count, created_at, updated_at)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) returning *`,
+    [
+      u.id,
+      u.userId,
+      u.taskId,
+      u.filename,
+      u.format,
+      u.emailCount,
+      u.header === null ? null : JSON.stringify(u.header),
+      u.emailColumn,
+      u.columnCount,
+      u.createdAt,
+    ],
+  );
+  return toUpload(rows[0]!);
+}
+
+/** The file's original rows, in one statement (array parameters). */
+export async function insertUploadRows(
+  q: Queryable,
+  uploadId: string,
+  rows: Array<{ rowIndex: number; cells: string[]; email: string | null }>,
+): Promise<void> {
+  if (rows.length === 0) return;
+  await q.query(
+    `insert into upload_rows (upload_id, row_index, cells, email)
+     select $1, r.row_index, r.cells::jsonb, r.email
+       from unnest($2::integer[], $3::text[], $4::text[]) as r(row_index, cells, email)`,
+    [uploadId, rows.map((r) => r.rowIndex), rows.map((r) => JSON.stringify(r.cells)), rows.map((r) => r.email)],
+  );
+}
+
+export async function findUpload(q: Queryable, id: string): Promise<UploadRecord | null> {
+  const { rows } = await q.query<UploadRow>("select * from uploads where id = $1", [id]);
+  return rows[0] ? toUpload(rows[0]) : null;
 }

@@ -1,0 +1,156 @@
+import multipart, { type MultipartFile } from "@fastify/multipart";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyRequest } from "fastify";
+import { Type } from "typebox";
+import type { Services } from "../../app/services.ts";
+import { validationError } from "../../lib/app-error.ts";
+import { principalOf } from "../plugins/auth.ts";
+import { errorResponses, Uuid } from "../schemas/common.ts";
+import { checkWebhookUrl } from "./tasks.ts";
+
+const UploadAccepted = Type.Object({
+  upload_id: Uuid,
+  task_id: Uuid,
+  filename: Type.String(),
+  email_count: Type.Integer(),
+  status: Type.String(),
+  message: Type.String(),
+  uploaded_at: Type.String({ format: "date-time" }),
+});
+
+const UploadStatus = Type.Object({
+  upload_id: Uuid,
+  task_id: Uuid,
+  filename: Type.String(),
+  email_count: Type.Integer(),
+  user_id: Type.Optional(Uuid),
+  status: Type.String(),
+  created_at: Type.String({ format: "date-time" }),
+  updated_at: Type.String({ format: "date-time" }),
+  task: Type.Object({
+    id: Uuid,
+    user_id: Type.Union([Uuid, Type.Null()]),
+    webhook_url: Type.Union([Type.String(), Type.Null()]),
+    created_at: Type.String({ format: "date-time" }),
+    updated_at: Type.String({ format: "date-time" }),
+  }),
+});
+
+interface UploadForm {
+  file: { filename: string; data: Buffer } | null;
+  fields: Map<string, string>;
+}
+
+const MULTIPART_ERRORS: Record<string, [field: string, reason: string]> = {
+  FST_INVALID_MULTIPART_CONTENT_TYPE: ["content-type", "must be multipart/form-data"],
+  FST_FILES_LIMIT: ["file", "send exactly one file"],
+  FST_PARTS_LIMIT: ["body", "has too many parts"],
+  FST_FIELDS_LIMIT: ["body", "has too many fields"],
+};
+
+/** Reads the whole form; the file is buffered (bounded by MAX_UPLOAD_BYTES) because it must be validated before 202. */
+async function readForm(req: FastifyRequest, maxBytes: number): Promise<UploadForm> {
+  const form: UploadForm = { file: null, fields: new Map() };
+  try {
+    for await (const part of req.parts()) {
+      if (part.type === "file") {
+        if (part.fieldname !== "file" || form.file) {
+          await (part as MultipartFile).toBuffer().catch(() => undefined);
+          throw validationError("Send one file in the field named file", [{ field: part.fieldname, reason: "unexpected file field" }]);
+        }
+        form.file = { filename: part.filename, data: await part.toBuffer() };
+      } else {
+        form.fields.set(part.fieldname, String(part.value));
+      }
+    }
+  } catch (error) {
+    const code = (error as { code?: string }).code ?? "";
+    if (code === "FST_REQ_FILE_TOO_LARGE") {
+      throw validationError(`The file is larger than ${maxBytes} bytes`, [
+        { field: "file", reason: `must be at most ${maxBytes} bytes (MAX_UPLOAD_BYTES)` },
+      ]);
+    }
+    const known = MULTIPART_ERRORS[code];
+    if (known) throw validationError("Invalid multipart upload", [{ field: known[0], reason: known[1] }]);
+    throw error;
+  }
+  return form;
+}
+
+export const uploadRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  const maxBytes = services.config.maxUploadBytes;
+  await app.register(multipart, {
+    limits: { fileSize: maxBytes, files: 1, fields: 10, fieldSize: 4096, parts: 12, headerPairs: 100 },
+  });
+
+  app.post(
+    "/api/v1/tasks/batch/upload",
+    {
+      schema: {
+        tags: ["uploads"],
+        consumes: ["multipart/form-data"],
+        description:
+          "Upload a .txt, .csv or .xlsx list (fields: file, webhook_url, email_column or column). At most 10,000 addresses.",
+        response: { 202: UploadAccepted, ...errorResponses(400, 401, 402, 429, 500) },
+      },
+    },
+    async (req, reply) => {
+      const principal = principalOf(req);
+      const form = await readForm(req, maxBytes);
+      if (form.fields.has("user_id")) {
+        throw validationError("user_id is not accepted: the owner is the authenticated caller", [
+          { field: "user_id", reason: "is not allowed" },
+        ]);
+      }
+      if (!form.file) throw validationError("No file uploaded", [{ field: "file", reason: "is required" }]);
+      const webhookUrl = checkWebhookUrl(form.fields.get("webhook_url"), services.config.webhooks.allowPrivate);
+      const column = form.fields.get("email_column") ?? form.fields.get("column");
+      const { upload, task } = await services.uploads.upload(principal, {
+        filename: form.file.filename,
+        data: form.file.data,
+        emailColumn: column === undefined || column.trim() === "" ? null : column.trim(),
+        webhookUrl,
+      });
+      return reply.status(202).send({
+        upload_id: upload.id,
+        task_id: task.id,
+        filename: upload.filename,
+        email_count: upload.emailCount,
+        status: upload.status,
+        message: `${upload.emailCount} addresses queued for verification`,
+        uploaded_at: upload.createdAt.toISOString(),
+      });
+    },
+  );
+
+  app.get(
+    "/api/v1/tasks/batch/uploads/:upload_id",
+    {
+      schema: {
+        tags: ["uploads"],
+        params: Type.Object({ upload_id: Uuid }),
+        response: { 200: UploadStatus, ...errorResponses(400, 401, 403, 404, 429, 500) },
+      },
+    },
+    async (req) => {
+      const { upload, task } = await services.uploads.status(principalOf(req), req.params.upload_id);
+      return {
+        upload_id: upload.id,
+        task_id: upload.taskId,
+        filename: upload.filename,
+        email_count: upload.emailCount,
+        user_id: upload.userId,
+        status: upload.status,
+        created_at: upload.createdAt.toISOString(),
+        updated_at: upload.updatedAt.toISOString(),
+        task: {
+          id: task.id,
+          user_id: task.userId,
+          webhook_url: task.webhookUrl,
+          created_at: task.createdAt.toISOString(),
+          updated_at: task.updatedAt.toISOString(),
+        },
+      };
+    },
+  );
+};

@@ -1,0 +1,79 @@
+import type { Principal } from "../auth/principal.ts";
+import type { Database } from "../db/client.ts";
+import { findTask, type TaskRecord } from "../db/queries/tasks.ts";
+import { findUpload, insertUpload, insertUploadRows, type UploadRecord } from "../db/queries/uploads.ts";
+import { parseListFile } from "../files/index.ts";
+import { AppError, notFound, validationError } from "../lib/app-error.ts";
+import type { Clock } from "../lib/clock.ts";
+import { newId } from "../lib/ids.ts";
+import { createTask } from "../tasks/create-task.ts";
+import { MAX_TASK_EMAILS } from "../tasks/task-input.ts";
+import type { Engine } from "../verify/index.ts";
+
+export interface UploadInput {
+  filename: string;
+  data: Buffer;
+  emailColumn: string | null;
+  webhookUrl: string | null;
+}
+
+export interface UploadsService {
+  /** Parses and validates the file, then creates the task, its jobs, the reservation and the upload in one transaction. */
+  upload(principal: Principal, input: UploadInput): Promise<{ upload: UploadRecord; task: TaskRecord }>;
+  status(principal: Principal, uploadId: string): Promise<{ upload: UploadRecord; task: TaskRecord }>;
+}
+
+export function createUploadsService(db: Database, clock: Clock, engine: Pick<Engine, "checkSyntax">): UploadsService {
+  return {
+    async upload(principal, input) {
+      const parsed = await parseListFile({
+        filename: input.filename,
+        data: input.data,
+        emailColumn: input.emailColumn,
+        maxEmails: MAX_TASK_EMAILS,
+      });
+      if (!parsed.ok) {
+        throw validationError(parsed.problem.message, [{ field: parsed.problem.field, reason: parsed.problem.message }]);
+      }
+      const list = parsed.list;
+      let upload: UploadRecord | null = null;
+      const { task } = await createTask(db, clock, engine, principal, {
+        emails: list.emails,
+        webhookUrl: input.webhookUrl,
+        idempotencyKey: null,
+        isFileBacked: true,
+        // The original rows are kept so results can be written back beside them on download.
+        attach: async (tx, created) => {
+          upload = await insertUpload(tx, {
+            id: newId(),
+            userId: principal.userId,
+            taskId: created.id,
+            filename: input.filename,
+            format: list.format,
+            emailCount: created.emailCount,
+            header: list.header,
+            emailColumn: list.emailColumn,
+            columnCount: list.columnCount,
+            createdAt: created.createdAt,
+          });
+          const emailOfRow = new Map(list.entries.map((e) => [e.rowIndex, e.email]));
+          await insertUploadRows(
+            tx,
+            upload.id,
+            list.rows.map((cells, i) => ({ rowIndex: i, cells, email: emailOfRow.get(i) ?? null })),
+          );
+        },
+      });
+      return { upload: upload!, task };
+    },
+
+    async status(principal, uploadId) {
+      const upload = await findUpload(db, uploadId);
+      if (!upload) throw notFound("Upload");
+      if (upload.userId !== principal.userId) throw new AppError("FORBIDDEN", "This upload belongs to another user");
+      const task = await findTask(db, upload.taskId);
+      if (!task) throw notFound("Task");
+      return { upload, task };
+    },
+  };
+}
