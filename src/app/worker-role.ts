@@ -40,7 +40,7 @@ export function createWorkerRole(services: Services, opts: { workerId?: string }
     slotsPerHost: config.worker.maxConnectionsPerHost,
     leaseMs: config.worker.leaseMs,
     // Waiting long for a busy host would idle this session slot; better pick another domain.
-    maxWaitMs: 2_000,
+    maxWaitMs: 250,
   });
   const engine = createEngine(engineOptionsFrom(config.verify), { clock, hostGate: gate });
   const pool = createWorkerPool({

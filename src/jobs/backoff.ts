@@ -18,5 +18,5 @@ export function temporaryRetryDelayMs(attemptsMade: number, schedule: readonly n
 
 /** Short pause before trying a group again when its mail host has no free connection slot. */
 export function hostBusyDelayMs(rand: () => number = Math.random): number {
-  return Math.round(1_000 + rand() * 2_000);
+  return Math.round(300 + rand() * 700);
 }

@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { WorkerConfig } from "../config/index.ts";
@@ -46,6 +47,42 @@ export interface WorkerPool {
   runOnce(): Promise<boolean>;
 }
 
+/**
+ * What this worker learned about saturated mail hosts. A claim skips the domains of a host whose
+ * slots were all taken a moment ago, so session slots go to domains that can start now instead
+ * of queueing behind one busy provider (e.g. many domains hosted on one MX).
+ */
+function createBusyHosts() {
+  const BUSY_FOR_MS = 500;
+  const MAX_DOMAINS = 500;
+  const busyUntil = new Map<string, number>();
+  const hostOf = new Map<string, string>();
+  return {
+    saw(domain: string, host: string): void {
+      busyUntil.set(host, Date.now() + BUSY_FOR_MS);
+      hostOf.delete(domain);
+      hostOf.set(domain, host);
+      if (hostOf.size > 10_000) hostOf.delete(hostOf.keys().next().value!);
+    },
+    freed(domain: string, host: string): void {
+      busyUntil.delete(host);
+      hostOf.set(domain, host);
+      if (hostOf.size > 10_000) hostOf.delete(hostOf.keys().next().value!);
+    },
+    domainsToSkip(): string[] {
+      if (busyUntil.size === 0) return [];
+      const now = Date.now();
+      for (const [h, until] of busyUntil) if (until <= now) busyUntil.delete(h);
+      const skip: string[] = [];
+      for (const [domain, host] of hostOf) {
+        if (busyUntil.has(host)) skip.push(domain);
+        if (skip.length >= MAX_DOMAINS) break;
+      }
+      return skip;
+    },
+  };
+}
+
 export const newWorkerId = (): string => `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
 
 export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
@@ -57,6 +94,9 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
   // short when the drain deadline passes.
   const stopping = new AbortController();
   const sessions = new AbortController();
+  // Every running session and idle wait listens on these; that is expected, not a leak.
+  setMaxListeners(10_000, stopping.signal, sessions.signal);
+  const busy = createBusyHosts();
   let loop: Promise<void> | null = null;
   let timers: NodeJS.Timeout[] = [];
 
@@ -84,8 +124,11 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
       );
       const now = clock.now();
       outcomes = jobs.map((job, i) => decide(job, results[i]!, now));
+      const host = results.find((r) => r.hostName)?.hostName;
+      if (host) busy.freed(domain, host);
     } catch (error) {
       const now = clock.now();
+      if (error instanceof HostBusyError) busy.saw(domain, error.host);
       if (error instanceof HostBusyError || sessions.signal.aborted) {
         outcomes = jobs.map((job) => ({
           kind: "retry" as const,
@@ -115,6 +158,7 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
       now,
       leaseUntil: new Date(now.getTime() + config.leaseMs),
       max: CLAIM_GROUP_MAX,
+      skipDomains: busy.domainsToSkip(),
     });
     if (jobs.length > 0) await markTasksStarted(db, [...new Set(jobs.map((j) => j.taskId))], now);
     return jobs;

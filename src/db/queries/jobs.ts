@@ -71,12 +71,12 @@ export async function insertJobs(q: Queryable, taskId: string, userId: string, j
  */
 export async function claimDomainGroup(
   q: Queryable,
-  c: { worker: string; now: Date; leaseUntil: Date; max: number },
+  c: { worker: string; now: Date; leaseUntil: Date; max: number; skipDomains?: string[] },
 ): Promise<JobRecord[]> {
   const { rows } = await q.query<JobRow>(
     `with target as (
        select domain from email_jobs
-        where status = 'pending' and run_after <= $2
+        where status = 'pending' and run_after <= $2 and not (domain = any($5::text[]))
         order by run_after
         limit 1
         for update skip locked
@@ -92,7 +92,7 @@ export async function claimDomainGroup(
        from picked
       where j.id = picked.id
      returning j.*`,
-    [c.worker, c.now, c.leaseUntil, c.max],
+    [c.worker, c.now, c.leaseUntil, c.max, c.skipDomains ?? []],
   );
   return rows.map(toJob);
 }
