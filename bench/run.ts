@@ -1,9 +1,27 @@
 // `npm run bench`: every benchmark, in order. Each is bounded in time and stops by itself.
-// PostgreSQL figures need BENCH_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test).
+// PostgreSQL figures need BENCH_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test);
+// the report benchmark seeds 1M rows into a database it creates and drops.
+import { benchBatch } from "./batch.ts";
+import { benchFiles } from "./files.ts";
+import { benchReports } from "./reports.ts";
+import { benchUploads } from "./uploads.ts";
 import { benchVerifyEngine } from "./verify-engine.ts";
 import { benchVerifyHttp } from "./verify-http.ts";
 
+const only = process.argv.slice(2);
+const benches: Array<[string, () => Promise<void>]> = [
+  ["engine", benchVerifyEngine],
+  ["verify-http", benchVerifyHttp],
+  ["batch", benchBatch],
+  ["files", benchFiles],
+  ["uploads", benchUploads],
+  ["reports", benchReports],
+];
+
 const started = performance.now();
-await benchVerifyEngine();
-await benchVerifyHttp();
-console.log(`\nbench finished in ${((performance.now() - started) / 1000).toFixed(1)} s; peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB`);
+for (const [name, bench] of benches) {
+  if (only.length === 0 || only.includes(name)) await bench();
+}
+console.log(
+  `\nbench finished in ${((performance.now() - started) / 1000).toFixed(1)} s; peak RSS of this process ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB`,
+);

@@ -25,3 +25,6 @@ create table idempotency_keys (
 
 -- Download of a file-backed task joins each original row to its job by address.
 create index email_jobs_task_email_idx on email_jobs (task_id, email_address);
+
+-- The claim takes every due pending job of the chosen domain: find them by domain.
+create index email_jobs_pending_domain_idx on email_jobs (domain, run_after) where status = 'pending';

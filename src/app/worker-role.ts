@@ -39,8 +39,9 @@ export function createWorkerRole(services: Services, opts: { workerId?: string }
     holder: workerId,
     slotsPerHost: config.worker.maxConnectionsPerHost,
     leaseMs: config.worker.leaseMs,
-    // Waiting long for a busy host would idle this session slot; better pick another domain.
-    maxWaitMs: 250,
+    // Only another process can hold the slot we wait for (local contenders are refused at
+    // once), so a short wait usually ends with the slot; past it, the group is requeued.
+    maxWaitMs: 5_000,
   });
   const engine = createEngine(engineOptionsFrom(config.verify), { clock, hostGate: gate });
   const pool = createWorkerPool({

@@ -26,13 +26,15 @@ export interface PgHostGateOptions {
   slotsPerHost: number;
   /** A slot not renewed for this long is free again (its holder died). */
   leaseMs: number;
-  /** How long an acquire may wait for a slot before giving up with HostBusyError. */
+  /** How long an acquire may wait for a cluster slot before giving up with HostBusyError. */
   maxWaitMs: number;
 }
 
 export interface PgHostGate extends HostGate {
   /** Renews every slot this process holds. */
   heartbeat(): Promise<void>;
+  /** True while this process already holds or awaits as many sessions to `host` as the limit allows. */
+  isSaturated(host: string): boolean;
 }
 
 /**
@@ -40,8 +42,34 @@ export interface PgHostGate extends HostGate {
  * per MX host across every worker of every machine sharing the database.
  */
 export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
+  // Sessions of this process holding or awaiting a slot, per host. More local contenders than
+  // slots could only queue, each idling a session slot of the pool: refuse them at once instead,
+  // so the pool works on other domains meanwhile.
+  const local = new Map<string, number>();
+  const leave = (host: string): void => {
+    const n = (local.get(host) ?? 1) - 1;
+    if (n <= 0) local.delete(host);
+    else local.set(host, n);
+  };
   return {
+    isSaturated: (host) => (local.get(host) ?? 0) >= o.slotsPerHost,
     async acquire(host, signal) {
+      if ((local.get(host) ?? 0) >= o.slotsPerHost) throw new HostBusyError(host);
+      local.set(host, (local.get(host) ?? 0) + 1);
+      try {
+        return await acquireSlot(host, signal);
+      } catch (error) {
+        leave(host);
+        throw error;
+      }
+    },
+    async heartbeat() {
+      await extendHostSlots(o.db, o.holder, new Date(o.clock.now().getTime() + o.leaseMs));
+    },
+  };
+
+  async function acquireSlot(host: string, signal: AbortSignal | undefined): Promise<() => void> {
+    {
       const deadline = Date.now() + o.maxWaitMs;
       for (let pause = 25; ; pause = Math.min(pause * 2, 250)) {
         const now = o.clock.now();
@@ -58,6 +86,7 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
             if (released) return;
             released = true;
             setTimeout(() => {
+              leave(host);
               releaseHostSlot(o.db, host, slot, o.holder).catch(() => {
                 // The slot's lease runs out by itself; nothing else to do.
               });
@@ -67,9 +96,6 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
         if (Date.now() + pause > deadline) throw new HostBusyError(host);
         await sleep(pause, signal);
       }
-    },
-    async heartbeat() {
-      await extendHostSlots(o.db, o.holder, new Date(o.clock.now().getTime() + o.leaseMs));
-    },
-  };
+    }
+  }
 }

@@ -48,35 +48,25 @@ export interface WorkerPool {
 }
 
 /**
- * What this worker learned about saturated mail hosts. A claim skips the domains of a host whose
- * slots were all taken a moment ago, so session slots go to domains that can start now instead
- * of queueing behind one busy provider (e.g. many domains hosted on one MX).
+ * Which mail host serves each domain, as learned from sessions. A claim skips the domains whose
+ * host this process already works at its limit, so session slots go to domains that can start
+ * now instead of queueing behind one provider hosting many domains.
  */
-function createBusyHosts() {
-  const BUSY_FOR_MS = 500;
-  const MAX_DOMAINS = 500;
-  const busyUntil = new Map<string, number>();
+function createDomainHosts(isSaturated: (host: string) => boolean) {
+  const MAX_KNOWN = 10_000;
+  const MAX_SKIPPED = 500;
   const hostOf = new Map<string, string>();
   return {
-    saw(domain: string, host: string): void {
-      busyUntil.set(host, Date.now() + BUSY_FOR_MS);
+    learn(domain: string, host: string): void {
       hostOf.delete(domain);
       hostOf.set(domain, host);
-      if (hostOf.size > 10_000) hostOf.delete(hostOf.keys().next().value!);
-    },
-    freed(domain: string, host: string): void {
-      busyUntil.delete(host);
-      hostOf.set(domain, host);
-      if (hostOf.size > 10_000) hostOf.delete(hostOf.keys().next().value!);
+      if (hostOf.size > MAX_KNOWN) hostOf.delete(hostOf.keys().next().value!);
     },
     domainsToSkip(): string[] {
-      if (busyUntil.size === 0) return [];
-      const now = Date.now();
-      for (const [h, until] of busyUntil) if (until <= now) busyUntil.delete(h);
       const skip: string[] = [];
       for (const [domain, host] of hostOf) {
-        if (busyUntil.has(host)) skip.push(domain);
-        if (skip.length >= MAX_DOMAINS) break;
+        if (isSaturated(host)) skip.push(domain);
+        if (skip.length >= MAX_SKIPPED) break;
       }
       return skip;
     },
@@ -96,7 +86,7 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
   const sessions = new AbortController();
   // Every running session and idle wait listens on these; that is expected, not a leak.
   setMaxListeners(10_000, stopping.signal, sessions.signal);
-  const busy = createBusyHosts();
+  const domainHosts = createDomainHosts((host) => deps.gate.isSaturated(host));
   let loop: Promise<void> | null = null;
   let timers: NodeJS.Timeout[] = [];
 
@@ -125,10 +115,10 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
       const now = clock.now();
       outcomes = jobs.map((job, i) => decide(job, results[i]!, now));
       const host = results.find((r) => r.hostName)?.hostName;
-      if (host) busy.freed(domain, host);
+      if (host) domainHosts.learn(domain, host);
     } catch (error) {
       const now = clock.now();
-      if (error instanceof HostBusyError) busy.saw(domain, error.host);
+      if (error instanceof HostBusyError) domainHosts.learn(domain, error.host);
       if (error instanceof HostBusyError || sessions.signal.aborted) {
         outcomes = jobs.map((job) => ({
           kind: "retry" as const,
@@ -158,7 +148,7 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
       now,
       leaseUntil: new Date(now.getTime() + config.leaseMs),
       max: CLAIM_GROUP_MAX,
-      skipDomains: busy.domainsToSkip(),
+      skipDomains: domainHosts.domainsToSkip(),
     });
     if (jobs.length > 0) await markTasksStarted(db, [...new Set(jobs.map((j) => j.taskId))], now);
     return jobs;
