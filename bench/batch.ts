@@ -18,7 +18,12 @@ import type { Database } from "../src/db/client.ts";
 import { openPglite } from "../src/db/pglite.ts";
 import { openPostgres } from "../src/db/postgres.ts";
 import { waitForTaskFinished, worldEnv } from "../test/support/batch.ts";
-import { generateMixedWorld, startMailWorld, type DomainSpec, type MailWorld } from "../test/support/mail-world/index.ts";
+import {
+  generateMixedWorld,
+  startMailWorld,
+  type DomainSpec,
+  type MailWorld,
+} from "../test/support/mail-world/index.ts";
 import { createTestContext } from "../test/support/test-app.ts";
 import { withSearchPath } from "../test/support/test-db.ts";
 import { migrate } from "../src/db/migrate.ts";
@@ -34,7 +39,15 @@ const generated = generateMixedWorld({
   domains: 300,
   addressesPerDomain: [30, 37],
   latencyMs: LATENCY_MS,
-  mix: { greylist: 0, rate_limit: 0, servfail: 0, all_refused: 0, drop_after_banner: 0, dns_timeout: 0, tarpit: 0 },
+  mix: {
+    greylist: 0,
+    rate_limit: 0,
+    servfail: 0,
+    all_refused: 0,
+    drop_after_banner: 0,
+    dns_timeout: 0,
+    tarpit: 0,
+  },
 });
 const addresses = generated.addresses.slice(0, 10_000);
 
@@ -103,7 +116,7 @@ async function run(label: string, db: Database, world: MailWorld): Promise<void>
     payload: { emails: addresses },
   });
   const createdMs = performance.now() - started;
-  const taskId = (res.json() as { id: string }).id;
+  const taskId = res.json<{ id: string }>().id;
   const role = createWorkerRole(ctx.services);
   role.start();
   try {
@@ -131,7 +144,9 @@ async function run(label: string, db: Database, world: MailWorld): Promise<void>
 }
 
 export async function benchBatch(): Promise<void> {
-  console.log(`\nbatch: 10,000 addresses, 300 domains, ${LATENCY_MS} ms per reply, ${CONCURRENCY} sessions, ${PER_HOST} per host`);
+  console.log(
+    `\nbatch: 10,000 addresses, 300 domains, ${LATENCY_MS} ms per reply, ${CONCURRENCY} sessions, ${PER_HOST} per host`,
+  );
   const world = await startMailWorld(generated.spec);
   try {
     const lite = await openPglite(null);

@@ -15,15 +15,25 @@ import { startMailWorld } from "../test/support/mail-world/index.ts";
 const CONNECTIONS = 16;
 const SECONDS = 8;
 
-function runLoad(url: string, key: string, email: string): Promise<{ requests: number; errors: number; seconds: number; statuses: Record<string, number> }> {
+function runLoad(
+  url: string,
+  key: string,
+  email: string,
+): Promise<{ requests: number; errors: number; seconds: number; statuses: Record<string, number> }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "bench/load.ts", url, key, email, String(CONNECTIONS), String(SECONDS)], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", "bench/load.ts", url, key, email, String(CONNECTIONS), String(SECONDS)],
+      {
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     child.on("error", reject);
-    child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out.trim())) : reject(new Error(`load exited ${code}`))));
+    child.on("exit", (code) =>
+      code === 0 ? resolve(JSON.parse(out.trim())) : reject(new Error(`load exited ${code}`)),
+    );
   });
 }
 
@@ -48,10 +58,16 @@ async function measure(label: string, db: Database, dnsServer: string, smtpPort:
   const app = await buildApp(services);
   await app.listen({ port: 0, host: "127.0.0.1" });
   try {
-    const { apiKey } = await services.users.create({ email: null, credits: 10 }).then((u) => ({ apiKey: u.apiKey.plaintext }));
+    const { apiKey } = await services.users
+      .create({ email: null, credits: 10 })
+      .then((u) => ({ apiKey: u.apiKey.plaintext }));
     const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/api/v1/verify`;
     // Warm: the first request verifies over SMTP and pays; every later one is a cached free repeat.
-    await fetch(url, { method: "POST", headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" }, body: JSON.stringify({ email: "alice@bench.test" }) });
+    await fetch(url, {
+      method: "POST",
+      headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ email: "alice@bench.test" }),
+    });
     const r = await runLoad(url, apiKey, "alice@bench.test");
     const ok = r.statuses["200"] ?? 0;
     console.log(
@@ -66,7 +82,9 @@ async function measure(label: string, db: Database, dnsServer: string, smtpPort:
 }
 
 export async function benchVerifyHttp(): Promise<void> {
-  console.log("\nPOST /api/v1/verify, cached free repeats (2-core machine, server and load generator share it)");
+  console.log(
+    "\nPOST /api/v1/verify, cached free repeats (2-core machine, server and load generator share it)",
+  );
   const world = await startMailWorld({
     latencyMs: 20,
     domains: [{ name: "bench.test", hosts: [{ name: "mx.bench.test" }], mailboxes: ["alice"] }],

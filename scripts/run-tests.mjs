@@ -59,7 +59,15 @@ if (usePg) {
 const concurrency = env.TEST_CONCURRENCY ?? "2";
 const result = spawnSync(
   process.execPath,
-  ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=300000", "--test-reporter=spec", ...files],
+  [
+    "--import",
+    "tsx",
+    "--test",
+    `--test-concurrency=${concurrency}`,
+    "--test-timeout=300000",
+    "--test-reporter=spec",
+    ...files,
+  ],
   { cwd: root, stdio: "inherit", env },
 );
 await cleanup();

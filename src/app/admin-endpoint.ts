@@ -16,7 +16,10 @@ export interface AdminEndpoint {
 
 export const newAdminToken = (): string => randomBytes(32).toString("base64url");
 
-export async function publishAdminEndpoint(dataDir: string, endpoint: AdminEndpoint): Promise<() => Promise<void>> {
+export async function publishAdminEndpoint(
+  dataDir: string,
+  endpoint: AdminEndpoint,
+): Promise<() => Promise<void>> {
   const path = join(dataDir, FILE);
   await writeFile(path, JSON.stringify(endpoint), { mode: 0o600 });
   return async () => {

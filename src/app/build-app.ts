@@ -31,8 +31,11 @@ export interface AppOptions {
 /** The HTTP application as a plugin tree; tests call inject() on it without opening a port. */
 export async function buildApp(services: Services, opts: AppOptions = {}): Promise<FastifyInstance> {
   const { config } = services;
+  // Fastify's instance types are parameterised by the logger type; pino's own Logger type would
+  // make every plugin signature disagree with the default instance type.
+  const logger: FastifyBaseLogger = services.logger;
   const app = Fastify({
-    loggerInstance: services.logger as FastifyBaseLogger,
+    loggerInstance: logger,
     genReqId: requestIdFrom,
     requestIdHeader: false,
     bodyLimit: config.bodyLimitBytes,

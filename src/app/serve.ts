@@ -21,7 +21,9 @@ export interface ServeOptions {
 export async function serve(config: Readonly<Config>, logger: Logger, opts: ServeOptions): Promise<void> {
   const startedAt = performance.now();
   const embedded = config.databaseUrl === null;
-  opts.say(`mailprobe: starting on ${embedded ? `embedded PostgreSQL in ${config.dataDir}` : "PostgreSQL (DATABASE_URL)"}…`);
+  opts.say(
+    `mailprobe: starting on ${embedded ? `embedded PostgreSQL in ${config.dataDir}` : "PostgreSQL (DATABASE_URL)"}…`,
+  );
   const runtime = await openRuntime(config, logger);
   const adminToken = embedded ? newAdminToken() : null;
   const app = await buildApp(runtime.services, { adminToken });
@@ -38,7 +40,11 @@ export async function serve(config: Readonly<Config>, logger: Logger, opts: Serv
   if (runtime.isFresh) {
     opts.say("mailprobe: no users yet. Create one and get its first API key with:");
     opts.say("    npx mailprobe users create --credits 100");
-    opts.say("  then call: curl -H 'Authorization: Bearer <key>' " + loopbackUrl(config.host, config.port) + "/api/v1/credits/balance");
+    opts.say(
+      "  then call: curl -H 'Authorization: Bearer <key>' " +
+        loopbackUrl(config.host, config.port) +
+        "/api/v1/credits/balance",
+    );
   }
   opts.say(`mailprobe: API docs at ${loopbackUrl(config.host, config.port)}/docs`);
 

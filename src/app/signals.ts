@@ -4,7 +4,11 @@ import type { Logger } from "../observability/logger.ts";
  * Resolves after SIGTERM/SIGINT once `shutdown` has finished. If shutdown overruns the deadline
  * the process exits non-zero rather than hang (a supervisor would SIGKILL it anyway).
  */
-export function runUntilSignal(logger: Logger, deadlineMs: number, shutdown: () => Promise<void>): Promise<void> {
+export function runUntilSignal(
+  logger: Logger,
+  deadlineMs: number,
+  shutdown: () => Promise<void>,
+): Promise<void> {
   return new Promise<void>((resolve) => {
     let stopping = false;
     const stop = (signal: string): void => {

@@ -5,7 +5,11 @@ import { runUntilSignal } from "./signals.ts";
 import { createWorkerRole } from "./worker-role.ts";
 
 /** `mailprobe worker`: only the batch worker pool and webhook dispatcher (scale out on PostgreSQL). */
-export async function work(config: Readonly<Config>, logger: Logger, say: (line: string) => void): Promise<void> {
+export async function work(
+  config: Readonly<Config>,
+  logger: Logger,
+  say: (line: string) => void,
+): Promise<void> {
   const runtime = await openRuntime(config, logger);
   const role = createWorkerRole(runtime.services);
   role.start();

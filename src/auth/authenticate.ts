@@ -3,8 +3,7 @@ import type { JwtService } from "./jwt.ts";
 import type { Principal } from "./principal.ts";
 
 export type AuthOutcome =
-  | { ok: true; principal: Principal }
-  | { ok: false; reason: "missing" | "malformed" | "invalid" };
+  { ok: true; principal: Principal } | { ok: false; reason: "missing" | "malformed" | "invalid" };
 
 export interface CredentialHeaders {
   authorization?: string | string[] | undefined;
@@ -14,14 +13,14 @@ export interface CredentialHeaders {
 const single = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
 
 /** Reads the credential from `Authorization: Bearer …` (preferred) or `X-API-Key`. */
-export function readCredential(headers: CredentialHeaders): string | null | "malformed" {
+export function readCredential(headers: CredentialHeaders): { token: string } | "missing" | "malformed" {
   const auth = single(headers.authorization)?.trim();
   if (auth) {
     const m = /^Bearer\s+(\S+)$/i.exec(auth);
-    return m ? m[1]! : "malformed";
+    return m ? { token: m[1]! } : "malformed";
   }
   const key = single(headers["x-api-key"])?.trim();
-  return key ? key : null;
+  return key ? { token: key } : "missing";
 }
 
 export interface Authenticator {
@@ -31,9 +30,9 @@ export interface Authenticator {
 export function createAuthenticator(apiKeys: ApiKeysService, jwt: JwtService): Authenticator {
   return {
     async authenticate(headers) {
-      const credential = readCredential(headers);
-      if (credential === null) return { ok: false, reason: "missing" };
-      if (credential === "malformed") return { ok: false, reason: "malformed" };
+      const read = readCredential(headers);
+      if (read === "missing" || read === "malformed") return { ok: false, reason: read };
+      const credential = read.token;
 
       const key = await apiKeys.authenticate(credential);
       if (key) {
@@ -53,7 +52,13 @@ export function createAuthenticator(apiKeys: ApiKeysService, jwt: JwtService): A
         if (userId) {
           return {
             ok: true,
-            principal: { userId, source: "frontend", apiKeyId: null, apiKeyPurpose: null, credentialId: `user:${userId}` },
+            principal: {
+              userId,
+              source: "frontend",
+              apiKeyId: null,
+              apiKeyPurpose: null,
+              credentialId: `user:${userId}`,
+            },
           };
         }
       }

@@ -33,7 +33,10 @@ export function createJwtService(opts: JwtOptions): JwtService {
         // HS256 only with our own secret; asymmetric algorithms only through the JWKS. Never let
         // the token choose (the "alg confusion" attack).
         if (alg === "HS256" && secret) {
-          return subjectOf((await jwtVerify(token, secret, { algorithms: ["HS256"], issuer, currentDate: opts.clock.now() })).payload);
+          return subjectOf(
+            (await jwtVerify(token, secret, { algorithms: ["HS256"], issuer, currentDate: opts.clock.now() }))
+              .payload,
+          );
         }
         if (alg !== "HS256" && alg !== "none" && jwks) {
           return subjectOf((await jwtVerify(token, jwks, { issuer, currentDate: opts.clock.now() })).payload);

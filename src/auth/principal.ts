@@ -12,6 +12,10 @@ export interface Principal {
 /** Ledger metadata attributing a credit movement to the caller (spec: Authentication rule 6). */
 export function attributionOf(p: Principal): Record<string, string> {
   return p.source === "api_key" && p.apiKeyId
-    ? { source: "api_key", api_key_id: p.apiKeyId, ...(p.apiKeyPurpose ? { api_key_purpose: p.apiKeyPurpose } : {}) }
+    ? {
+        source: "api_key",
+        api_key_id: p.apiKeyId,
+        ...(p.apiKeyPurpose ? { api_key_purpose: p.apiKeyPurpose } : {}),
+      }
     : { source: "frontend" };
 }

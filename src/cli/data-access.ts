@@ -7,8 +7,15 @@ import type { Logger } from "../observability/logger.ts";
 
 /** What the data commands need, wherever the data lives. */
 export interface DataAccess {
-  createUser(credits: number, email: string | null): Promise<{ userId: string; balance: number; apiKey: string }>;
-  grantCredits(userId: string, amount: number, reason: string): Promise<{ transactionId: string; balanceAfter: number }>;
+  createUser(
+    credits: number,
+    email: string | null,
+  ): Promise<{ userId: string; balance: number; apiKey: string }>;
+  grantCredits(
+    userId: string,
+    amount: number,
+    reason: string,
+  ): Promise<{ transactionId: string; balanceAfter: number }>;
   close(): Promise<void>;
 }
 
@@ -22,10 +29,14 @@ async function adminCall<T>(endpoint: AdminEndpoint, path: string, body: unknown
     headers: { "content-type": "application/json", "x-admin-token": endpoint.token },
     body: JSON.stringify(body),
   });
-  const json = (await res.json()) as T & { error?: { message: string; details?: Array<{ field: string; reason: string }> } };
+  const json = (await res.json()) as T & {
+    error?: { message: string; details?: Array<{ field: string; reason: string }> };
+  };
   if (!res.ok) {
     const details = json.error?.details?.map((d) => `${d.field} ${d.reason}`).join("; ");
-    throw new CliError(`${json.error?.message ?? `server answered ${res.status}`}${details ? ` (${details})` : ""}`);
+    throw new CliError(
+      `${json.error?.message ?? `server answered ${res.status}`}${details ? ` (${details})` : ""}`,
+    );
   }
   return json;
 }
@@ -33,15 +44,23 @@ async function adminCall<T>(endpoint: AdminEndpoint, path: string, body: unknown
 function viaAdminApi(endpoint: AdminEndpoint): DataAccess {
   return {
     async createUser(credits, email) {
-      const r = await adminCall<{ user_id: string; balance: number; api_key: string }>(endpoint, "/admin/v1/users", { credits, email });
+      const r = await adminCall<{ user_id: string; balance: number; api_key: string }>(
+        endpoint,
+        "/admin/v1/users",
+        { credits, email },
+      );
       return { userId: r.user_id, balance: r.balance, apiKey: r.api_key };
     },
     async grantCredits(userId, amount, reason) {
-      const r = await adminCall<{ transaction_id: string; balance_after: number }>(endpoint, "/admin/v1/credits/grant", {
-        user_id: userId,
-        amount,
-        reason,
-      });
+      const r = await adminCall<{ transaction_id: string; balance_after: number }>(
+        endpoint,
+        "/admin/v1/credits/grant",
+        {
+          user_id: userId,
+          amount,
+          reason,
+        },
+      );
       return { transactionId: r.transaction_id, balanceAfter: r.balance_after };
     },
     async close() {},
@@ -77,7 +96,8 @@ export async function openDataAccess(config: Readonly<Config>, logger: Logger): 
     if (endpoint) return viaAdminApi(endpoint);
     const owner = await dataDirOwner(config.dataDir);
     if (owner === null) return direct(config, logger);
-    if (Date.now() > deadline) throw new CliError(`process ${owner} holds ${config.dataDir} but exposes no admin API`);
+    if (Date.now() > deadline)
+      throw new CliError(`process ${owner} holds ${config.dataDir} but exposes no admin API`);
     await sleep(250);
   }
 }

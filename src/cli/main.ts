@@ -59,7 +59,11 @@ function buildProgram(): Command {
     .action(async () => {
       const config = loadConfig(process.env);
       const release = config.databaseUrl ? null : await lockDataDir(config.dataDir).catch(toCliError);
-      const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+      const db = await openDatabase({
+        databaseUrl: config.databaseUrl,
+        dataDir: config.dataDir,
+        poolSize: 2,
+      });
       try {
         const applied = await migrate(db);
         say(applied.length ? `applied migrations: ${applied.join(", ")}` : "database is up to date");
@@ -86,7 +90,9 @@ function buildProgram(): Command {
           say(`user_id: ${u.userId}`);
           say(`balance: ${u.balance}`);
           say(`api_key: ${u.apiKey}`);
-          say("(the key is shown once here; list or reveal keys later with GET /api/v1/api-keys?reveal=true)");
+          say(
+            "(the key is shown once here; list or reveal keys later with GET /api/v1/api-keys?reveal=true)",
+          );
         }
       } finally {
         await data.close();
@@ -106,7 +112,9 @@ function buildProgram(): Command {
       const data = await openDataAccess(config, dataCommandLogger());
       try {
         const t = await data.grantCredits(userId, amount, opts.reason);
-        say(`granted ${amount} credits to ${userId}: balance ${t.balanceAfter} (transaction ${t.transactionId})`);
+        say(
+          `granted ${amount} credits to ${userId}: balance ${t.balanceAfter} (transaction ${t.transactionId})`,
+        );
       } finally {
         await data.close();
       }
@@ -138,7 +146,12 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = err.exitCode ?? 1;
       return;
     }
-    if (e instanceof ConfigError || e instanceof CliError || err.name === "AppError" || err.name === "DataDirBusyError") {
+    if (
+      e instanceof ConfigError ||
+      e instanceof CliError ||
+      err.name === "AppError" ||
+      err.name === "DataDirBusyError"
+    ) {
       process.stderr.write(`mailprobe: ${err.message}\n`);
       process.exitCode = 1;
       return;

@@ -2,7 +2,15 @@ import { engineOptionsFrom } from "../app/engine-options.ts";
 import type { Config } from "../config/index.ts";
 import { createEngine, type VerificationResult } from "../verify/index.ts";
 
-const COLUMNS = ["email", "status", "unknown_reason", "host_name", "server_type", "is_catchall", "needs_physical_verify"] as const;
+const COLUMNS = [
+  "email",
+  "status",
+  "unknown_reason",
+  "host_name",
+  "server_type",
+  "is_catchall",
+  "needs_physical_verify",
+] as const;
 
 const row = (r: VerificationResult): string[] => [
   r.email,
@@ -18,7 +26,14 @@ const row = (r: VerificationResult): string[] => [
 export function formatTable(results: VerificationResult[]): string {
   const rows = [COLUMNS.map(String), ...results.map(row)];
   const widths = COLUMNS.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd()).join("\n");
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
 }
 
 export const toJson = (r: VerificationResult) => ({
@@ -41,20 +56,30 @@ export const toJson = (r: VerificationResult) => ({
  * `mailprobe verify ADDRESS…`: runs the engine locally, no server or database. Addresses of one
  * domain share one SMTP session, as in batch verification.
  */
-export async function verifyAddresses(config: Readonly<Config>, addresses: string[]): Promise<VerificationResult[]> {
+export async function verifyAddresses(
+  config: Readonly<Config>,
+  addresses: string[],
+): Promise<VerificationResult[]> {
   const engine = createEngine(engineOptionsFrom(config.verify));
   try {
     const byDomain = new Map<string, number[]>();
     addresses.forEach((a, i) => {
-      const domain = a.slice(a.lastIndexOf("@") + 1).trim().toLowerCase();
+      const domain = a
+        .slice(a.lastIndexOf("@") + 1)
+        .trim()
+        .toLowerCase();
       byDomain.set(domain, [...(byDomain.get(domain) ?? []), i]);
     });
     const results: VerificationResult[] = new Array<VerificationResult>(addresses.length);
     await Promise.all(
       [...byDomain].map(async ([domain, idx]) => {
-        const group = await engine.verifyGroup(domain, idx.map((i) => addresses[i]!), {
-          signal: AbortSignal.timeout(config.verify.verifyTimeoutMs * 4),
-        });
+        const group = await engine.verifyGroup(
+          domain,
+          idx.map((i) => addresses[i]!),
+          {
+            signal: AbortSignal.timeout(config.verify.verifyTimeoutMs * 4),
+          },
+        );
         group.forEach((r, k) => (results[idx[k]!] = r));
       }),
     );

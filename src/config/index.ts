@@ -1,15 +1,6 @@
 import { hostname } from "node:os";
 import { resolve } from "node:path";
-import {
-  boolVar,
-  ConfigError,
-  enumVar,
-  intVar,
-  keyVar,
-  optionalVar,
-  stringVar,
-  urlVar,
-} from "./env-vars.ts";
+import { boolVar, ConfigError, enumVar, intVar, keyVar, optionalVar, stringVar, urlVar } from "./env-vars.ts";
 
 export { ConfigError };
 
@@ -171,7 +162,9 @@ function hostPortList(env: Record<string, string | undefined>, name: string): st
   return raw.split(",").map((entry) => {
     const item = entry.trim();
     // host, host:port, [v6]:port or a bare IPv6 address
-    if (!/^(\[[0-9a-fA-F:.]+\](:\d{1,5})?|[0-9a-fA-F:]+:[0-9a-fA-F:]+|[A-Za-z0-9.-]+(:\d{1,5})?)$/.test(item)) {
+    if (
+      !/^(\[[0-9a-fA-F:.]+\](:\d{1,5})?|[0-9a-fA-F:]+:[0-9a-fA-F:]+|[A-Za-z0-9.-]+(:\d{1,5})?)$/.test(item)
+    ) {
       throw new ConfigError(`${name} must be a comma-separated list of host or host:port, got "${item}"`);
     }
     return item;

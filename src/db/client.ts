@@ -49,7 +49,7 @@ export const SQLSTATE = {
 
 export function sqlState(error: unknown): string | undefined {
   if (typeof error === "object" && error !== null && "code" in error) {
-    const code = (error as { code: unknown }).code;
+    const code = error.code;
     return typeof code === "string" ? code : undefined;
   }
   return undefined;

@@ -25,13 +25,16 @@ function wrap(q: PgliteHandle): Transaction {
  * Embedded PostgreSQL (WASM). `dataDir` null → in memory (tests). One process may own a data
  * directory: PGlite has a single connection, so queries and transactions are serialised.
  */
-export async function openPglite(dataDir: string | null, loadDataDir?: Blob): Promise<Database & { raw: PGlite }> {
+export async function openPglite(
+  dataDir: string | null,
+  loadDataDir?: Blob,
+): Promise<Database & { raw: PGlite }> {
   const pg = await PGlite.create(dataDir ?? undefined, { parsers, ...(loadDataDir ? { loadDataDir } : {}) });
   const base = wrap(pg);
   return {
     kind: "pglite",
     raw: pg,
-    query: base.query,
+    query: (text, params) => base.query(text, params),
     async transaction(fn) {
       return pg.transaction((tx) => fn(wrap(tx)));
     },

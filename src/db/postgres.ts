@@ -5,7 +5,7 @@ import { NUMBER_TYPE_OIDS, parseNumber } from "./client.ts";
 const types = {
   getTypeParser(oid: number, format?: "text" | "binary") {
     if (oid === NUMBER_TYPE_OIDS.int8 || oid === NUMBER_TYPE_OIDS.numeric) return parseNumber;
-    return pg.types.getTypeParser(oid, format);
+    return pg.types.getTypeParser(oid, format) as (value: string) => unknown;
   },
 };
 
@@ -34,7 +34,7 @@ export function openPostgres(
   return {
     kind: "postgres",
     pool,
-    query: base.query,
+    query: (text, params) => base.query(text, params),
     async transaction(fn) {
       const client = await pool.connect();
       try {

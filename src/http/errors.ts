@@ -45,7 +45,7 @@ function fieldOf(issue: AjvIssue, context: string | undefined): string {
   const missing = issue.params.missingProperty ?? issue.params.additionalProperty;
   if (typeof missing === "string") parts.push(missing);
   const path = parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), "");
-  return path || (context === "body" ? "body" : context ?? "request");
+  return path || (context === "body" ? "body" : (context ?? "request"));
 }
 
 function reasonOf(issue: AjvIssue): string {
@@ -70,15 +70,22 @@ export function validationDetails(issues: AjvIssue[], context: string | undefine
   for (const issue of issues) {
     const field = fieldOf(issue, context);
     if (!seen.has(field)) seen.set(field, { field, reason: reasonOf(issue) });
-    if (issue.keyword === "const") options.set(field, [...(options.get(field) ?? []), issue.params.allowedValue]);
+    if (issue.keyword === "const")
+      options.set(field, [...(options.get(field) ?? []), issue.params.allowedValue]);
   }
   for (const [field, allowed] of options) {
-    if (allowed.length > 1) seen.set(field, { field, reason: `must be one of ${allowed.map(String).join(", ")}` });
+    if (allowed.length > 1)
+      seen.set(field, { field, reason: `must be one of ${allowed.map(String).join(", ")}` });
   }
   return [...seen.values()];
 }
 
-const body = (code: ErrorCode, message: string, details?: FieldError[], extra?: Record<string, unknown>): ErrorBody => ({
+const body = (
+  code: ErrorCode,
+  message: string,
+  details?: FieldError[],
+  extra?: Record<string, unknown>,
+): ErrorBody => ({
   ...extra,
   error: { code, message, ...(details && details.length > 0 ? { details } : {}) },
 });
@@ -97,16 +104,28 @@ export function mapError(error: unknown): MappedError {
   const fe = error as Partial<FastifyError> & { validation?: AjvIssue[]; validationContext?: string };
   if (Array.isArray(fe.validation)) {
     const details = validationDetails(fe.validation, fe.validationContext);
-    return { status: 400, body: body("VALIDATION_ERROR", "Request validation failed", details), isServerFault: false };
+    return {
+      status: 400,
+      body: body("VALIDATION_ERROR", "Request validation failed", details),
+      isServerFault: false,
+    };
   }
   switch (fe.code) {
     case "FST_ERR_CTP_INVALID_JSON_BODY":
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
-      return clientError(fe.code === "FST_ERR_CTP_EMPTY_JSON_BODY" ? "Request body is empty" : "Malformed JSON body", "body", "must be valid JSON");
+      return clientError(
+        fe.code === "FST_ERR_CTP_EMPTY_JSON_BODY" ? "Request body is empty" : "Malformed JSON body",
+        "body",
+        "must be valid JSON",
+      );
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
       return clientError("Unsupported Content-Type", "content-type", "must be application/json");
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
-      return clientError("Content-Length does not match the body", "content-length", "must match the body size");
+      return clientError(
+        "Content-Length does not match the body",
+        "content-length",
+        "must match the body size",
+      );
     case "FST_ERR_CTP_BODY_TOO_LARGE":
       return clientError("Request body is too large", "body", "exceeds the size limit");
     default:

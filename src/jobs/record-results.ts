@@ -61,7 +61,11 @@ export async function recordGroup(
       const task = await lockTask(tx, id);
       if (task) tasks.set(id, task);
     }
-    const held = await jobsHeldBy(tx, outcomes.map((o) => o.job.id), worker);
+    const held = await jobsHeldBy(
+      tx,
+      outcomes.map((o) => o.job.id),
+      worker,
+    );
     const mine = outcomes.filter((o) => held.has(o.job.id) && tasks.has(o.job.taskId));
 
     const records: VerificationRecord[] = [];
@@ -87,4 +91,8 @@ export async function recordGroup(
   });
 }
 
-const retryRow = (o: JobOutcome & { kind: "retry" }) => ({ id: o.job.id, runAfter: o.runAfter, error: o.error });
+const retryRow = (o: JobOutcome & { kind: "retry" }) => ({
+  id: o.job.id,
+  runAfter: o.runAfter,
+  error: o.error,
+});

@@ -98,7 +98,14 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
     }
     if (reason && TEMPORARY.has(reason)) {
       const delay = temporaryRetryDelayMs(job.attempts, config.retryDelaysMs);
-      if (delay !== null) return { kind: "retry", job, runAfter: new Date(now.getTime() + delay), error: reason, refundAttempt: false };
+      if (delay !== null)
+        return {
+          kind: "retry",
+          job,
+          runAfter: new Date(now.getTime() + delay),
+          error: reason,
+          refundAttempt: false,
+        };
     }
     return { kind: "result", job, result };
   }
@@ -133,7 +140,13 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
         outcomes = jobs.map((job) =>
           job.attempts >= config.maxAttempts
             ? { kind: "failed" as const, job, error: message }
-            : { kind: "retry" as const, job, runAfter: new Date(now.getTime() + internalRetryDelayMs(job.attempts)), error: message, refundAttempt: false },
+            : {
+                kind: "retry" as const,
+                job,
+                runAfter: new Date(now.getTime() + internalRetryDelayMs(job.attempts)),
+                error: message,
+                refundAttempt: false,
+              },
         );
       }
     }
@@ -156,7 +169,9 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
 
   function track(p: Promise<void>): void {
     const tracked = p
-      .catch((err: unknown) => log.error({ err }, "recording a group failed; its leases will expire and it will be retried"))
+      .catch((err: unknown) =>
+        log.error({ err }, "recording a group failed; its leases will expire and it will be retried"),
+      )
       .finally(() => active.delete(tracked));
     active.add(tracked);
   }
@@ -183,7 +198,10 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
   }
 
   const every = (ms: number, fn: () => Promise<unknown>): NodeJS.Timeout => {
-    const t = setInterval(() => void fn().catch((err: unknown) => log.warn({ err }, "periodic job failed")), ms);
+    const t = setInterval(
+      () => void fn().catch((err: unknown) => log.warn({ err }, "periodic job failed")),
+      ms,
+    );
     t.unref();
     return t;
   };

@@ -37,11 +37,18 @@ export interface ApiKeysService {
   authenticate(plaintext: string): Promise<ApiKeyRecord | null>;
 }
 
-export function createApiKeysService(db: Database, clock: Clock, encryptionKey: Buffer | null): ApiKeysService {
+export function createApiKeysService(
+  db: Database,
+  clock: Clock,
+  encryptionKey: Buffer | null,
+): ApiKeysService {
   const requireKey = (): Buffer => {
     if (!encryptionKey) {
       // Without it a created key could never be revealed again; refuse rather than store it unprotected.
-      throw new AppError("INTERNAL_ERROR", "API key encryption is not configured on this server (ENCRYPTION_KEY)");
+      throw new AppError(
+        "INTERNAL_ERROR",
+        "API key encryption is not configured on this server (ENCRYPTION_KEY)",
+      );
     }
     return encryptionKey;
   };

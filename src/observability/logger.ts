@@ -7,11 +7,11 @@ export type { Logger };
 export function createLogger(level: LogLevel, destination: "stdout" | "stderr" = "stdout"): Logger {
   return pino(
     {
-    level,
-    redact: {
-      paths: ["req.headers.authorization", 'req.headers["x-api-key"]', 'req.headers["x-admin-token"]'],
-      censor: "[redacted]",
-    },
+      level,
+      redact: {
+        paths: ["req.headers.authorization", 'req.headers["x-api-key"]', 'req.headers["x-admin-token"]'],
+        censor: "[redacted]",
+      },
     },
     pino.destination({ fd: destination === "stdout" ? 1 : 2, sync: destination === "stderr" }),
   );

@@ -20,23 +20,30 @@ export interface RateLimitOptions {
 }
 
 export type RateLimitStore =
-  | { kind: "memory" }
-  | { kind: "redis"; client: unknown }
-  | { kind: "postgres"; pool: unknown };
+  { kind: "memory" } | { kind: "redis"; client: unknown } | { kind: "postgres"; pool: unknown };
 
 // The sustained rate is a 1 s window of `perSecond` points; the burst allowance is a second
 // bucket of (burst - perSecond) points refilled over 10 s that is only drawn on when the first is
 // empty. That is rate-limiter-flexible's documented way to get "N/s with bursts up to M".
 const BURST_REFILL_SECONDS = 10;
 
-function limiterFor(store: RateLimitStore, keyPrefix: string, points: number, duration: number): RateLimiterAbstract {
+function limiterFor(
+  store: RateLimitStore,
+  keyPrefix: string,
+  points: number,
+  duration: number,
+): RateLimiterAbstract {
   const common = { keyPrefix, points, duration };
   switch (store.kind) {
     case "memory":
       return new RateLimiterMemory(common);
     case "redis":
       // If the shared store is unreachable, keep limiting per process rather than failing requests.
-      return new RateLimiterRedis({ ...common, storeClient: store.client, insuranceLimiter: new RateLimiterMemory(common) });
+      return new RateLimiterRedis({
+        ...common,
+        storeClient: store.client,
+        insuranceLimiter: new RateLimiterMemory(common),
+      });
     case "postgres":
       return new RateLimiterPostgres({
         ...common,
@@ -55,7 +62,9 @@ export function createRateLimiter(opts: RateLimitOptions, store: RateLimitStore)
   const sustained = limiterFor(store, "rl_s", opts.perSecond, 1);
   const extra = Math.max(0, opts.burst - opts.perSecond);
   const limiter =
-    extra > 0 ? new BurstyRateLimiter(sustained, limiterFor(store, "rl_b", extra, BURST_REFILL_SECONDS)) : sustained;
+    extra > 0
+      ? new BurstyRateLimiter(sustained, limiterFor(store, "rl_b", extra, BURST_REFILL_SECONDS))
+      : sustained;
   return {
     async consume(key) {
       try {

@@ -61,7 +61,9 @@ export function planJobs(engine: Pick<Engine, "checkSyntax">, emails: string[]):
 }
 
 const requestHashOf = (emails: string[], webhookUrl: string | null): string =>
-  createHash("sha256").update(JSON.stringify([emails, webhookUrl])).digest("hex");
+  createHash("sha256")
+    .update(JSON.stringify([emails, webhookUrl]))
+    .digest("hex");
 
 /**
  * Creates a task: the task row, its job rows and the credit reservation for every job commit in
@@ -83,7 +85,13 @@ export async function createTask(
     if ((await lockUserBalance(tx, principal.userId)) === null) throw notFound("User");
     if (input.idempotencyKey) {
       const since = new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS);
-      const prior = await findIdempotentTask(tx, principal.userId, IDEMPOTENCY_SCOPE, input.idempotencyKey, since);
+      const prior = await findIdempotentTask(
+        tx,
+        principal.userId,
+        IDEMPOTENCY_SCOPE,
+        input.idempotencyKey,
+        since,
+      );
       if (prior) {
         if (prior.requestHash !== requestHash) {
           throw validationError("Idempotency-Key was already used with a different request", [

@@ -55,7 +55,7 @@ function resultCells(row: ExportRow): ExportCell[] {
       r.validatedAt.toISOString(),
     ];
   }
-  const blank = RESULT_COLUMNS.map(() => "" as ExportCell);
+  const blank = RESULT_COLUMNS.map(() => "");
   if (row.email === null || row.jobStatus === null) return blank; // not an address: no job
   blank[0] = row.email;
   if (row.jobStatus === "failed") {
@@ -67,11 +67,12 @@ function resultCells(row: ExportRow): ExportCell[] {
   return blank;
 }
 
-const statusOf = (row: ExportRow): string | null => row.result?.status ?? (row.jobStatus === "failed" ? "unknown" : null);
+const statusOf = (row: ExportRow): string | null =>
+  row.result?.status ?? (row.jobStatus === "failed" ? "unknown" : null);
 
 /** Every row of the task, page by page (keyset on position/row index: constant memory, any size). */
 async function* pages(db: Database, taskId: string, upload: UploadRecord | null): AsyncGenerator<ExportRow> {
-  for (let after = -1; ; ) {
+  for (let after = -1; ;) {
     const rows = upload
       ? await exportUploadRows(db, upload.id, taskId, after, PAGE)
       : await exportTaskJobs(db, taskId, after, PAGE);
@@ -86,7 +87,12 @@ async function* pages(db: Database, taskId: string, upload: UploadRecord | null)
  * column, then the result columns, in the original row order. A task still running downloads
  * what is finished so far, its other rows marked `pending`.
  */
-export async function prepareDownload(db: Database, principal: Principal, taskId: string, opts: DownloadOptions): Promise<Download> {
+export async function prepareDownload(
+  db: Database,
+  principal: Principal,
+  taskId: string,
+  opts: DownloadOptions,
+): Promise<Download> {
   const task = await findTask(db, taskId);
   if (!task) throw notFound("Task");
   if (task.userId !== principal.userId) throw new AppError("FORBIDDEN", "This task belongs to another user");
@@ -105,15 +111,19 @@ export async function prepareDownload(db: Database, principal: Principal, taskId
       if (opts.format === "txt") {
         // txt lists addresses only: a file row that held no address has nothing to show.
         if (result[0] !== "") yield [result[0] ?? "", result[1] ?? ""];
-      } else
-      yield upload ? joinResultRow(row.cells ?? [], upload.columnCount, result) : result;
+      } else yield upload ? joinResultRow(row.cells ?? [], upload.columnCount, result) : result;
     }
   }
 
   const header =
-    opts.format === "txt" ? [...TXT_RESULT_COLUMNS] : upload ? buildResultHeader(upload.header, upload.columnCount) : [...RESULT_COLUMNS];
+    opts.format === "txt"
+      ? [...TXT_RESULT_COLUMNS]
+      : upload
+        ? buildResultHeader(upload.header, upload.columnCount)
+        : [...RESULT_COLUMNS];
   const input = { header, rows: rows(), escapeFormulas: opts.escapeFormulas };
-  const body = opts.format === "csv" ? writeCsv(input) : opts.format === "txt" ? writeTxt(input) : writeXlsx(input);
+  const body =
+    opts.format === "csv" ? writeCsv(input) : opts.format === "txt" ? writeTxt(input) : writeXlsx(input);
   return {
     filename: downloadFilename(upload?.filename ?? null, task.id, opts.format),
     contentType: contentTypeFor(opts.format),

@@ -15,7 +15,10 @@ async function attributionOfTask(tx: Queryable, task: TaskRecord): Promise<Recor
 
 /** What happens beyond the task itself when it finishes (the webhook outbox). */
 export interface TaskFinishedHook {
-  (tx: Queryable, event: { task: TaskRecord; uploadId: string | null; metrics: TaskMetrics; at: Date }): Promise<void>;
+  (
+    tx: Queryable,
+    event: { task: TaskRecord; uploadId: string | null; metrics: TaskMetrics; at: Date },
+  ): Promise<void>;
 }
 
 /**

@@ -19,4 +19,3 @@ export function toMetricsReply(m: TaskMetrics) {
     last_verification_completed_at: iso(m.lastVerificationCompletedAt),
   };
 }
-

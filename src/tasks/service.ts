@@ -30,17 +30,38 @@ export interface JobView {
 }
 
 export interface TasksService {
-  create(principal: Principal, input: Omit<CreateTaskInput, "emails"> & { emails: string[] }): Promise<CreatedTask>;
+  create(
+    principal: Principal,
+    input: Omit<CreateTaskInput, "emails"> & { emails: string[] },
+  ): Promise<CreatedTask>;
   list(
     principal: Principal,
-    filter: { limit: number; offset: number; isFileBacked?: boolean; createdAfter?: Date; createdBefore?: Date },
+    filter: {
+      limit: number;
+      offset: number;
+      isFileBacked?: boolean;
+      createdAfter?: Date;
+      createdBefore?: Date;
+    },
   ): Promise<TaskPage>;
   get(principal: Principal, id: string): Promise<TaskView>;
-  series(principal: Principal, id: string, range: { from: Date; to: Date }): Promise<{ task: TaskRecord; points: Array<{ date: string; metrics: TaskMetrics }> }>;
-  jobs(principal: Principal, id: string, page: { limit: number; offset: number }): Promise<{ jobs: JobView[]; total: number }>;
+  series(
+    principal: Principal,
+    id: string,
+    range: { from: Date; to: Date },
+  ): Promise<{ task: TaskRecord; points: Array<{ date: string; metrics: TaskMetrics }> }>;
+  jobs(
+    principal: Principal,
+    id: string,
+    page: { limit: number; offset: number },
+  ): Promise<{ jobs: JobView[]; total: number }>;
 }
 
-export function createTasksService(db: Database, clock: Clock, engine: Pick<Engine, "checkSyntax">): TasksService {
+export function createTasksService(
+  db: Database,
+  clock: Clock,
+  engine: Pick<Engine, "checkSyntax">,
+): TasksService {
   /** Another user's task is "not found" on get/jobs: its existence is not revealed (DESIGN §5). */
   async function ownTask(principal: Principal, id: string): Promise<TaskRecord> {
     const task = await findTask(db, id);
@@ -71,7 +92,10 @@ export function createTasksService(db: Database, clock: Clock, engine: Pick<Engi
     async get(principal, id) {
       // The stored (lowercase) id, not the URL's spelling: the lookups below compare exactly.
       const task = await ownTask(principal, id);
-      const [metrics, uploads] = await Promise.all([metricsOfTasks(db, [task.id]), findUploadsOfTasks(db, [task.id])]);
+      const [metrics, uploads] = await Promise.all([
+        metricsOfTasks(db, [task.id]),
+        findUploadsOfTasks(db, [task.id]),
+      ]);
       return { task, metrics: metrics.get(task.id) ?? emptyMetrics(), upload: uploads.get(task.id) ?? null };
     },
 
@@ -79,7 +103,8 @@ export function createTasksService(db: Database, clock: Clock, engine: Pick<Engi
       const task = await findTask(db, id);
       if (!task) throw notFound("Task");
       // The spec answers 403 here (series, download, upload status) for another user's task.
-      if (task.userId !== principal.userId) throw new AppError("FORBIDDEN", "This task belongs to another user");
+      if (task.userId !== principal.userId)
+        throw new AppError("FORBIDDEN", "This task belongs to another user");
       const points = await dailyMetricsOfTask(db, id, range.from, range.to);
       return { task, points };
     },
@@ -91,7 +116,10 @@ export function createTasksService(db: Database, clock: Clock, engine: Pick<Engi
         db,
         jobs.flatMap((j) => (j.emailId ? [j.emailId] : [])),
       );
-      return { jobs: jobs.map((job) => ({ job, result: job.emailId ? (results.get(job.emailId) ?? null) : null })), total };
+      return {
+        jobs: jobs.map((job) => ({ job, result: job.emailId ? (results.get(job.emailId) ?? null) : null })),
+        total,
+      };
     },
   };
 }

@@ -14,7 +14,10 @@ const MAX_DETAILS = 20;
  * whose result is `invalid_syntax`.
  */
 export function checkTaskEmails(emails: string[]): string[] {
-  if (emails.length === 0) throw validationError("emails must contain at least one address", [{ field: "emails", reason: "must not be empty" }]);
+  if (emails.length === 0)
+    throw validationError("emails must contain at least one address", [
+      { field: "emails", reason: "must not be empty" },
+    ]);
   if (emails.length > MAX_TASK_EMAILS) {
     throw validationError(`A task holds at most ${MAX_TASK_EMAILS} addresses`, [
       { field: "emails", reason: `must contain at most ${MAX_TASK_EMAILS} items (got ${emails.length})` },

@@ -23,7 +23,11 @@ export interface UploadsService {
   status(principal: Principal, uploadId: string): Promise<{ upload: UploadRecord; task: TaskRecord }>;
 }
 
-export function createUploadsService(db: Database, clock: Clock, engine: Pick<Engine, "checkSyntax">): UploadsService {
+export function createUploadsService(
+  db: Database,
+  clock: Clock,
+  engine: Pick<Engine, "checkSyntax">,
+): UploadsService {
   return {
     async upload(principal, input) {
       const parsed = await parseListFile({
@@ -33,7 +37,9 @@ export function createUploadsService(db: Database, clock: Clock, engine: Pick<En
         maxEmails: MAX_TASK_EMAILS,
       });
       if (!parsed.ok) {
-        throw validationError(parsed.problem.message, [{ field: parsed.problem.field, reason: parsed.problem.message }]);
+        throw validationError(parsed.problem.message, [
+          { field: parsed.problem.field, reason: parsed.problem.message },
+        ]);
       }
       const list = parsed.list;
       let upload: UploadRecord | null = null;
@@ -70,7 +76,8 @@ export function createUploadsService(db: Database, clock: Clock, engine: Pick<En
     async status(principal, uploadId) {
       const upload = await findUpload(db, uploadId);
       if (!upload) throw notFound("Upload");
-      if (upload.userId !== principal.userId) throw new AppError("FORBIDDEN", "This upload belongs to another user");
+      if (upload.userId !== principal.userId)
+        throw new AppError("FORBIDDEN", "This upload belongs to another user");
       const task = await findTask(db, upload.taskId);
       if (!task) throw notFound("Task");
       return { upload, task };

@@ -10,7 +10,8 @@ export const MAX_EMAIL_INPUT_LENGTH = 320;
  */
 export function readRealtimeEmail(raw: string): string {
   const email = raw.trim();
-  if (email === "") throw validationError("email must not be empty", [{ field: "email", reason: "must not be empty" }]);
+  if (email === "")
+    throw validationError("email must not be empty", [{ field: "email", reason: "must not be empty" }]);
   if (email.length > MAX_EMAIL_INPUT_LENGTH) {
     throw validationError("email is too long", [
       { field: "email", reason: `must be at most ${MAX_EMAIL_INPUT_LENGTH} characters` },

@@ -24,7 +24,8 @@ export interface RealtimeVerificationOptions {
 }
 
 /** A finished verification, or one cut short by the deadline (its partial, unbilled record). */
-export type RealtimeOutcome = { kind: "done"; record: VerificationRecord } | { kind: "timed_out"; record: VerificationRecord };
+export type RealtimeOutcome =
+  { kind: "done"; record: VerificationRecord } | { kind: "timed_out"; record: VerificationRecord };
 
 export interface VerificationsService {
   /** Verifies one address for the caller and bills it per the spec's rules. */
@@ -73,7 +74,11 @@ export function createVerificationsService(
     }
   }
 
-  async function obtainResult(input: string, canonical: string, now: Date): Promise<{ result: VerificationResult; cached: VerificationRecord | null }> {
+  async function obtainResult(
+    input: string,
+    canonical: string,
+    now: Date,
+  ): Promise<{ result: VerificationResult; cached: VerificationRecord | null }> {
     if (opts.cacheTtlMs > 0 && engine.checkSyntax(input).ok) {
       const cached = await findCachedVerification(db, canonical, new Date(now.getTime() - opts.cacheTtlMs));
       if (cached) return { result: asResult(cached), cached };
@@ -97,7 +102,12 @@ export function createVerificationsService(
       // The lock makes the free-repeat check and the charge one atomic decision: of N concurrent
       // identical requests, the first charges and the others then see its paid verification.
       await lockUserBalance(tx, principal.userId);
-      const isFreeRepeat = await hasPaidVerificationSince(tx, principal.userId, canonical, freeRepeatWindowStart(now));
+      const isFreeRepeat = await hasPaidVerificationSince(
+        tx,
+        principal.userId,
+        canonical,
+        freeRepeatWindowStart(now),
+      );
       if (!isFreeRepeat) {
         const outcome = await deductCredits(tx, {
           userId: principal.userId,
@@ -151,7 +161,9 @@ export function createVerificationsService(
       const canonical = canonicalOf(input);
       await assertCanPay(principal.userId, canonical, clock.now());
       const { result, cached } = await obtainResult(input, canonical, clock.now());
-      const stored = await db.transaction((tx) => record(tx, principal, canonical, result, cached, clock.now()));
+      const stored = await db.transaction((tx) =>
+        record(tx, principal, canonical, result, cached, clock.now()),
+      );
       const timedOut = stored.unknownReason !== null && TIMEOUT_REASONS.has(stored.unknownReason);
       return { kind: timedOut ? "timed_out" : "done", record: stored };
     },

@@ -5,7 +5,10 @@ import type { Database } from "../../src/db/client.ts";
 export async function waitForTaskFinished(db: Database, taskId: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { rows } = await db.query<{ finished_at: Date | null }>("select finished_at from tasks where id = $1", [taskId]);
+    const { rows } = await db.query<{ finished_at: Date | null }>(
+      "select finished_at from tasks where id = $1",
+      [taskId],
+    );
     if (rows[0]?.finished_at) return;
     if (Date.now() > deadline) throw new Error(`task ${taskId} did not finish within ${timeoutMs} ms`);
     await delay(100);
@@ -13,7 +16,10 @@ export async function waitForTaskFinished(db: Database, taskId: string, timeoutM
 }
 
 /** The mail-world environment for a test context. */
-export function worldEnv(world: { dns: { host: string; port: number }; smtpPort: number }, extra: Record<string, string> = {}) {
+export function worldEnv(
+  world: { dns: { host: string; port: number }; smtpPort: number },
+  extra: Record<string, string> = {},
+) {
   return {
     DNS_SERVERS: `${world.dns.host}:${world.dns.port}`,
     SMTP_PORT: String(world.smtpPort),

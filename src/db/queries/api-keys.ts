@@ -86,6 +86,8 @@ export async function touchApiKey(q: Queryable, id: string, at: Date): Promise<v
 }
 
 export async function findApiKeyPurpose(q: Queryable, id: string): Promise<ApiKeyPurpose | null> {
-  const { rows } = await q.query<{ purpose: ApiKeyPurpose }>("select purpose from api_keys where id = $1", [id]);
+  const { rows } = await q.query<{ purpose: ApiKeyPurpose }>("select purpose from api_keys where id = $1", [
+    id,
+  ]);
   return rows[0]?.purpose ?? null;
 }

@@ -95,7 +95,9 @@ export async function listCreditTransactions(
         order by seq desc limit $2 offset $3`,
       [userId, limit, offset],
     ),
-    q.query<{ total: number }>("select count(*) as total from credit_transactions where user_id = $1", [userId]),
+    q.query<{ total: number }>("select count(*) as total from credit_transactions where user_id = $1", [
+      userId,
+    ]),
   ]);
   return { rows: page.rows.map(toCreditTransaction), total: count.rows[0]?.total ?? 0 };
 }

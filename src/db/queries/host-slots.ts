@@ -28,7 +28,12 @@ export async function tryAcquireHostSlot(
   return rows[0]?.slot ?? null;
 }
 
-export async function releaseHostSlot(q: Queryable, host: string, slot: number, holder: string): Promise<void> {
+export async function releaseHostSlot(
+  q: Queryable,
+  host: string,
+  slot: number,
+  holder: string,
+): Promise<void> {
   await q.query(
     "update smtp_host_slots set holder = null, expires_at = null where host = $1 and slot = $2 and holder = $3",
     [host, slot, holder],

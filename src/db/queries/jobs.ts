@@ -55,12 +55,26 @@ export interface NewJob {
 }
 
 /** All jobs of a task in one statement (array parameters, not one round trip per job). */
-export async function insertJobs(q: Queryable, taskId: string, userId: string, jobs: NewJob[], at: Date): Promise<void> {
+export async function insertJobs(
+  q: Queryable,
+  taskId: string,
+  userId: string,
+  jobs: NewJob[],
+  at: Date,
+): Promise<void> {
   await q.query(
     `insert into email_jobs (id, task_id, user_id, position, email_address, domain, run_after, created_at, updated_at)
      select j.id, $1, $2, j.position, j.email, j.domain, $3, $3, $3
        from unnest($4::uuid[], $5::integer[], $6::text[], $7::text[]) as j(id, position, email, domain)`,
-    [taskId, userId, at, jobs.map((j) => j.id), jobs.map((j) => j.position), jobs.map((j) => j.emailAddress), jobs.map((j) => j.domain)],
+    [
+      taskId,
+      userId,
+      at,
+      jobs.map((j) => j.id),
+      jobs.map((j) => j.position),
+      jobs.map((j) => j.emailAddress),
+      jobs.map((j) => j.domain),
+    ],
   );
 }
 
@@ -131,7 +145,14 @@ export async function rescheduleJobs(
             last_error = r.error, updated_at = $2, attempts = j.attempts - (case when $4 then 1 else 0 end)
        from unnest($1::uuid[], $5::timestamptz[], $6::text[]) as r(id, run_after, error)
       where j.id = r.id and j.locked_by = $3 and j.status = 'processing'`,
-    [jobs.map((j) => j.id), now, worker, refundAttempt, jobs.map((j) => j.runAfter), jobs.map((j) => j.error)],
+    [
+      jobs.map((j) => j.id),
+      now,
+      worker,
+      refundAttempt,
+      jobs.map((j) => j.runAfter),
+      jobs.map((j) => j.error),
+    ],
   );
 }
 
@@ -154,7 +175,13 @@ export async function completeJobs(
   return rowCount;
 }
 
-export async function failJobs(q: Queryable, ids: string[], error: string, worker: string, now: Date): Promise<void> {
+export async function failJobs(
+  q: Queryable,
+  ids: string[],
+  error: string,
+  worker: string,
+  now: Date,
+): Promise<void> {
   if (ids.length === 0) return;
   await q.query(
     `update email_jobs set status = 'failed', last_error = $2, locked_by = null, locked_until = null, updated_at = $3

@@ -12,7 +12,12 @@ export interface ExportRow {
   result: VerificationRecord | null;
 }
 
-type Row = Record<string, unknown> & { k: number; cells: string[] | null; row_email: string | null; job_status: JobStatus | null };
+type Row = Record<string, unknown> & {
+  k: number;
+  cells: string[] | null;
+  row_email: string | null;
+  job_status: JobStatus | null;
+};
 
 const toExportRow = (r: Row): ExportRow => ({
   key: r.k,
@@ -44,7 +49,12 @@ export async function exportUploadRows(
 }
 
 /** A page of a JSON task's jobs after `afterKey` (list position), each with its result. */
-export async function exportTaskJobs(q: Queryable, taskId: string, afterKey: number, limit: number): Promise<ExportRow[]> {
+export async function exportTaskJobs(
+  q: Queryable,
+  taskId: string,
+  afterKey: number,
+  limit: number,
+): Promise<ExportRow[]> {
   const { rows } = await q.query<Row>(
     `select j.position as k, null::jsonb as cells, j.email_address as row_email, j.status as job_status, v.*
        from email_jobs j

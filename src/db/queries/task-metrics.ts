@@ -56,7 +56,12 @@ export const METRICS_COLUMNS = `
 
 export const toTaskMetrics = (r: MetricsRow | undefined): TaskMetrics => ({
   totalEmailAddresses: r?.total ?? 0,
-  jobStatus: { pending: r?.pending ?? 0, processing: r?.processing ?? 0, completed: r?.completed ?? 0, failed: r?.failed ?? 0 },
+  jobStatus: {
+    pending: r?.pending ?? 0,
+    processing: r?.processing ?? 0,
+    completed: r?.completed ?? 0,
+    failed: r?.failed ?? 0,
+  },
   verificationStatus: {
     valid: r?.valid ?? 0,
     invalid: r?.invalid ?? 0,

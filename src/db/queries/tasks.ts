@@ -45,11 +45,24 @@ const toTask = (r: TaskRow): TaskRecord => ({
   finishedAt: r.finished_at,
 });
 
-export async function insertTask(q: Queryable, t: Omit<TaskRecord, "updatedAt" | "startedAt" | "finishedAt">): Promise<TaskRecord> {
+export async function insertTask(
+  q: Queryable,
+  t: Omit<TaskRecord, "updatedAt" | "startedAt" | "finishedAt">,
+): Promise<TaskRecord> {
   const { rows } = await q.query<TaskRow>(
     `insert into tasks (id, user_id, webhook_url, source, api_key_id, email_count, domain_count, is_file_backed, created_at, updated_at)
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) returning *`,
-    [t.id, t.userId, t.webhookUrl, t.source, t.apiKeyId, t.emailCount, t.domainCount, t.isFileBacked, t.createdAt],
+    [
+      t.id,
+      t.userId,
+      t.webhookUrl,
+      t.source,
+      t.apiKeyId,
+      t.emailCount,
+      t.domainCount,
+      t.isFileBacked,
+      t.createdAt,
+    ],
   );
   return toTask(rows[0]!);
 }
@@ -75,24 +88,30 @@ export interface TaskFilter {
 }
 
 /** One page of the user's tasks, newest first, plus the number of tasks matching the filter. */
-export async function listTasks(q: Queryable, f: TaskFilter): Promise<{ tasks: TaskRecord[]; total: number; sources: string[] }> {
+export async function listTasks(
+  q: Queryable,
+  f: TaskFilter,
+): Promise<{ tasks: TaskRecord[]; total: number; sources: string[] }> {
   const where = `user_id = $1
      and ($2::boolean is null or is_file_backed = $2)
      and ($3::timestamptz is null or created_at > $3)
      and ($4::timestamptz is null or created_at < $4)`;
   const params = [f.userId, f.isFileBacked ?? null, f.createdAfter ?? null, f.createdBefore ?? null];
   const [page, summary] = await Promise.all([
-    q.query<TaskRow>(`select * from tasks where ${where} order by created_at desc, id desc limit $5 offset $6`, [
-      ...params,
-      f.limit,
-      f.offset,
-    ]),
+    q.query<TaskRow>(
+      `select * from tasks where ${where} order by created_at desc, id desc limit $5 offset $6`,
+      [...params, f.limit, f.offset],
+    ),
     q.query<{ total: number; sources: string[] | null }>(
       `select count(*) as total, array_agg(distinct source) as sources from tasks where ${where}`,
       params,
     ),
   ]);
-  return { tasks: page.rows.map(toTask), total: summary.rows[0]?.total ?? 0, sources: summary.rows[0]?.sources ?? [] };
+  return {
+    tasks: page.rows.map(toTask),
+    total: summary.rows[0]?.total ?? 0,
+    sources: summary.rows[0]?.sources ?? [],
+  };
 }
 
 /** started_at = the first claim of any of the task's jobs. */

@@ -59,13 +59,21 @@ export const toUpload = (r: UploadRow): UploadRecord => ({
   updatedAt: r.updated_at,
 });
 
-export async function findUploadsOfTasks(q: Queryable, taskIds: string[]): Promise<Map<string, UploadRecord>> {
+export async function findUploadsOfTasks(
+  q: Queryable,
+  taskIds: string[],
+): Promise<Map<string, UploadRecord>> {
   if (taskIds.length === 0) return new Map();
-  const { rows } = await q.query<UploadRow>("select * from uploads where task_id = any($1::uuid[])", [taskIds]);
+  const { rows } = await q.query<UploadRow>("select * from uploads where task_id = any($1::uuid[])", [
+    taskIds,
+  ]);
   return new Map(rows.map((r) => [r.task_id, toUpload(r)]));
 }
 
-export async function insertUpload(q: Queryable, u: Omit<UploadRecord, "status" | "updatedAt">): Promise<UploadRecord> {
+export async function insertUpload(
+  q: Queryable,
+  u: Omit<UploadRecord, "status" | "updatedAt">,
+): Promise<UploadRecord> {
   const { rows } = await q.query<UploadRow>(
     `insert into uploads (id, user_id, task_id, filename, format, email_count, header, email_column, column_count, created_at, updated_at)
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) returning *`,
@@ -96,7 +104,12 @@ export async function insertUploadRows(
     `insert into upload_rows (upload_id, row_index, cells, email)
      select $1, r.row_index, r.cells::jsonb, r.email
        from unnest($2::integer[], $3::text[], $4::text[]) as r(row_index, cells, email)`,
-    [uploadId, rows.map((r) => r.rowIndex), rows.map((r) => JSON.stringify(r.cells)), rows.map((r) => r.email)],
+    [
+      uploadId,
+      rows.map((r) => r.rowIndex),
+      rows.map((r) => JSON.stringify(r.cells)),
+      rows.map((r) => r.email),
+    ],
   );
 }
 

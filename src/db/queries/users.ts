@@ -50,7 +50,12 @@ export async function lockUserBalance(q: Queryable, id: string): Promise<number 
 }
 
 /** Applies a signed delta; the `balance + delta >= 0` guard makes an overdraft impossible even if a caller forgot the lock. */
-export async function applyBalanceDelta(q: Queryable, id: string, delta: number, at: Date): Promise<number | null> {
+export async function applyBalanceDelta(
+  q: Queryable,
+  id: string,
+  delta: number,
+  at: Date,
+): Promise<number | null> {
   const { rows } = await q.query<{ balance: number }>(
     `update users set balance = balance + $2, updated_at = $3
       where id = $1 and balance + $2 >= 0

@@ -1,6 +1,7 @@
 import type { Queryable } from "../client.ts";
 
-export type VerificationStatus = "valid" | "invalid" | "catchall" | "invalid_syntax" | "disposable_domain" | "unknown";
+export type VerificationStatus =
+  "valid" | "invalid" | "catchall" | "invalid_syntax" | "disposable_domain" | "unknown";
 
 /** A stored verification (realtime answer or batch job result). */
 export interface VerificationRecord {
@@ -115,7 +116,11 @@ export async function insertVerification(q: Queryable, v: VerificationRecord): P
 }
 
 /** The newest definitive (non-unknown) result for an address validated after `since`, whoever asked. */
-export async function findCachedVerification(q: Queryable, email: string, since: Date): Promise<VerificationRecord | null> {
+export async function findCachedVerification(
+  q: Queryable,
+  email: string,
+  since: Date,
+): Promise<VerificationRecord | null> {
   const { rows } = await q.query<VerificationRow>(
     `select * from email_verifications
       where email = $1 and validated_at > $2 and status <> 'unknown'
@@ -126,7 +131,12 @@ export async function findCachedVerification(q: Queryable, email: string, since:
 }
 
 /** True when the user paid for a verification of this address after `since` (the free-repeat window). */
-export async function hasPaidVerificationSince(q: Queryable, userId: string, email: string, since: Date): Promise<boolean> {
+export async function hasPaidVerificationSince(
+  q: Queryable,
+  userId: string,
+  email: string,
+  since: Date,
+): Promise<boolean> {
   const { rows } = await q.query(
     `select 1 from email_verifications
       where user_id = $1 and email = $2 and created_at > $3 and credit_transaction_id is not null
@@ -176,8 +186,14 @@ export async function insertVerifications(q: Queryable, list: VerificationRecord
   );
 }
 
-export async function findVerificationsByIds(q: Queryable, ids: string[]): Promise<Map<string, VerificationRecord>> {
+export async function findVerificationsByIds(
+  q: Queryable,
+  ids: string[],
+): Promise<Map<string, VerificationRecord>> {
   if (ids.length === 0) return new Map();
-  const { rows } = await q.query<VerificationRow>("select * from email_verifications where id = any($1::uuid[])", [ids]);
+  const { rows } = await q.query<VerificationRow>(
+    "select * from email_verifications where id = any($1::uuid[])",
+    [ids],
+  );
   return new Map(rows.map((r) => [r.id, toVerificationRecord(r)]));
 }

@@ -13,6 +13,6 @@ export function installJsonParser(app: FastifyInstance): void {
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (req, body, done) => {
     if (typeof body === "string" && body.trim() === "") return done(null, undefined);
-    parseJson(req, typeof body === "string" ? body : body.toString("utf8"), done);
+    void parseJson(req, typeof body === "string" ? body : body.toString("utf8"), done);
   });
 }

@@ -5,7 +5,8 @@ import type { FastifyInstance, FastifySchema } from "fastify";
 // ajv-formats is CommonJS; under ESM interop its function may sit on `.default`.
 type AddFormats = (ajv: Ajv) => Ajv;
 const addFormats: AddFormats =
-  (addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats);
+  (addFormatsModule as unknown as { default?: AddFormats }).default ??
+  (addFormatsModule as unknown as AddFormats);
 
 function makeAjv(coerceTypes: Options["coerceTypes"]): Ajv {
   const ajv = new Ajv({
@@ -18,7 +19,10 @@ function makeAjv(coerceTypes: Options["coerceTypes"]): Ajv {
   });
   addFormats(ajv);
   ajv.addFormat("int64", { type: "number", validate: (n: number) => Number.isSafeInteger(n) });
-  ajv.addFormat("int32", { type: "number", validate: (n: number) => Number.isInteger(n) && Math.abs(n) <= 2 ** 31 });
+  ajv.addFormat("int32", {
+    type: "number",
+    validate: (n: number) => Number.isInteger(n) && Math.abs(n) <= 2 ** 31,
+  });
   return ajv;
 }
 

@@ -17,7 +17,11 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services; token:
 ) => {
   app.addHook("onRequest", async (req) => {
     const given = req.headers["x-admin-token"];
-    if (!LOOPBACK.has(req.socket.remoteAddress ?? "") || typeof given !== "string" || !safeEqual(given, token)) {
+    if (
+      !LOOPBACK.has(req.socket.remoteAddress ?? "") ||
+      typeof given !== "string" ||
+      !safeEqual(given, token)
+    ) {
       throw new AppError("UNAUTHORIZED", "Admin token required");
     }
   });
@@ -31,7 +35,14 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services; token:
           credits: Type.Integer({ minimum: 0 }),
           email: Type.Union([Type.String({ format: "email" }), Type.Null()]),
         }),
-        response: { 201: Type.Object({ user_id: Uuid, balance: Type.Integer(), api_key: Type.String(), api_key_id: Uuid }) },
+        response: {
+          201: Type.Object({
+            user_id: Uuid,
+            balance: Type.Integer(),
+            api_key: Type.String(),
+            api_key_id: Uuid,
+          }),
+        },
       },
     },
     async (req, reply) => {
@@ -50,7 +61,11 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services; token:
     {
       schema: {
         hide: true,
-        body: Type.Object({ user_id: Uuid, amount: Type.Integer({ minimum: 1 }), reason: Type.String({ minLength: 1 }) }),
+        body: Type.Object({
+          user_id: Uuid,
+          amount: Type.Integer({ minimum: 1 }),
+          reason: Type.String({ minLength: 1 }),
+        }),
         response: { 201: Type.Object({ transaction_id: Uuid, balance_after: Type.Integer() }) },
       },
     },

@@ -3,7 +3,12 @@ import type { ApiKeyListing } from "../../keys/service.ts";
 import type { Services } from "../../app/services.ts";
 import { validationError } from "../../lib/app-error.ts";
 import { principalOf } from "../plugins/auth.ts";
-import { CreateApiKeyBody, CreatedApiKeyReply, ListApiKeysQuery, ListApiKeysReply } from "../schemas/api-keys.ts";
+import {
+  CreateApiKeyBody,
+  CreatedApiKeyReply,
+  ListApiKeysQuery,
+  ListApiKeysReply,
+} from "../schemas/api-keys.ts";
 import { errorResponses, IdParams } from "../schemas/common.ts";
 import { Type } from "typebox";
 
@@ -32,7 +37,8 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
       const p = principalOf(req);
       const name = req.body.name.trim();
       // minLength counts spaces, so "   " passes the schema but would be stored as an empty name.
-      if (!name) throw validationError("Request validation failed", [{ field: "name", reason: "must not be blank" }]);
+      if (!name)
+        throw validationError("Request validation failed", [{ field: "name", reason: "must not be blank" }]);
       const { record, plaintext } = await services.apiKeys.create(p.userId, name, req.body.purpose);
       return reply.status(201).send({
         id: record.id,

@@ -5,7 +5,10 @@ import { principalOf } from "../plugins/auth.ts";
 import { SessionReply } from "../schemas/auth.ts";
 import { errorResponses } from "../schemas/common.ts";
 
-export const authSessionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+export const authSessionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (
+  app,
+  { services },
+) => {
   app.post(
     "/api/v1/auth/session",
     {
@@ -18,10 +21,17 @@ export const authSessionRoutes: FastifyPluginAsyncTypebox<{ services: Services }
     async (req) => {
       const p = principalOf(req);
       // A JWT must not mint its successor, or a leaked session token would never expire.
-      if (p.source !== "api_key") throw new AppError("UNAUTHORIZED", "An API key is required to open a session");
+      if (p.source !== "api_key")
+        throw new AppError("UNAUTHORIZED", "An API key is required to open a session");
       const session = await services.jwt.issue(p.userId, services.clock.now());
-      if (!session) throw new AppError("INTERNAL_ERROR", "Sessions are not configured on this server (JWT_SECRET)");
-      return { token: session.token, token_type: "Bearer" as const, expires_at: session.expiresAt.toISOString(), user_id: p.userId };
+      if (!session)
+        throw new AppError("INTERNAL_ERROR", "Sessions are not configured on this server (JWT_SECRET)");
+      return {
+        token: session.token,
+        token_type: "Bearer" as const,
+        expires_at: session.expiresAt.toISOString(),
+        user_id: p.userId,
+      };
     },
   );
 };

@@ -19,7 +19,12 @@ export const toTransactionReply = (t: CreditTransaction) => ({
 export const creditRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   app.get(
     "/api/v1/credits/balance",
-    { schema: { tags: ["credits"], response: { 200: BalanceReply, ...errorResponses(400, 401, 404, 429, 500) } } },
+    {
+      schema: {
+        tags: ["credits"],
+        response: { 200: BalanceReply, ...errorResponses(400, 401, 404, 429, 500) },
+      },
+    },
     async (req) => {
       const { userId, balance } = await services.credits.balance(principalOf(req).userId);
       return { user_id: userId, balance };

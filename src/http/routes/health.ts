@@ -16,7 +16,10 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
     {
       schema: {
         tags: ["ops"],
-        response: { 200: Type.Object({ status: Type.Literal("ready"), database: Type.String() }), ...errorResponses(503) },
+        response: {
+          200: Type.Object({ status: Type.Literal("ready"), database: Type.String() }),
+          ...errorResponses(503),
+        },
       },
     },
     async (req) => {

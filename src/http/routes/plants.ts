@@ -15,8 +15,12 @@ class PlantError extends Error {
 /** The spec's sample endpoint: bearer-authenticated, with its own flat error body. */
 export const plantRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   app.setErrorHandler(async (error: FastifyError | PlantError, req, reply) => {
-    if (error instanceof PlantError) return reply.status(error.status).send({ error: error.status, message: error.message });
-    if (error.validation || (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500)) {
+    if (error instanceof PlantError)
+      return reply.status(error.status).send({ error: error.status, message: error.message });
+    if (
+      error.validation ||
+      (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500)
+    ) {
       const message = error.validation ? `Invalid plant: ${error.message}` : error.message;
       return reply.status(400).send({ error: 400, message });
     }
@@ -26,7 +30,8 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
 
   app.addHook("onRequest", async (req) => {
     const header = req.headers.authorization;
-    if (!header || !/^Bearer\s+\S+$/i.test(header)) throw new PlantError(401, "Bearer authentication required");
+    if (!header || !/^Bearer\s+\S+$/i.test(header))
+      throw new PlantError(401, "Bearer authentication required");
     const outcome = await services.authenticator.authenticate({ authorization: header });
     if (!outcome.ok) throw new PlantError(401, "Invalid bearer credentials");
   });

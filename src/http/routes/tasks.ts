@@ -69,8 +69,14 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
     async (req, reply) => {
       const webhookUrl = checkWebhookUrl(req.body.webhook_url, config.webhooks.allowPrivate);
       const idempotencyKey = idempotencyKeyOf(req.headers["idempotency-key"]);
-      const { task } = await tasks.create(principalOf(req), { emails: req.body.emails, webhookUrl, idempotencyKey });
-      return reply.status(201).send({ ...toTaskCore(task), email_count: task.emailCount, domain_count: task.domainCount });
+      const { task } = await tasks.create(principalOf(req), {
+        emails: req.body.emails,
+        webhookUrl,
+        idempotencyKey,
+      });
+      return reply
+        .status(201)
+        .send({ ...toTaskCore(task), email_count: task.emailCount, domain_count: task.domainCount });
     },
   );
 
@@ -132,13 +138,19 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
       const parsed = parseDateRange(req.query, { required: false });
       if (!parsed.ok) throw validationError("Invalid date range", parsed.errors);
       const now = services.clock.now();
-      const range = parsed.range ?? { from: new Date(now.getTime() - SERIES_DEFAULT_DAYS * 86_400_000), to: now };
+      const range = parsed.range ?? {
+        from: new Date(now.getTime() - SERIES_DEFAULT_DAYS * 86_400_000),
+        to: now,
+      };
       const { task, points } = await tasks.series(principalOf(req), req.params.id, range);
       const byDay = new Map(points.map((p) => [p.date, p.metrics]));
       return {
         task_id: task.id,
         source: task.source,
-        series: utcDaysOf(range).map((date) => ({ date, ...toMetricsReply(byDay.get(date) ?? emptyMetrics()) })),
+        series: utcDaysOf(range).map((date) => ({
+          date,
+          ...toMetricsReply(byDay.get(date) ?? emptyMetrics()),
+        })),
       };
     },
   );

@@ -1,4 +1,4 @@
-import multipart, { type MultipartFile } from "@fastify/multipart";
+import multipart from "@fastify/multipart";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { Type } from "typebox";
@@ -55,8 +55,10 @@ async function readForm(req: FastifyRequest, maxBytes: number): Promise<UploadFo
     for await (const part of req.parts()) {
       if (part.type === "file") {
         if (part.fieldname !== "file" || form.file) {
-          await (part as MultipartFile).toBuffer().catch(() => undefined);
-          throw validationError("Send one file in the field named file", [{ field: part.fieldname, reason: "unexpected file field" }]);
+          await part.toBuffer().catch(() => undefined);
+          throw validationError("Send one file in the field named file", [
+            { field: part.fieldname, reason: "unexpected file field" },
+          ]);
         }
         form.file = { filename: part.filename, data: await part.toBuffer() };
       } else {
@@ -103,7 +105,10 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         ]);
       }
       if (!form.file) throw validationError("No file uploaded", [{ field: "file", reason: "is required" }]);
-      const webhookUrl = checkWebhookUrl(form.fields.get("webhook_url"), services.config.webhooks.allowPrivate);
+      const webhookUrl = checkWebhookUrl(
+        form.fields.get("webhook_url"),
+        services.config.webhooks.allowPrivate,
+      );
       const column = form.fields.get("email_column") ?? form.fields.get("column");
       const { upload, task } = await services.uploads.upload(principal, {
         filename: form.file.filename,

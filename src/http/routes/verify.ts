@@ -14,16 +14,25 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         description:
           "Realtime verification of one address. 1 credit unless the result is unknown or the same address was paid for in the last 24 h.",
         body: VerifyBody,
-        response: { 200: VerificationReply, 408: TimeoutReply, ...errorResponses(400, 401, 402, 404, 429, 500) },
+        response: {
+          200: VerificationReply,
+          408: TimeoutReply,
+          ...errorResponses(400, 401, 402, 404, 429, 500),
+        },
       },
     },
     async (req) => {
       const outcome = await services.verifications.verifyRealtime(principalOf(req), req.body.email);
       const reply = toVerificationReply(outcome.record);
       if (outcome.kind === "timed_out") {
-        throw new AppError("VERIFICATION_TIMEOUT", "Verification did not finish within the deadline", undefined, {
-          extra: { result: reply },
-        });
+        throw new AppError(
+          "VERIFICATION_TIMEOUT",
+          "Verification did not finish within the deadline",
+          undefined,
+          {
+            extra: { result: reply },
+          },
+        );
       }
       return reply;
     },

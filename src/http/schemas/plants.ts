@@ -9,4 +9,7 @@ export const NewPlantBody = Type.Object({
 export const PlantReply = Type.Object({ name: Type.String(), tag: Type.Optional(Type.String()) });
 
 /** The sample endpoint's flat error body. */
-export const PlantErrorReply = Type.Object({ error: Type.Integer({ format: "int32" }), message: Type.String() });
+export const PlantErrorReply = Type.Object({
+  error: Type.Integer({ format: "int32" }),
+  message: Type.String(),
+});

@@ -7,8 +7,12 @@ import { DateTime, MAX_OFFSET, Uuid } from "./common.ts";
 import { toVerificationReply, VerificationReply } from "./verification.ts";
 
 export const CreateTaskBody = Type.Object({
-  emails: Type.Array(Type.String(), { description: "1 to 10,000 addresses; duplicates are verified and billed once" }),
-  webhook_url: Type.Optional(Type.String({ description: "Absolute http(s) URL called when the task completes" })),
+  emails: Type.Array(Type.String(), {
+    description: "1 to 10,000 addresses; duplicates are verified and billed once",
+  }),
+  webhook_url: Type.Optional(
+    Type.String({ description: "Absolute http(s) URL called when the task completes" }),
+  ),
 });
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);

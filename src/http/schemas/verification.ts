@@ -7,31 +7,29 @@ export const VerifyBody = Type.Object({
 });
 
 /** The spec's "Email verification result". */
-export const VerificationReply = Type.Object(
-  {
-    id: Uuid,
-    email: Type.String(),
-    status: Type.Union([
-      Type.Literal("valid"),
-      Type.Literal("invalid"),
-      Type.Literal("catchall"),
-      Type.Literal("invalid_syntax"),
-      Type.Literal("disposable_domain"),
-      Type.Literal("unknown"),
-    ]),
-    is_role_based: Type.Boolean(),
-    is_disposable: Type.Boolean(),
-    has_mx_records: Type.Boolean(),
-    has_reverse_dns: Type.Boolean(),
-    domain_name: Type.String(),
-    host_name: Type.String(),
-    server_type: Type.String(),
-    is_catchall: Type.Boolean(),
-    validated_at: DateTime,
-    unknown_reason: Type.Union([Type.String(), Type.Null()]),
-    needs_physical_verify: Type.Boolean(),
-  },
-);
+export const VerificationReply = Type.Object({
+  id: Uuid,
+  email: Type.String(),
+  status: Type.Union([
+    Type.Literal("valid"),
+    Type.Literal("invalid"),
+    Type.Literal("catchall"),
+    Type.Literal("invalid_syntax"),
+    Type.Literal("disposable_domain"),
+    Type.Literal("unknown"),
+  ]),
+  is_role_based: Type.Boolean(),
+  is_disposable: Type.Boolean(),
+  has_mx_records: Type.Boolean(),
+  has_reverse_dns: Type.Boolean(),
+  domain_name: Type.String(),
+  host_name: Type.String(),
+  server_type: Type.String(),
+  is_catchall: Type.Boolean(),
+  validated_at: DateTime,
+  unknown_reason: Type.Union([Type.String(), Type.Null()]),
+  needs_physical_verify: Type.Boolean(),
+});
 
 export const toVerificationReply = (r: VerificationRecord) => ({
   id: r.id,

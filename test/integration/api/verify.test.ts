@@ -56,7 +56,11 @@ async function balanceOf(user: TestUser): Promise<number> {
 }
 
 async function deductions(user: TestUser) {
-  const { rows } = await ctx.db.query<{ amount: number; metadata: Record<string, unknown>; idempotency_key: string }>(
+  const { rows } = await ctx.db.query<{
+    amount: number;
+    metadata: Record<string, unknown>;
+    idempotency_key: string;
+  }>(
     "select amount, metadata, idempotency_key from credit_transactions where user_id = $1 and type = 'deduction'",
     [user.userId],
   );
@@ -69,7 +73,11 @@ describe("request rules", () => {
     ["a number", 123, "must be string"],
     ["empty", "", "must not be empty"],
     ["blank", "   ", "must not be empty"],
-    ["over 320 characters", `${"a".repeat(64)}@${"b".repeat(252)}.test`, "must NOT have more than 320 characters"],
+    [
+      "over 320 characters",
+      `${"a".repeat(64)}@${"b".repeat(252)}.test`,
+      "must NOT have more than 320 characters",
+    ],
     ["without @", "alice.acme.test", "must contain an @ with text on both sides"],
     ["nothing before @", "@acme.test", "must contain an @ with text on both sides"],
     ["nothing after @", "alice@", "must contain an @ with text on both sides"],
@@ -104,7 +112,11 @@ describe("request rules", () => {
   });
 
   test("no credentials → 401", async () => {
-    const res = await ctx.app.inject({ method: "POST", url: "/api/v1/verify", payload: { email: "alice@acme.test" } });
+    const res = await ctx.app.inject({
+      method: "POST",
+      url: "/api/v1/verify",
+      payload: { email: "alice@acme.test" },
+    });
     assert.equal(res.statusCode, 401);
     assert.equal(res.json().error.code, "UNAUTHORIZED");
   });
@@ -137,13 +149,19 @@ describe("results", () => {
       },
     );
     assert.equal(r.validated_at, clock.now().toISOString());
-    const stored = await ctx.db.query<{ id: string }>("select id from email_verifications where id = $1", [r.id]);
+    const stored = await ctx.db.query<{ id: string }>("select id from email_verifications where id = $1", [
+      r.id,
+    ]);
     assert.equal(stored.rows.length, 1);
     assert.equal(await balanceOf(user), 2);
     const [charge] = await deductions(user);
     assert.equal(charge!.amount, -1);
     assert.deepEqual(
-      { source: charge!.metadata.source, api_key_id: charge!.metadata.api_key_id, purpose: charge!.metadata.api_key_purpose },
+      {
+        source: charge!.metadata.source,
+        api_key_id: charge!.metadata.api_key_id,
+        purpose: charge!.metadata.api_key_purpose,
+      },
       { source: "api_key", api_key_id: user.apiKeyId, purpose: "custom" },
     );
   });
@@ -160,7 +178,11 @@ describe("results", () => {
 
   test("a dashboard JWT attributes the charge to the frontend", async () => {
     const user = await ctx.createUser(2);
-    const session = await ctx.app.inject({ method: "POST", url: "/api/v1/auth/session", headers: ctx.bearer(user.apiKey) });
+    const session = await ctx.app.inject({
+      method: "POST",
+      url: "/api/v1/auth/session",
+      headers: ctx.bearer(user.apiKey),
+    });
     const res = await ctx.app.inject({
       method: "POST",
       url: "/api/v1/verify",
@@ -198,7 +220,11 @@ describe("credit rules", () => {
     assert.equal(repeat.statusCode, 200);
     assert.equal(repeat.json().status, "valid");
     assert.equal(await balanceOf(user), 4, "repeat within 24 h is free");
-    assert.equal(world.counters("mx1.acme.test").connections, connectionsBefore, "served from cache, no SMTP");
+    assert.equal(
+      world.counters("mx1.acme.test").connections,
+      connectionsBefore,
+      "served from cache, no SMTP",
+    );
 
     clock.advance(2 * 3600_000);
     assert.equal((await verify(user, "carol@acme.test")).statusCode, 200);

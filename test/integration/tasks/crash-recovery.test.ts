@@ -58,13 +58,16 @@ function childEnv(port: number): NodeJS.ProcessEnv {
 
 /** Starts `mailprobe serve` and resolves once it listens. */
 async function startServer(port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["bin/mailprobe.js", "serve"], { env: childEnv(port), stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["bin/mailprobe.js", "serve"], {
+    env: childEnv(port),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   children.push(child);
   let output = "";
-  child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (output += d.toString()));
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start: ${output}`)), 60_000);
-    child.stdout!.on("data", (d: Buffer) => {
+    child.stdout.on("data", (d: Buffer) => {
       output += d.toString();
       if (output.includes("listening on")) {
         clearTimeout(timer);
@@ -77,11 +80,14 @@ async function startServer(port: number): Promise<ChildProcess> {
 }
 
 async function cli(port: number, args: string[]): Promise<string> {
-  const child = spawn(process.execPath, ["bin/mailprobe.js", ...args], { env: childEnv(port), stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["bin/mailprobe.js", ...args], {
+    env: childEnv(port),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   let err = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (err += d.toString()));
   const code = await new Promise<number | null>((r) => child.once("exit", r));
   assert.equal(code, 0, err);
   return out;
@@ -129,7 +135,10 @@ after(async () => {
 test("SIGKILL mid-task: another process finishes it, every job once, one reservation, one refund", async () => {
   const port = await freePort();
   const first = await startServer(port);
-  const user = JSON.parse(await cli(port, ["users", "create", "--credits", "1000", "--json"])) as { user_id: string; api_key: string };
+  const user = JSON.parse(await cli(port, ["users", "create", "--credits", "1000", "--json"])) as {
+    user_id: string;
+    api_key: string;
+  };
   const emails = Array.from({ length: DOMAINS }, (_, d) =>
     Array.from({ length: PER_DOMAIN }, (_, i) => `user${i}@crash${d}.test`),
   ).flat();
@@ -143,11 +152,15 @@ test("SIGKILL mid-task: another process finishes it, every job once, one reserva
   let completedBeforeKill = 0;
   for (let i = 0; i < 300 && completedBeforeKill < 60; i++) {
     await delay(50);
-    completedBeforeKill = (await api<TaskBody>(port, user.api_key, `/api/v1/tasks/${created.id}`)).metrics.job_status.completed!;
+    completedBeforeKill = (await api<TaskBody>(port, user.api_key, `/api/v1/tasks/${created.id}`)).metrics
+      .job_status.completed!;
   }
   first.kill("SIGKILL");
   await new Promise((r) => first.once("exit", r));
-  assert.ok(completedBeforeKill > 0 && completedBeforeKill < emails.length, `killed mid-task (${completedBeforeKill} done)`);
+  assert.ok(
+    completedBeforeKill > 0 && completedBeforeKill < emails.length,
+    `killed mid-task (${completedBeforeKill} done)`,
+  );
 
   await startServer(port);
   let task: TaskBody | null = null;
@@ -157,7 +170,12 @@ test("SIGKILL mid-task: another process finishes it, every job once, one reserva
     await delay(100);
   }
   assert.ok(task?.finished_at, "the second process finished the task");
-  assert.deepEqual(task.metrics.job_status, { pending: 0, processing: 0, completed: emails.length, failed: 0 });
+  assert.deepEqual(task.metrics.job_status, {
+    pending: 0,
+    processing: 0,
+    completed: emails.length,
+    failed: 0,
+  });
   assert.equal(task.metrics.verification_status.valid, emails.length / 2);
   assert.equal(task.metrics.verification_status.invalid, emails.length / 2);
 
@@ -168,7 +186,10 @@ test("SIGKILL mid-task: another process finishes it, every job once, one reserva
   );
   assert.deepEqual(
     transactions.map((t) => [t.reason, t.amount]).sort(),
-    [["initial_grant", 1000], ["task_reservation", -emails.length]].sort(),
+    [
+      ["initial_grant", 1000],
+      ["task_reservation", -emails.length],
+    ].sort(),
   );
   const balance = await api<{ balance: number }>(port, user.api_key, "/api/v1/credits/balance");
   assert.equal(balance.balance, 1000 - emails.length);
@@ -179,9 +200,10 @@ test("SIGKILL mid-task: another process finishes it, every job once, one reserva
   await Promise.all(running.map((c) => new Promise((r) => c.once("exit", r))));
   const db = pgUrl ? openPostgres(pgUrl, 2) : await openPglite(join(dataDir, "pgdata"));
   try {
-    const { rows } = await db.query<{ n: number }>("select count(*) as n from email_verifications where task_id = $1", [
-      created.id,
-    ]);
+    const { rows } = await db.query<{ n: number }>(
+      "select count(*) as n from email_verifications where task_id = $1",
+      [created.id],
+    );
     assert.equal(rows[0]!.n, emails.length);
   } finally {
     await db.close();

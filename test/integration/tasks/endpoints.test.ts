@@ -820,22 +820,19 @@ describe("GET /api/v1/tasks", () => {
     assert.deepEqual(empty, { tasks: [], count: 0, limit: 10, offset: 0 });
   });
 
-  test(
-    "an offset beyond any page is a 400, not a 500 (tasks and jobs lists)",
-    async () => {
-      clock.set(IDLE);
-      const user = await ctx.createUser(1);
-      const task = await newTask(user, ["alice@acme.test"]);
-      for (const url of [
-        "/api/v1/tasks?offset=100000000000000000000",
-        `/api/v1/tasks/${task.id}/jobs?offset=100000000000000000000`,
-      ]) {
-        const res = await get(user, url);
-        assertError(res, 400, "VALIDATION_ERROR");
-        assert.equal(res.json<{ error: { details: FieldError[] } }>().error.details[0]!.field, "offset");
-      }
-    },
-  );
+  test("an offset beyond any page is a 400, not a 500 (tasks and jobs lists)", async () => {
+    clock.set(IDLE);
+    const user = await ctx.createUser(1);
+    const task = await newTask(user, ["alice@acme.test"]);
+    for (const url of [
+      "/api/v1/tasks?offset=100000000000000000000",
+      `/api/v1/tasks/${task.id}/jobs?offset=100000000000000000000`,
+    ]) {
+      const res = await get(user, url);
+      assertError(res, 400, "VALIDATION_ERROR");
+      assert.equal(res.json<{ error: { details: FieldError[] } }>().error.details[0]!.field, "offset");
+    }
+  });
 
   test("401 without credentials", async () => {
     assertError(await ctx.app.inject({ method: "GET", url: "/api/v1/tasks" }), 401, "UNAUTHORIZED");
@@ -940,18 +937,15 @@ describe("GET /api/v1/tasks/{id}", () => {
     assert.equal(await balanceOf(user), 9);
   });
 
-  test(
-    "an upper-case spelling of the id names the same task, with the same metrics",
-    async () => {
-      clock.set(IDLE);
-      const user = await ctx.createUser(5);
-      const task = await newTask(user, ["alice@acme.test", "bob@acme.test"]);
-      const lower = await get(user, `/api/v1/tasks/${task.id}`);
-      const upper = await get(user, `/api/v1/tasks/${task.id.toUpperCase()}`);
-      assert.equal(upper.statusCode, 200, upper.body);
-      assert.deepEqual(upper.json(), lower.json());
-    },
-  );
+  test("an upper-case spelling of the id names the same task, with the same metrics", async () => {
+    clock.set(IDLE);
+    const user = await ctx.createUser(5);
+    const task = await newTask(user, ["alice@acme.test", "bob@acme.test"]);
+    const lower = await get(user, `/api/v1/tasks/${task.id}`);
+    const upper = await get(user, `/api/v1/tasks/${task.id.toUpperCase()}`);
+    assert.equal(upper.statusCode, 200, upper.body);
+    assert.deepEqual(upper.json(), lower.json());
+  });
 
   test("bad UUID → 400 naming id; unknown id → 404; another user's task → 404", async () => {
     clock.set(IDLE);
@@ -1117,19 +1111,16 @@ describe("refund of unknown results when a task finishes", () => {
     assert.equal(await balanceOf(user), 10 - 2);
   });
 
-  test(
-    "the refund carries the same API-key attribution as the reservation (api_key_purpose included)",
-    async () => {
-      clock.set(WORK);
-      const user = await ctx.createUser(5);
-      const task = await newTask(user, ["alice@acme.test", "bob@block.test"]);
-      await drain();
-      const [reservation] = await transactionsOf(user, "task_reservation");
-      const [refund] = await transactionsOf(user, "task_unknown_refund");
-      assert.equal(reservation!.metadata.api_key_purpose, "custom");
-      assert.deepEqual(refund!.metadata, { ...reservation!.metadata, task_id: task.id });
-    },
-  );
+  test("the refund carries the same API-key attribution as the reservation (api_key_purpose included)", async () => {
+    clock.set(WORK);
+    const user = await ctx.createUser(5);
+    const task = await newTask(user, ["alice@acme.test", "bob@block.test"]);
+    await drain();
+    const [reservation] = await transactionsOf(user, "task_reservation");
+    const [refund] = await transactionsOf(user, "task_unknown_refund");
+    assert.equal(reservation!.metadata.api_key_purpose, "custom");
+    assert.deepEqual(refund!.metadata, { ...reservation!.metadata, task_id: task.id });
+  });
 
   test("connection failures: retried, then unknown; the refund comes only when the task finishes", async () => {
     clock.set(WORK);

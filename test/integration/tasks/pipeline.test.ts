@@ -27,7 +27,12 @@ before(async () => {
     ...big.spec,
     domains: [
       ...big.spec.domains,
-      { name: "grey.test", hosts: [{ name: "mx.grey.test" }], mailboxes: ["gina", "gus"], greylistSeconds: 1 },
+      {
+        name: "grey.test",
+        hosts: [{ name: "mx.grey.test" }],
+        mailboxes: ["gina", "gus"],
+        greylistSeconds: 1,
+      },
       // Forty domains hosted on one provider's MX: the politeness limit is per host, not per domain.
       ...Array.from({ length: 40 }, (_, i) => ({
         name: `hosted${i}.test`,
@@ -55,15 +60,32 @@ async function createTask(user: TestUser, emails: string[], extra: Record<string
     payload: { emails, ...extra },
   });
   assert.equal(res.statusCode, 201, res.body);
-  return res.json() as { id: string; email_count: number; domain_count: number };
+  return res.json<{ id: string; email_count: number; domain_count: number }>();
 }
 
 async function getTask(user: TestUser, id: string) {
-  return (await ctx.app.inject({ method: "GET", url: `/api/v1/tasks/${id}`, headers: ctx.bearer(user.apiKey) })).json();
+  const res = await ctx.app.inject({
+    method: "GET",
+    url: `/api/v1/tasks/${id}`,
+    headers: ctx.bearer(user.apiKey),
+  });
+  return res.json<{
+    metrics: {
+      total_email_addresses: number;
+      job_status: Record<string, number>;
+      progress: number;
+      verification_status: Record<string, number>;
+    };
+  }>();
 }
 
 async function ledgerOf(user: TestUser) {
-  const { rows } = await ctx.db.query<{ type: string; amount: number; reason: string; metadata: Record<string, unknown> }>(
+  const { rows } = await ctx.db.query<{
+    type: string;
+    amount: number;
+    reason: string;
+    metadata: Record<string, unknown>;
+  }>(
     "select type, amount, reason, metadata from credit_transactions where user_id = $1 order by created_at, id",
     [user.userId],
   );
@@ -103,8 +125,14 @@ test("10,000 addresses over 300 domains: every result matches the world, refund 
   const ledger = await ledgerOf(user);
   const reservation = ledger.filter((t) => t.reason === "task_reservation");
   const refunds = ledger.filter((t) => t.reason === "task_unknown_refund");
-  assert.deepEqual(reservation.map((t) => t.amount), [-10_000]);
-  assert.deepEqual(refunds.map((t) => t.amount), expected.unknown > 0 ? [expected.unknown] : []);
+  assert.deepEqual(
+    reservation.map((t) => t.amount),
+    [-10_000],
+  );
+  assert.deepEqual(
+    refunds.map((t) => t.amount),
+    expected.unknown > 0 ? [expected.unknown] : [],
+  );
   assert.equal((await ctx.services.credits.balance(user.userId)).balance, expected.unknown);
 });
 
@@ -127,17 +155,33 @@ test("greylisted addresses are retried later and end valid", async () => {
     await slowRetry.close();
   }
   const jobs = (
-    await ctx.app.inject({ method: "GET", url: `/api/v1/tasks/${created.id}/jobs`, headers: ctx.bearer(user.apiKey) })
+    await ctx.app.inject({
+      method: "GET",
+      url: `/api/v1/tasks/${created.id}/jobs`,
+      headers: ctx.bearer(user.apiKey),
+    })
   ).json().jobs as Array<{ email_address: string; email: { status: string } }>;
   const byAddress = Object.fromEntries(jobs.map((j) => [j.email_address, j.email.status]));
-  assert.deepEqual(byAddress, { "gina@grey.test": "valid", "gus@grey.test": "valid", "nobody@grey.test": "invalid" });
-  const attempts = await ctx.db.query<{ attempts: number }>("select attempts from email_jobs where task_id = $1", [created.id]);
-  assert.ok(attempts.rows.every((r) => r.attempts === 2), "one greylisted attempt, one successful retry");
+  assert.deepEqual(byAddress, {
+    "gina@grey.test": "valid",
+    "gus@grey.test": "valid",
+    "nobody@grey.test": "invalid",
+  });
+  const attempts = await ctx.db.query<{ attempts: number }>(
+    "select attempts from email_jobs where task_id = $1",
+    [created.id],
+  );
+  assert.ok(
+    attempts.rows.every((r) => r.attempts === 2),
+    "one greylisted attempt, one successful retry",
+  );
 });
 
 test("two worker pools never exceed SMTP_MAX_CONNECTIONS_PER_HOST on a shared MX host", async () => {
   const user = await ctx.createUser(200);
-  const emails = Array.from({ length: 40 }, (_, i) => ["a", "b", "c"].map((l) => `${l}@hosted${i}.test`)).flat();
+  const emails = Array.from({ length: 40 }, (_, i) =>
+    ["a", "b", "c"].map((l) => `${l}@hosted${i}.test`),
+  ).flat();
   world.resetCounters();
   const hostCtx = await createTestContext({
     db: ctx.db,
@@ -155,7 +199,11 @@ test("two worker pools never exceed SMTP_MAX_CONNECTIONS_PER_HOST on a shared MX
     await hostCtx.close();
   }
   const counters = world.counters("mx.bighost.test");
-  assert.equal(counters.connections >= 20, true, `one session per domain group (got ${counters.connections})`);
+  assert.equal(
+    counters.connections >= 20,
+    true,
+    `one session per domain group (got ${counters.connections})`,
+  );
   assert.ok(counters.maxConcurrent <= 2, `max concurrent sessions ${counters.maxConcurrent} > 2`);
   assert.ok(counters.maxConcurrent >= 1);
   const task = await getTask(user, created.id);
@@ -195,7 +243,10 @@ test("a finished task with a webhook_url gets exactly one signed delivery", asyn
     "webhook-id": String(headers["webhook-id"]),
     "webhook-timestamp": String(headers["webhook-timestamp"]),
     "webhook-signature": String(headers["webhook-signature"]),
-  }) as { type: string; data: { task_id: string; metrics: { total_email_addresses: number; progress: number } } };
+  }) as {
+    type: string;
+    data: { task_id: string; metrics: { total_email_addresses: number; progress: number } };
+  };
   assert.equal(payload.type, "task.completed");
   assert.equal(payload.data.task_id, created.id);
   assert.equal(payload.data.metrics.total_email_addresses, 2);
