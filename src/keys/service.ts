@@ -53,6 +53,17 @@ export function createApiKeysService(
     return encryptionKey;
   };
 
+  // last_used_at has minute precision: remember recent touches so the hot auth path rarely writes.
+  const touchedAt = new Map<string, number>();
+  const touch = (id: string): void => {
+    const now = clock.now();
+    const last = touchedAt.get(id);
+    if (last !== undefined && now.getTime() - last < 60_000) return;
+    if (touchedAt.size > 10_000) touchedAt.clear();
+    touchedAt.set(id, now.getTime());
+    touchApiKey(db, id, now).catch(() => {});
+  };
+
   return {
     async create(userId, name, purpose, q = db) {
       const key = requireKey();
@@ -95,7 +106,7 @@ export function createApiKeysService(
       // The index lookup already matched the hash; the constant-time re-check keeps the decision
       // itself free of early-exit timing.
       if (!record || !safeEqual(record.keyHash, hash) || !record.isActive) return null;
-      touchApiKey(db, record.id, clock.now()).catch(() => {});
+      touch(record.id);
       return record;
     },
   };
