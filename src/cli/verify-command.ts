@@ -1,5 +1,6 @@
 import { engineOptionsFrom } from "../app/engine-options.ts";
 import type { Config } from "../config/index.ts";
+import { resultJson } from "../verifications/record-of-result.ts";
 import { createEngine, type VerificationResult } from "../verify/index.ts";
 
 const COLUMNS = [
@@ -36,21 +37,7 @@ export function formatTable(results: VerificationResult[]): string {
     .join("\n");
 }
 
-export const toJson = (r: VerificationResult) => ({
-  email: r.email,
-  status: r.status,
-  is_role_based: r.isRoleBased,
-  is_disposable: r.isDisposable,
-  has_mx_records: r.hasMxRecords,
-  has_reverse_dns: r.hasReverseDns,
-  domain_name: r.domainName,
-  host_name: r.hostName,
-  server_type: r.serverType,
-  is_catchall: r.isCatchall,
-  validated_at: r.validatedAt.toISOString(),
-  unknown_reason: r.unknownReason,
-  needs_physical_verify: r.needsPhysicalVerify,
-});
+export const toJson = resultJson;
 
 /**
  * `mailprobe verify ADDRESS…`: runs the engine locally, no server or database. Addresses of one

@@ -3,6 +3,7 @@ import { completeJobs, failJobs, jobsHeldBy, rescheduleJobs, type JobRecord } fr
 import { lockTask, type TaskRecord } from "../db/queries/tasks.ts";
 import { insertVerifications, type VerificationRecord } from "../db/queries/verifications.ts";
 import { newId } from "../lib/ids.ts";
+import { recordOfResult } from "../verifications/record-of-result.ts";
 import { finishTaskIfDone, type TaskFinishedHook } from "../tasks/finish-task.ts";
 import type { VerificationResult } from "../verify/index.ts";
 
@@ -13,22 +14,9 @@ export type JobOutcome =
   | { kind: "failed"; job: JobRecord; error: string };
 
 function toRecord(job: JobRecord, task: TaskRecord, r: VerificationResult, at: Date): VerificationRecord {
-  return {
+  return recordOfResult(r, {
     id: newId(),
     userId: job.userId ?? task.userId!,
-    email: r.email,
-    status: r.status,
-    isRoleBased: r.isRoleBased,
-    isDisposable: r.isDisposable,
-    hasMxRecords: r.hasMxRecords,
-    hasReverseDns: r.hasReverseDns,
-    domainName: r.domainName,
-    hostName: r.hostName,
-    serverType: r.serverType,
-    isCatchall: r.isCatchall,
-    unknownReason: r.unknownReason,
-    needsPhysicalVerify: r.needsPhysicalVerify,
-    validatedAt: r.validatedAt,
     origin: "batch",
     source: task.source,
     apiKeyId: task.apiKeyId,
@@ -36,7 +24,7 @@ function toRecord(job: JobRecord, task: TaskRecord, r: VerificationResult, at: D
     creditTransactionId: null,
     fromCache: false,
     createdAt: at,
-  };
+  });
 }
 
 /**

@@ -15,6 +15,7 @@ import { newId } from "../lib/ids.ts";
 import type { Engine, VerificationResult } from "../verify/index.ts";
 import { freeRepeatWindowStart, realtimeChargeKey } from "./charge-rules.ts";
 import { readRealtimeEmail } from "./realtime-input.ts";
+import { recordOfResult } from "./record-of-result.ts";
 
 export interface RealtimeVerificationOptions {
   /** Deadline of one verification (VERIFY_TIMEOUT_MS). */
@@ -129,30 +130,20 @@ export function createVerificationsService(
         }
       }
     }
-    return insertVerification(tx, {
-      id,
-      userId: principal.userId,
-      email: result.email,
-      status: result.status,
-      isRoleBased: result.isRoleBased,
-      isDisposable: result.isDisposable,
-      hasMxRecords: result.hasMxRecords,
-      hasReverseDns: result.hasReverseDns,
-      domainName: result.domainName,
-      hostName: result.hostName,
-      serverType: result.serverType,
-      isCatchall: result.isCatchall,
-      unknownReason: result.unknownReason,
-      needsPhysicalVerify: result.needsPhysicalVerify,
-      validatedAt: result.validatedAt,
-      origin: "realtime",
-      source: principal.source,
-      apiKeyId: principal.apiKeyId,
-      taskId: null,
-      creditTransactionId,
-      fromCache: cached !== null,
-      createdAt: now,
-    });
+    return insertVerification(
+      tx,
+      recordOfResult(result, {
+        id,
+        userId: principal.userId,
+        origin: "realtime",
+        source: principal.source,
+        apiKeyId: principal.apiKeyId,
+        taskId: null,
+        creditTransactionId,
+        fromCache: cached !== null,
+        createdAt: now,
+      }),
+    );
   }
 
   return {

@@ -11,10 +11,8 @@ export function installErrorHandlers(app: FastifyInstance): void {
   });
 
   app.setNotFoundHandler(async (req, reply) =>
-    reply
-      .status(404)
-      .send({
-        error: { code: "NOT_FOUND", message: `Route ${req.method} ${req.url.split("?")[0]} not found` },
-      }),
+    reply.status(404).send({
+      error: { code: "NOT_FOUND", message: `Route ${req.method} ${req.url.split("?")[0]} not found` },
+    }),
   );
 }

@@ -1,5 +1,6 @@
 import { Type } from "typebox";
 import type { VerificationRecord } from "../../db/queries/verifications.ts";
+import { resultJson } from "../../verifications/record-of-result.ts";
 import { DateTime, Uuid } from "./common.ts";
 
 export const VerifyBody = Type.Object({
@@ -31,22 +32,7 @@ export const VerificationReply = Type.Object({
   needs_physical_verify: Type.Boolean(),
 });
 
-export const toVerificationReply = (r: VerificationRecord) => ({
-  id: r.id,
-  email: r.email,
-  status: r.status,
-  is_role_based: r.isRoleBased,
-  is_disposable: r.isDisposable,
-  has_mx_records: r.hasMxRecords,
-  has_reverse_dns: r.hasReverseDns,
-  domain_name: r.domainName,
-  host_name: r.hostName,
-  server_type: r.serverType,
-  is_catchall: r.isCatchall,
-  validated_at: r.validatedAt.toISOString(),
-  unknown_reason: r.unknownReason,
-  needs_physical_verify: r.needsPhysicalVerify,
-});
+export const toVerificationReply = (r: VerificationRecord) => ({ ...resultJson(r), id: r.id });
 
 /** 408: the error body plus the partial result (DESIGN.md §5). */
 export const TimeoutReply = Type.Object({
