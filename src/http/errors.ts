@@ -119,7 +119,11 @@ export function mapError(error: unknown): MappedError {
         "must be valid JSON",
       );
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-      return clientError("Unsupported Content-Type", "content-type", "must be application/json");
+      return clientError(
+        "Unsupported Content-Type",
+        "content-type",
+        "must be application/json (multipart/form-data for file uploads)",
+      );
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
       return clientError(
         "Content-Length does not match the body",

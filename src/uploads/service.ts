@@ -14,6 +14,8 @@ export interface UploadInput {
   filename: string;
   data: Buffer;
   emailColumn: string | null;
+  /** The form field that named the column (`email_column` or its alias `column`), for error details. */
+  columnField?: string;
   webhookUrl: string | null;
 }
 

@@ -48,7 +48,13 @@ async function next<T>(it: AsyncIterator<T>, wire: Tripwire): Promise<IteratorRe
 function rowCells(row: ExcelJS.Row): string[] {
   const values = row.values as unknown[];
   const cells: string[] = [];
-  for (let c = 1; c < values.length; c += 1) cells.push(cellText(values[c]));
+  for (let c = 1; c < values.length; c += 1) {
+    const value = values[c];
+    // row.values copies a formula cell without a falsy cached result (`=B2-3` showing 0 would
+    // come out blank); the cell itself still holds it.
+    const isFormula = typeof value === "object" && value !== null && "formula" in value;
+    cells.push(cellText(isFormula ? { ...value, result: row.getCell(c).result } : value));
+  }
   let end = cells.length;
   while (end > 0 && cells[end - 1]!.trim() === "") end -= 1; // styled but empty trailing cells
   cells.length = end;

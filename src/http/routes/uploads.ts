@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { Services } from "../../app/services.ts";
-import { validationError } from "../../lib/app-error.ts";
+import { AppError, validationError } from "../../lib/app-error.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses, Uuid } from "../schemas/common.ts";
 import { checkWebhookUrl } from "./tasks.ts";
@@ -74,7 +74,16 @@ async function readForm(req: FastifyRequest, maxBytes: number): Promise<UploadFo
     }
     const known = MULTIPART_ERRORS[code];
     if (known) throw validationError("Invalid multipart upload", [{ field: known[0], reason: known[1] }]);
-    throw error;
+    if (error instanceof AppError) throw error;
+    // Nothing but parsing happens here: busboy's own errors ("Multipart: Boundary not found",
+    // "Unexpected end of multipart data") carry no code and mean a malformed request body.
+    const message = error instanceof Error ? error.message : String(error);
+    const noBoundary = /boundary/i.test(message);
+    throw validationError("Malformed multipart/form-data body", [
+      noBoundary
+        ? { field: "content-type", reason: "must name the multipart boundary" }
+        : { field: "body", reason: "is not a complete multipart/form-data body" },
+    ]);
   }
   return form;
 }
@@ -109,11 +118,13 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         form.fields.get("webhook_url"),
         services.config.webhooks.allowPrivate,
       );
-      const column = form.fields.get("email_column") ?? form.fields.get("column");
+      const columnField = form.fields.has("email_column") ? "email_column" : "column";
+      const column = form.fields.get(columnField);
       const { upload, task } = await services.uploads.upload(principal, {
         filename: form.file.filename,
         data: form.file.data,
         emailColumn: column === undefined || column.trim() === "" ? null : column.trim(),
+        columnField,
         webhookUrl,
       });
       return reply.status(202).send({

@@ -82,7 +82,7 @@ describe("content type", () => {
       const u = await ctx.createUser();
       const res = await postKey(u.apiKey, JSON.stringify({ name: "x", purpose: "custom" }), contentType);
       assertError(res, 400, "VALIDATION_ERROR", [
-        { field: "content-type", reason: "must be application/json" },
+        { field: "content-type", reason: "must be application/json (multipart/form-data for file uploads)" },
       ]);
     });
   }
