@@ -8,6 +8,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
+import { testDatabaseUrl } from "../../support/test-db.ts";
 import { createTestContext } from "../../support/test-app.ts";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;
@@ -217,26 +218,31 @@ describe(
   { skip: PG_URL ? false : "needs the PostgreSQL pass (npm run test:pg)" },
   () => {
     test("users create --json and credits grant open the database directly", async () => {
-      const env = cliEnv({
-        DATA_DIR: await tempDataDir(),
-        PORT: String(await freePort()),
-        DATABASE_URL: PG_URL!,
-        // Cluster mode generates no key: without one, creating the first API key must fail.
-        ENCRYPTION_KEY: "ab".repeat(32),
-      });
-      const created = await run(["users", "create", "--credits", "3", "--json"], env);
-      assert.equal(created.code, 0, created.stderr);
-      const user = JSON.parse(created.stdout.trim()) as { user_id: string; balance: number; api_key: string };
-      assert.match(user.user_id, UUID);
-      assert.equal(user.balance, 3);
-
-      const granted = await run(["credits", "grant", user.user_id, "4", "--reason", "pg"], env);
-      assert.equal(granted.code, 0, granted.stderr);
-      assert.match(granted.stdout, /\bbalance 7\b/);
-
-      // The printed key is a real credential on that database.
+      // The child works in this file's own schema, the one the test context reads.
       const ctx = await createTestContext();
       try {
+        const env = cliEnv({
+          DATA_DIR: await tempDataDir(),
+          PORT: String(await freePort()),
+          DATABASE_URL: testDatabaseUrl(ctx.db)!,
+          // Cluster mode generates no key: without one, creating the first API key must fail.
+          ENCRYPTION_KEY: "ab".repeat(32),
+        });
+        const created = await run(["users", "create", "--credits", "3", "--json"], env);
+        assert.equal(created.code, 0, created.stderr);
+        const user = JSON.parse(created.stdout.trim()) as {
+          user_id: string;
+          balance: number;
+          api_key: string;
+        };
+        assert.match(user.user_id, UUID);
+        assert.equal(user.balance, 3);
+
+        const granted = await run(["credits", "grant", user.user_id, "4", "--reason", "pg"], env);
+        assert.equal(granted.code, 0, granted.stderr);
+        assert.match(granted.stdout, /\bbalance 7\b/);
+
+        // The printed key is a real credential on that database.
         const res = await ctx.app.inject({
           method: "GET",
           url: "/api/v1/credits/balance",
