@@ -49,7 +49,6 @@ create table credit_transactions (
   -- A repeated key is a no-op: reservations, charges and refunds are written exactly once.
   unique (user_id, idempotency_key)
 );
-create index credit_transactions_user_time_idx on credit_transactions (user_id, created_at);
 create index credit_transactions_user_seq_idx on credit_transactions (user_id, seq desc);
 
 create table tasks (

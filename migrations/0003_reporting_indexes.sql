@@ -19,9 +19,8 @@
 --     completed) for a gain bounded by the distinct-address count, which dominates and needs the
 --     addresses themselves.
 
--- source=all: (user_id, created_at) range, amount for the sums. Its key is the key of 0001's
--- credit_transactions_user_time_idx; this one can answer everything that one can, plus the
--- sums without the heap.
+-- source=all: (user_id, created_at) range, amount for the sums without the heap. It also serves
+-- every other per-user time-range read of the ledger (0001 has no separate time index).
 create index credit_transactions_usage_idx
   on credit_transactions (user_id, created_at) include (amount);
 
