@@ -12,7 +12,11 @@ const RELEASE_SETTLE_MS = 50;
 /** The host had no free slot within the wait: the group goes back to the queue for a moment. */
 export class HostBusyError extends Error {
   override name = "HostBusyError";
-  constructor(readonly host: string) {
+  constructor(
+    readonly host: string,
+    /** True when this process itself already uses every slot (no database wait happened). */
+    readonly isLocal: boolean,
+  ) {
     super(`no free SMTP slot for ${host}`);
   }
 }
@@ -54,7 +58,7 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
   return {
     isSaturated: (host) => (local.get(host) ?? 0) >= o.slotsPerHost,
     async acquire(host, signal) {
-      if ((local.get(host) ?? 0) >= o.slotsPerHost) throw new HostBusyError(host);
+      if ((local.get(host) ?? 0) >= o.slotsPerHost) throw new HostBusyError(host, true);
       local.set(host, (local.get(host) ?? 0) + 1);
       try {
         return await acquireSlot(host, signal);
@@ -93,7 +97,7 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
             }, RELEASE_SETTLE_MS);
           };
         }
-        if (Date.now() + pause > deadline) throw new HostBusyError(host);
+        if (Date.now() + pause > deadline) throw new HostBusyError(host, false);
         await sleep(pause, signal);
       }
     }

@@ -56,7 +56,24 @@ function createDomainHosts(isSaturated: (host: string) => boolean) {
   const MAX_KNOWN = 10_000;
   const MAX_SKIPPED = 500;
   const hostOf = new Map<string, string>();
+  const freed = new Set<string>();
   return {
+    markFreed(host: string): void {
+      freed.add(host);
+    },
+    /** Known domains of hosts that just freed a slot (consumed: one preferred claim per freed slot). */
+    domainsOfFreedHosts(): string[] {
+      if (freed.size === 0) return [];
+      const hosts = new Set([...freed].filter((h) => !isSaturated(h)));
+      freed.clear();
+      if (hosts.size === 0) return [];
+      const domains: string[] = [];
+      for (const [domain, host] of hostOf) {
+        if (hosts.has(host)) domains.push(domain);
+        if (domains.length >= MAX_SKIPPED) break;
+      }
+      return domains;
+    },
     learn(domain: string, host: string): void {
       hostOf.delete(domain);
       hostOf.set(domain, host);
@@ -122,15 +139,26 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
       const now = clock.now();
       outcomes = jobs.map((job, i) => decide(job, results[i]!, now));
       const host = results.find((r) => r.hostName)?.hostName;
-      if (host) domainHosts.learn(domain, host);
+      if (host) {
+        domainHosts.learn(domain, host);
+        domainHosts.markFreed(host);
+      }
     } catch (error) {
       const now = clock.now();
       if (error instanceof HostBusyError) domainHosts.learn(domain, error.host);
       if (error instanceof HostBusyError || sessions.signal.aborted) {
+        // Refused locally: claims skip this host's domains while it is saturated, so the jobs can
+        // keep their place in the queue. Refused by the cluster: wait a moment before retrying.
+        const runAfter = (job: JobRecord): Date =>
+          error instanceof HostBusyError && !error.isLocal
+            ? new Date(now.getTime() + hostBusyDelayMs())
+            : error instanceof HostBusyError
+              ? job.runAfter
+              : now;
         outcomes = jobs.map((job) => ({
           kind: "retry" as const,
           job,
-          runAfter: new Date(now.getTime() + (error instanceof HostBusyError ? hostBusyDelayMs() : 0)),
+          runAfter: runAfter(job),
           error: null,
           refundAttempt: true,
         }));
@@ -156,13 +184,18 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
 
   async function claim(): Promise<JobRecord[]> {
     const now = clock.now();
-    const jobs = await claimDomainGroup(db, {
+    const base = {
       worker: workerId,
       now,
       leaseUntil: new Date(now.getTime() + config.leaseMs),
       max: CLAIM_GROUP_MAX,
       skipDomains: domainHosts.domainsToSkip(),
-    });
+    };
+    // A host whose session just ended has a free slot: give it to another of its domains first,
+    // so the busiest providers (the bottleneck of a list) never sit idle.
+    const preferred = domainHosts.domainsOfFreedHosts();
+    let jobs = preferred.length > 0 ? await claimDomainGroup(db, { ...base, onlyDomains: preferred }) : [];
+    if (jobs.length === 0) jobs = await claimDomainGroup(db, base);
     if (jobs.length > 0) await markTasksStarted(db, [...new Set(jobs.map((j) => j.taskId))], now);
     return jobs;
   }

@@ -85,12 +85,20 @@ export async function insertJobs(
  */
 export async function claimDomainGroup(
   q: Queryable,
-  c: { worker: string; now: Date; leaseUntil: Date; max: number; skipDomains?: string[] },
+  c: {
+    worker: string;
+    now: Date;
+    leaseUntil: Date;
+    max: number;
+    skipDomains?: string[];
+    onlyDomains?: string[];
+  },
 ): Promise<JobRecord[]> {
   const { rows } = await q.query<JobRow>(
     `with target as (
        select domain from email_jobs
         where status = 'pending' and run_after <= $2 and not (domain = any($5::text[]))
+          and ($6::text[] is null or domain = any($6::text[]))
         order by run_after
         limit 1
         for update skip locked
@@ -106,7 +114,7 @@ export async function claimDomainGroup(
        from picked
       where j.id = picked.id
      returning j.*`,
-    [c.worker, c.now, c.leaseUntil, c.max, c.skipDomains ?? []],
+    [c.worker, c.now, c.leaseUntil, c.max, c.skipDomains ?? [], c.onlyDomains ?? null],
   );
   return rows.map(toJob);
 }
