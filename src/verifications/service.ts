@@ -75,7 +75,12 @@ export function createVerificationsService(
     }
   }
 
+  /**
+   * A cached answer costs no SMTP, so it goes straight to the charging transaction (which refuses
+   * an unpaid charge itself); a fresh verification is only started for a caller who can pay.
+   */
   async function obtainResult(
+    principal: Principal,
     input: string,
     canonical: string,
     now: Date,
@@ -84,6 +89,7 @@ export function createVerificationsService(
       const cached = await findCachedVerification(db, canonical, new Date(now.getTime() - opts.cacheTtlMs));
       if (cached) return { result: asResult(cached), cached };
     }
+    await assertCanPay(principal.userId, canonical, now);
     const result = await engine.verifyOne(input, { signal: AbortSignal.timeout(opts.timeoutMs) });
     return { result, cached: null };
   }
@@ -150,8 +156,7 @@ export function createVerificationsService(
     async verifyRealtime(principal, rawEmail) {
       const input = readRealtimeEmail(rawEmail);
       const canonical = canonicalOf(input);
-      await assertCanPay(principal.userId, canonical, clock.now());
-      const { result, cached } = await obtainResult(input, canonical, clock.now());
+      const { result, cached } = await obtainResult(principal, input, canonical, clock.now());
       const stored = await db.transaction((tx) =>
         record(tx, principal, canonical, result, cached, clock.now()),
       );
