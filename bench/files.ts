@@ -11,9 +11,8 @@
 //    heap, so it over-states live data), "heap kept" is heapUsed after the step minus before,
 //    with the step's result (the ParsedList; nothing for exports) still referenced. maxRSS from process.resourceUsage() only ever
 //    grows over the process lifetime, so it is printed once at the end, not per step.
-import { PassThrough, Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
-import ExcelJS from "exceljs";
+import { collect, EXTRA, gc, makeXlsx, mb, sampleRows } from "./support/sample-list.ts";
 import {
   RESULT_COLUMNS,
   buildResultHeader,
@@ -25,56 +24,6 @@ import {
 
 const ROWS = 10_000;
 const RUNS = 5;
-const EXTRA = [
-  "first_name",
-  "last_name",
-  "company",
-  "title",
-  "phone",
-  "city",
-  "country",
-  "signup",
-  "score",
-  "notes",
-];
-
-const mb = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
-const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
-
-function sampleRows(): string[][] {
-  return Array.from({ length: ROWS }, (_, i) => [
-    `person.${String(i)}@example${String(i % 50)}.com`,
-    `First${String(i)}`,
-    `Last${String(i)}`,
-    `Company ${String(i % 700)}`,
-    i % 3 === 0 ? "Head of Sales" : "Engineer",
-    `+1 555 ${String(100_000 + i)}`,
-    ["Paris", "Zürich", "São Paulo", "Kraków"][i % 4]!,
-    ["FR", "CH", "BR", "PL"][i % 4]!,
-    `2024-0${String((i % 9) + 1)}-1${String(i % 10)}`,
-    String((i * 37) % 1000),
-    i % 10 === 0 ? 'Met at "Expo", follow up' : "",
-  ]);
-}
-
-async function collect(stream: Readable): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for await (const chunk of stream)
-    parts.push(typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer));
-  return Buffer.concat(parts);
-}
-
-async function makeXlsx(header: string[], rows: string[][]): Promise<Buffer> {
-  const out = new PassThrough();
-  const done = collect(out);
-  const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useSharedStrings: true });
-  const ws = wb.addWorksheet("Contacts");
-  ws.addRow(header).commit();
-  for (const r of rows) ws.addRow(r).commit();
-  ws.commit();
-  await wb.commit();
-  return done;
-}
 
 interface Measure {
   ms: number;
@@ -122,7 +71,7 @@ export async function benchFiles(): Promise<void> {
     `\nfiles: ${ROWS.toLocaleString("en-US")} rows × ${String(EXTRA.length + 1)} columns${(globalThis as { gc?: unknown }).gc ? "" : " (no --expose-gc: memory figures are noisier)"}`,
   );
   const header = ["email", ...EXTRA];
-  const rows = sampleRows();
+  const rows = sampleRows(ROWS);
   const csv = await collect(writeCsv({ header, rows, escapeFormulas: false }));
   const xlsx = await makeXlsx(header, rows);
   console.log(`  inputs: csv ${mb(csv.length)}, xlsx ${mb(xlsx.length)}`);

@@ -22,9 +22,8 @@
 //    email_verifications rows built from the jobs, one update linking them), not by workers: this
 //    bench is about files, not SMTP (bench/batch.ts measures verification).
 import { randomBytes } from "node:crypto";
-import { PassThrough, type Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
-import ExcelJS from "exceljs";
+import { collect, EXTRA, gc, makeXlsx, mb, sampleRows } from "./support/sample-list.ts";
 import type { Database } from "../src/db/client.ts";
 import { migrate } from "../src/db/migrate.ts";
 import { openPglite } from "../src/db/pglite.ts";
@@ -36,59 +35,9 @@ import { withSearchPath } from "../test/support/test-db.ts";
 const ROWS = 10_000;
 const RUNS = 3;
 const SAMPLE_MS = 2;
-const EXTRA = [
-  "first_name",
-  "last_name",
-  "company",
-  "title",
-  "phone",
-  "city",
-  "country",
-  "signup",
-  "score",
-  "notes",
-];
-
-const mb = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
-const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
-
-function sampleRows(n: number): string[][] {
-  return Array.from({ length: n }, (_, i) => [
-    `person.${String(i)}@example${String(i % 50)}.com`,
-    `First${String(i)}`,
-    `Last${String(i)}`,
-    `Company ${String(i % 700)}`,
-    i % 3 === 0 ? "Head of Sales" : "Engineer",
-    `+1 555 ${String(100_000 + i)}`,
-    ["Paris", "Zürich", "São Paulo", "Kraków"][i % 4]!,
-    ["FR", "CH", "BR", "PL"][i % 4]!,
-    `2024-0${String((i % 9) + 1)}-1${String(i % 10)}`,
-    String((i * 37) % 1000),
-    i % 10 === 0 ? 'Met at "Expo", follow up' : "",
-  ]);
-}
-
-async function collect(stream: Readable): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for await (const chunk of stream)
-    parts.push(typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer));
-  return Buffer.concat(parts);
-}
 
 async function makeCsv(header: string[], rows: string[][]): Promise<Buffer> {
   return collect(writeCsv({ header, rows, escapeFormulas: false, bom: false }));
-}
-
-async function makeXlsx(header: string[], rows: string[][]): Promise<Buffer> {
-  const out = new PassThrough();
-  const done = collect(out);
-  const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useSharedStrings: true });
-  const ws = wb.addWorksheet("Contacts");
-  ws.addRow(header).commit();
-  for (const r of rows) ws.addRow(r).commit();
-  ws.commit();
-  await wb.commit();
-  return done;
 }
 
 function multipart(filename: string, data: Buffer): { payload: Buffer; contentType: string } {

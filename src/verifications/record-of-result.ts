@@ -33,6 +33,23 @@ export const recordOfResult = (r: VerificationResult, ctx: RecordContext): Verif
   validatedAt: r.validatedAt,
 });
 
+/** A stored result served again (result cache) as the engine would have answered. */
+export const resultOfRecord = (r: VerificationRecord): VerificationResult => ({
+  email: r.email,
+  status: r.status,
+  isRoleBased: r.isRoleBased,
+  isDisposable: r.isDisposable,
+  hasMxRecords: r.hasMxRecords,
+  hasReverseDns: r.hasReverseDns,
+  domainName: r.domainName,
+  hostName: r.hostName,
+  serverType: r.serverType,
+  isCatchall: r.isCatchall,
+  validatedAt: r.validatedAt,
+  unknownReason: r.unknownReason as VerificationResult["unknownReason"],
+  needsPhysicalVerify: r.needsPhysicalVerify,
+});
+
 /** The spec's result fields (snake_case) of an engine result or a stored record; `id` when stored. */
 export const resultJson = (r: VerificationResult | VerificationRecord) => ({
   ...("id" in r ? { id: r.id } : {}),

@@ -15,7 +15,7 @@ import { newId } from "../lib/ids.ts";
 import type { Engine, VerificationResult } from "../verify/index.ts";
 import { freeRepeatWindowStart, realtimeChargeKey } from "./charge-rules.ts";
 import { readRealtimeEmail } from "./realtime-input.ts";
-import { recordOfResult } from "./record-of-result.ts";
+import { recordOfResult, resultOfRecord } from "./record-of-result.ts";
 
 export interface RealtimeVerificationOptions {
   /** Deadline of one verification (VERIFY_TIMEOUT_MS). */
@@ -32,23 +32,6 @@ export interface VerificationsService {
   /** Verifies one address for the caller and bills it per the spec's rules. */
   verifyRealtime(principal: Principal, rawEmail: string): Promise<RealtimeOutcome>;
 }
-
-/** A stored definitive result served again as the engine would have answered. */
-const asResult = (r: VerificationRecord): VerificationResult => ({
-  email: r.email,
-  status: r.status,
-  isRoleBased: r.isRoleBased,
-  isDisposable: r.isDisposable,
-  hasMxRecords: r.hasMxRecords,
-  hasReverseDns: r.hasReverseDns,
-  domainName: r.domainName,
-  hostName: r.hostName,
-  serverType: r.serverType,
-  isCatchall: r.isCatchall,
-  validatedAt: r.validatedAt,
-  unknownReason: r.unknownReason as VerificationResult["unknownReason"],
-  needsPhysicalVerify: r.needsPhysicalVerify,
-});
 
 const TIMEOUT_REASONS = new Set(["timeout_dns", "timeout_smtp"]);
 
@@ -87,7 +70,7 @@ export function createVerificationsService(
   ): Promise<{ result: VerificationResult; cached: VerificationRecord | null }> {
     if (opts.cacheTtlMs > 0 && engine.checkSyntax(input).ok) {
       const cached = await findCachedVerification(db, canonical, new Date(now.getTime() - opts.cacheTtlMs));
-      if (cached) return { result: asResult(cached), cached };
+      if (cached) return { result: resultOfRecord(cached), cached };
     }
     await assertCanPay(principal.userId, canonical, now);
     const result = await engine.verifyOne(input, { signal: AbortSignal.timeout(opts.timeoutMs) });

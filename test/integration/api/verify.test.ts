@@ -2,6 +2,7 @@
 // the request rules (400s), the result fields, and the spec's five credit rules.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { worldEnv } from "../../support/batch.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
 import { createTestContext, ManualClock, type TestContext, type TestUser } from "../../support/test-app.ts";
 
@@ -22,16 +23,8 @@ before(async () => {
       { name: "slow.test", hosts: [{ name: "mx.slow.test", bannerDelayMs: 3000 }], mailboxes: ["sam"] },
     ],
   });
-  const env = {
-    DNS_SERVERS: `${world.dns.host}:${world.dns.port}`,
-    SMTP_PORT: String(world.smtpPort),
-    DNS_TIMEOUT_MS: "500",
-    DNS_TRIES: "1",
-    SMTP_CONNECT_TIMEOUT_MS: "1000",
-    SMTP_GREETING_TIMEOUT_MS: "2000",
-    SMTP_COMMAND_TIMEOUT_MS: "2000",
-    SMTP_HELO_NAME: "probe.mailprobe.test",
-  };
+  const env = worldEnv(world);
+
   ctx = await createTestContext({ env, clock });
   slowCtx = await createTestContext({ env: { ...env, VERIFY_TIMEOUT_MS: "400" }, clock, db: ctx.db });
 });
