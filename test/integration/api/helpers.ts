@@ -1,37 +1,14 @@
 // Shared assertions for the HTTP tests: the spec's error envelope, and the authentication matrix
 // every protected route must pass (unkey's "security test generator").
-import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import type { TestContext, TestUser } from "../../support/test-app.ts";
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export interface FieldDetail {
-  field: string;
-  reason: string;
-}
+import { assertError, type FieldDetail } from "../../support/assert-error.ts";
 
-/**
- * Asserts the standard error body `{ error: { code, message, details? } }` with an exact status and
- * code. `details` (when given) must match exactly, in order; `null` asserts that there are none.
- */
-export function assertError(
-  res: LightMyRequestResponse,
-  status: number,
-  code: string,
-  details?: FieldDetail[] | null,
-): { code: string; message: string; details?: FieldDetail[] } {
-  assert.equal(res.statusCode, status, `expected ${status} ${code}, got ${res.statusCode}: ${res.body}`);
-  assert.match(String(res.headers["content-type"]), /^application\/json/);
-  const body = res.json<{ error: { code: string; message: string; details?: FieldDetail[] } }>();
-  assert.equal(body.error.code, code);
-  assert.equal(typeof body.error.message, "string");
-  assert.ok(body.error.message.length > 0, "error.message must not be empty");
-  if (details === null) assert.equal(body.error.details, undefined);
-  else if (details !== undefined) assert.deepEqual(body.error.details, details);
-  return body.error;
-}
+export { assertError, type FieldDetail };
 
 /** The fields named by an error's details, sorted (for checks that don't care about reasons' order). */
 export const detailFields = (res: LightMyRequestResponse): string[] =>

@@ -24,6 +24,7 @@ import { worldEnv } from "../../support/batch.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
 import { openTestDatabase } from "../../support/test-db.ts";
 import { createTestContext, ManualClock, type TestContext, type TestUser } from "../../support/test-app.ts";
+import { assertError, type FieldDetail } from "../../support/assert-error.ts";
 
 const IDLE = "2099-01-05T10:00:00.000Z";
 const WORK = "2025-06-02T09:00:00.000Z";
@@ -135,11 +136,6 @@ interface TaskList {
   offset: number;
 }
 
-interface FieldError {
-  field: string;
-  reason: string;
-}
-
 /** Creates a task and returns its 201 body (fails the test on any other status). */
 async function newTask(
   who: TestUser | string,
@@ -149,19 +145,6 @@ async function newTask(
   const res = await createTask(who, { emails, ...extra });
   assert.equal(res.statusCode, 201, res.body);
   return res.json<CreatedTask>();
-}
-
-function assertError(
-  res: { statusCode: number; body: string; json(): unknown },
-  status: number,
-  code: string,
-  details?: FieldError[],
-): void {
-  assert.equal(res.statusCode, status, res.body);
-  const body = res.json() as { error: { code: string; message: unknown; details?: FieldError[] } };
-  assert.equal(body.error.code, code);
-  assert.equal(typeof body.error.message, "string");
-  if (details) assert.deepEqual(body.error.details, details);
 }
 
 /** A dashboard session for the user: its tasks get source `frontend`. */
@@ -830,7 +813,7 @@ describe("GET /api/v1/tasks", () => {
     ]) {
       const res = await get(user, url);
       assertError(res, 400, "VALIDATION_ERROR");
-      assert.equal(res.json<{ error: { details: FieldError[] } }>().error.details[0]!.field, "offset");
+      assert.equal(res.json<{ error: { details: FieldDetail[] } }>().error.details[0]!.field, "offset");
     }
   });
 

@@ -15,6 +15,7 @@ import { waitForTaskFinished, worldEnv } from "../../support/batch.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
 import { createTestContext, type TestContext, type TestUser } from "../../support/test-app.ts";
 import { xlsxOf } from "../../unit/files/helpers.ts";
+import { assertError, type FieldDetail } from "../../support/assert-error.ts";
 
 const MISSING_ID = "00000000-0000-4000-8000-000000000000";
 const CSV_TYPE = "text/csv; charset=utf-8";
@@ -134,24 +135,6 @@ async function downloaded(
     `attachment; filename="${filename}"; filename*=UTF-8''${encodeURIComponent(filename)}`,
   );
   return res.rawPayload;
-}
-
-interface FieldError {
-  field: string;
-  reason: string;
-}
-
-function assertError(
-  res: { statusCode: number; body: string; json(): unknown },
-  status: number,
-  code: string,
-  details?: FieldError[],
-): void {
-  assert.equal(res.statusCode, status, res.body);
-  const body = res.json() as { error: { code: string; message: unknown; details?: FieldError[] } };
-  assert.equal(body.error.code, code);
-  assert.equal(typeof body.error.message, "string");
-  if (details) assert.deepEqual(body.error.details, details);
 }
 
 /** csv download → records (BOM and CRLF checked, then parsed by csv-parse, strictly rectangular). */
@@ -895,7 +878,7 @@ describe("download errors", () => {
     taskId = res.json<Uploaded>().task_id;
   });
 
-  const badRequests: Array<[string, (id: string) => string, FieldError[]]> = [
+  const badRequests: Array<[string, (id: string) => string, FieldDetail[]]> = [
     [
       "a path id that is not a UUID",
       () => "/api/v1/tasks/not-a-uuid/download",

@@ -15,6 +15,7 @@ import { waitForTaskFinished, worldEnv } from "../../support/batch.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
 import { createTestContext, type TestContext, type TestUser } from "../../support/test-app.ts";
 import { buildZip, streamedXlsxOf, workbookParts, xlsxOf, zerosDeflated } from "../../unit/files/helpers.ts";
+import { assertError, type FieldDetail } from "../../support/assert-error.ts";
 
 const UPLOAD_URL = "/api/v1/tasks/batch/upload";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -119,24 +120,6 @@ interface Accepted {
 async function accepted(res: Awaited<ReturnType<typeof upload>>): Promise<Accepted> {
   assert.equal(res.statusCode, 202, res.body);
   return res.json<Accepted>();
-}
-
-interface FieldError {
-  field: string;
-  reason: string;
-}
-
-function assertError(
-  res: { statusCode: number; body: string; json(): unknown },
-  status: number,
-  code: string,
-  details?: FieldError[],
-): void {
-  assert.equal(res.statusCode, status, res.body);
-  const body = res.json() as { error: { code: string; message: unknown; details?: FieldError[] } };
-  assert.equal(body.error.code, code);
-  assert.equal(typeof body.error.message, "string");
-  if (details) assert.deepEqual(body.error.details, details);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -648,7 +631,7 @@ describe("refusals: 400 VALIDATION_ERROR naming the field, 402, 401; nothing wri
   const goodXlsx = (): Promise<Buffer> => xlsxOf((wb) => wb.addWorksheet("S").addRow(["a@acme.test"]));
   const OLE = Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]);
 
-  const cases: Array<[string, () => Promise<Part[]>, FieldError[]]> = [
+  const cases: Array<[string, () => Promise<Part[]>, FieldDetail[]]> = [
     [
       "file missing (fields only)",
       async () => [{ name: "webhook_url", value: "https://hooks.example.com/x" }],
