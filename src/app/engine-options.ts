@@ -1,5 +1,5 @@
 import type { VerifyConfig } from "../config/index.ts";
-import type { EngineOptions } from "../verify/index.ts";
+import { defaultEngineOptions, type EngineOptions } from "../verify/index.ts";
 
 /** The engine never reads configuration itself; this is the one mapping from Config to it. */
 export function engineOptionsFrom(v: Readonly<VerifyConfig>): EngineOptions {
@@ -15,6 +15,11 @@ export function engineOptionsFrom(v: Readonly<VerifyConfig>): EngineOptions {
     smtpGreetingTimeoutMs: v.smtpGreetingTimeoutMs,
     smtpCommandTimeoutMs: v.smtpCommandTimeoutMs,
     smtpMaxRcpt: v.smtpMaxRcpt,
+    smtpErrorBudget: v.smtpErrorBudget,
+    smtpStartTls: v.smtpStartTls,
+    maxSessionsPerHost: v.maxSessionsPerHost,
+    hostEvidenceTtlMs: defaultEngineOptions.hostEvidenceTtlMs,
+    microBatchWindowMs: defaultEngineOptions.microBatchWindowMs,
     catchallCacheTtlMs: v.catchallCacheTtlMs,
     smtpProxy: v.smtpProxy,
   };

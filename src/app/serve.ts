@@ -24,6 +24,7 @@ export async function serve(config: Readonly<Config>, logger: Logger, opts: Serv
   opts.say(
     `mailprobe: starting on ${embedded ? `embedded PostgreSQL in ${config.dataDir}` : "PostgreSQL (DATABASE_URL)"}…`,
   );
+  for (const w of config.warnings) logger.warn({ variable: w.variable, warning: w.code }, w.message);
   const runtime = await openRuntime(config, logger);
   const adminToken = embedded ? newAdminToken() : null;
   const app = await buildApp(runtime.services, { adminToken });

@@ -13,6 +13,8 @@ import { createVerificationsService, type VerificationsService } from "../verifi
 import { createReportsService, type ReportsService } from "../reports/service.ts";
 import { createTasksService, type TasksService } from "../tasks/service.ts";
 import { createUploadsService, type UploadsService } from "../uploads/service.ts";
+import { createPgHostGate } from "../jobs/host-gate.ts";
+import { newWorkerId } from "../jobs/runner.ts";
 import { createEngine, type Engine, type EnginePorts } from "../verify/index.ts";
 import { engineOptionsFrom } from "./engine-options.ts";
 
@@ -63,7 +65,23 @@ export function buildServices(opts: ServiceOptions): Services {
     sessionTtlSeconds: config.sessionTtlSeconds,
     clock,
   });
-  const engine = createEngine(engineOptionsFrom(config.verify), { clock, ...opts.enginePorts });
+  // Realtime sessions take the same cluster-wide per-host slots as the batch workers, waiting
+  // (within the request's deadline) for one rather than opening a third connection.
+  const realtimeGate = createPgHostGate({
+    db,
+    clock,
+    holder: `realtime:${newWorkerId()}`,
+    slotsPerHost: config.worker.maxConnectionsPerHost,
+    // Realtime sessions end within their deadline, so their slots need no heartbeat.
+    leaseMs: Math.max(config.worker.leaseMs, config.verify.verifyTimeoutMs + 30_000),
+    maxWaitMs: config.verify.verifyTimeoutMs,
+    waitLocally: true,
+  });
+  const engine = createEngine(engineOptionsFrom(config.verify), {
+    clock,
+    hostGate: realtimeGate,
+    ...opts.enginePorts,
+  });
   const rateLimiter = createRateLimiter(
     { perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst },
     opts.rateLimitStore ?? { kind: "memory" },
@@ -84,6 +102,8 @@ export function buildServices(opts: ServiceOptions): Services {
     verifications: createVerificationsService(db, clock, engine, {
       timeoutMs: config.verify.verifyTimeoutMs,
       cacheTtlMs: config.verify.resultCacheTtlMs,
+      onEvidenceDecision: (r) =>
+        logger.info({ domain: r.domainName, email: r.email, evidence: r.evidence }, "decided by evidence"),
     }),
     tasks: createTasksService(db, clock, engine),
     uploads: createUploadsService(db, clock, engine),

@@ -10,6 +10,7 @@ export async function work(
   logger: Logger,
   say: (line: string) => void,
 ): Promise<void> {
+  for (const w of config.warnings) logger.warn({ variable: w.variable, warning: w.code }, w.message);
   const runtime = await openRuntime(config, logger);
   const role = createWorkerRole(runtime.services);
   role.start();

@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError } from "commander";
 import type { Logger } from "../observability/logger.ts";
 import { serve } from "../app/serve.ts";
 import { work } from "../app/work.ts";
-import { ConfigError, loadConfig } from "../config/index.ts";
+import { ConfigError, loadConfig, type Config } from "../config/index.ts";
 import { migrate } from "../db/migrate.ts";
 import { openDatabase } from "../db/open.ts";
 import { lockDataDir } from "../db/data-dir-lock.ts";
@@ -10,6 +10,7 @@ import { isUuid } from "../lib/ids.ts";
 import { createLogger } from "../observability/logger.ts";
 import { CliError, openDataAccess } from "./data-access.ts";
 import { formatTable, toJson, verifyAddresses } from "./verify-command.ts";
+import { doctorJson, formatDoctorReport, runDoctorCommand } from "./doctor-command.ts";
 
 const say = (line: string): void => void process.stdout.write(line + "\n");
 
@@ -17,6 +18,12 @@ const say = (line: string): void => void process.stdout.write(line + "\n");
 // warnings (e.g. "generated an encryption key") must go to stderr, not into that output.
 // Data commands print their results on stdout (machine-readable with --json); logs go to stderr.
 const dataCommandLogger = (): Logger => createLogger("warn", "stderr");
+
+// Commands that probe mail servers say on stderr what the server logs at start (e.g. a HELO name
+// receivers refuse), without disturbing --json on stdout.
+function warnAboutConfig(config: Readonly<Config>): void {
+  for (const w of config.warnings) process.stderr.write(`mailprobe: warning: ${w.message}\n`);
+}
 
 function positiveInt(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError("must be a non-negative integer");
@@ -126,8 +133,27 @@ function buildProgram(): Command {
     .argument("<address...>", "addresses to verify")
     .option("--json", "print JSON lines")
     .action(async (addresses: string[], opts: { json?: boolean }) => {
-      const results = await verifyAddresses(loadConfig(process.env), addresses);
+      const config = loadConfig(process.env);
+      warnAboutConfig(config);
+      const results = await verifyAddresses(config, addresses);
       say(opts.json ? results.map((r) => JSON.stringify(toJson(r))).join("\n") : formatTable(results));
+    });
+
+  program
+    .command("doctor")
+    .description(
+      "check this machine's set-up for probing: DNS, HELO name, outbound port 25, FCrDNS, MAIL FROM domain (no database needed)",
+    )
+    .option(
+      "--mx <host|domain>",
+      "an IP, a mail host, or a domain (its best MX) to probe; default: the MAIL FROM domain's MX",
+    )
+    .option("--json", "print one JSON document")
+    .action(async (opts: { mx?: string; json?: boolean }) => {
+      const config = loadConfig(process.env);
+      const report = await runDoctorCommand(config, { mx: opts.mx ?? null });
+      say(opts.json ? JSON.stringify(doctorJson(config, report)) : formatDoctorReport(config, report));
+      if (!report.ok) process.exitCode = 1;
     });
 
   return program;

@@ -1,8 +1,11 @@
-import { hostname } from "node:os";
+import { hostname as osHostname } from "node:os";
 import { resolve } from "node:path";
 import { boolVar, ConfigError, enumVar, intVar, keyVar, optionalVar, stringVar, urlVar } from "./env-vars.ts";
+import type { HeloNameSource } from "../lib/host-names.ts";
+import { resolveSmtpIdentity, type ConfigWarning } from "./smtp-identity.ts";
 
-export { ConfigError };
+export { ConfigError, type ConfigWarning };
+export type { ConfigWarningCode } from "./smtp-identity.ts";
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 
@@ -49,6 +52,11 @@ export interface Config {
   worker: WorkerConfig;
   /** Completion webhooks. */
   webhooks: WebhookConfig;
+  /**
+   * Set-up problems that don't stop the process but cost accuracy (a HELO name receivers refuse);
+   * logged at WARN when serve/worker start and listed by /readyz.
+   */
+  warnings: readonly ConfigWarning[];
 }
 
 export interface WorkerConfig {
@@ -58,6 +66,8 @@ export interface WorkerConfig {
   maxConnectionsPerHost: number;
   /** Delays before re-verifying a greylisted / temporarily failed address, one per retry. */
   retryDelaysMs: number[];
+  /** Delays before retrying an address whose host was unreachable or whose DNS failed. */
+  unreachableRetryDelaysMs: number[];
   /** How long a claimed job group stays ours without a heartbeat. */
   leaseMs: number;
   /** Idle wait between claims when no work is due. */
@@ -82,13 +92,23 @@ export interface VerifyConfig {
   dnsTries: number;
   dnsCacheTtlMs: number;
   smtpPort: number;
+  /** EHLO name: SMTP_HELO_NAME, else os.hostname() when fully qualified, else a derived FQDN. */
   smtpHeloName: string;
+  /** Where smtpHeloName came from; anything but "configured" comes with a warning. */
+  smtpHeloNameSource: HeloNameSource;
+  /** Envelope sender: SMTP_MAIL_FROM, else verify@<the HELO name, when it is an FQDN>. */
   smtpMailFrom: string;
   smtpConnectTimeoutMs: number;
   smtpGreetingTimeoutMs: number;
   smtpCommandTimeoutMs: number;
   /** Most RCPTs per SMTP transaction. */
   smtpMaxRcpt: number;
+  /** Most rejections one SMTP connection may collect before the rest continue on a new one. */
+  smtpErrorBudget: number;
+  /** Use STARTTLS when a mail server offers it. */
+  smtpStartTls: boolean;
+  /** SMTP_MAX_CONNECTIONS_PER_HOST, for engines without the cluster-wide gate (CLI). */
+  maxSessionsPerHost: number;
   catchallCacheTtlMs: number;
   /** socks5:// URL for SMTP egress, or null. */
   smtpProxy: string | null;
@@ -98,13 +118,26 @@ export interface VerifyConfig {
   resultCacheTtlMs: number;
 }
 
+/** What loadConfig may ask of the machine (tests pin it). */
+export interface ConfigHost {
+  hostname: () => string;
+}
+
 const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
-export function loadConfig(env: Record<string, string | undefined>): Readonly<Config> {
+export function loadConfig(
+  env: Record<string, string | undefined>,
+  host: ConfigHost = { hostname: osHostname },
+): Readonly<Config> {
   const jwtSecret = optionalVar(env, "JWT_SECRET");
   if (jwtSecret !== null && Buffer.byteLength(jwtSecret) < 32) {
     throw new ConfigError("JWT_SECRET must be at least 32 bytes long");
   }
+  const smtp = resolveSmtpIdentity({
+    heloName: optionalVar(env, "SMTP_HELO_NAME"),
+    mailFrom: optionalVar(env, "SMTP_MAIL_FROM"),
+    hostname: host.hostname(),
+  });
   return Object.freeze({
     port: intVar(env, "PORT", 8080, 0, 65535),
     host: stringVar(env, "HOST", "0.0.0.0"),
@@ -124,13 +157,14 @@ export function loadConfig(env: Record<string, string | undefined>): Readonly<Co
     trustProxy: boolVar(env, "TRUST_PROXY", false),
     logLevel: enumVar(env, "LOG_LEVEL", LOG_LEVELS, "info"),
     shutdownTimeoutMs: intVar(env, "SHUTDOWN_TIMEOUT_MS", 30_000, 0, 600_000),
-    verify: loadVerifyConfig(env),
+    verify: loadVerifyConfig(env, smtp),
     worker: loadWorkerConfig(env),
     webhooks: Object.freeze({
       allowPrivate: boolVar(env, "WEBHOOK_ALLOW_PRIVATE", false),
       timeoutMs: intVar(env, "WEBHOOK_TIMEOUT_MS", 10_000, 100, 120_000),
       retryWindowMs: intVar(env, "WEBHOOK_RETRY_HOURS", 24, 0, 24 * 30) * 3_600_000,
     }),
+    warnings: Object.freeze(smtp.warnings),
   });
 }
 
@@ -150,6 +184,9 @@ function loadWorkerConfig(env: Record<string, string | undefined>): Readonly<Wor
     maxConnectionsPerHost: intVar(env, "SMTP_MAX_CONNECTIONS_PER_HOST", 2, 1, 100),
     // Greylisting windows are typically 5-15 minutes; an immediate retry never helps.
     retryDelaysMs: secondsList(env, "VERIFY_RETRY_DELAYS", [300, 900, 1800]),
+    // Unreachable hosts and DNS failures: retry soon, give up within minutes (a dead domain must
+    // not hold a task open).
+    unreachableRetryDelaysMs: secondsList(env, "VERIFY_UNREACHABLE_RETRY_DELAYS", [30, 120]),
     leaseMs: intVar(env, "JOB_LEASE_SECONDS", 120, 5, 3600) * 1000,
     pollIntervalMs: intVar(env, "WORKER_POLL_INTERVAL_MS", 500, 10, 60_000),
     maxAttempts: intVar(env, "JOB_MAX_ATTEMPTS", 3, 1, 20),
@@ -171,8 +208,10 @@ function hostPortList(env: Record<string, string | undefined>, name: string): st
   });
 }
 
-function loadVerifyConfig(env: Record<string, string | undefined>): Readonly<VerifyConfig> {
-  const smtpHeloName = stringVar(env, "SMTP_HELO_NAME", hostname());
+function loadVerifyConfig(
+  env: Record<string, string | undefined>,
+  smtp: { heloName: string; heloNameSource: HeloNameSource; mailFrom: string },
+): Readonly<VerifyConfig> {
   const smtpProxy = urlVar(env, "SMTP_PROXY", ["socks5:", "socks5h:", "socks:"]);
   return Object.freeze({
     dnsServers: hostPortList(env, "DNS_SERVERS"),
@@ -180,12 +219,17 @@ function loadVerifyConfig(env: Record<string, string | undefined>): Readonly<Ver
     dnsTries: intVar(env, "DNS_TRIES", 2, 1, 10),
     dnsCacheTtlMs: intVar(env, "DNS_CACHE_TTL_MS", 300_000, 0, 86_400_000),
     smtpPort: intVar(env, "SMTP_PORT", 25, 1, 65535),
-    smtpHeloName,
-    smtpMailFrom: stringVar(env, "SMTP_MAIL_FROM", `verify@${smtpHeloName}`),
+    smtpHeloName: smtp.heloName,
+    smtpHeloNameSource: smtp.heloNameSource,
+    smtpMailFrom: smtp.mailFrom,
     smtpConnectTimeoutMs: intVar(env, "SMTP_CONNECT_TIMEOUT_MS", 10_000, 100, 300_000),
     smtpGreetingTimeoutMs: intVar(env, "SMTP_GREETING_TIMEOUT_MS", 15_000, 100, 600_000),
     smtpCommandTimeoutMs: intVar(env, "SMTP_COMMAND_TIMEOUT_MS", 15_000, 100, 600_000),
     smtpMaxRcpt: intVar(env, "SMTP_MAX_RCPT", 50, 1, 1000),
+    // Postfix slows a client after 10 errors (smtpd_soft_error_limit) and drops it at 20.
+    smtpErrorBudget: intVar(env, "SMTP_ERROR_BUDGET", 9, 1, 1000),
+    smtpStartTls: boolVar(env, "SMTP_STARTTLS", true),
+    maxSessionsPerHost: intVar(env, "SMTP_MAX_CONNECTIONS_PER_HOST", 2, 1, 100),
     catchallCacheTtlMs: intVar(env, "CATCHALL_CACHE_TTL_MS", 3_600_000, 0, 7 * 86_400_000),
     smtpProxy,
     verifyTimeoutMs: intVar(env, "VERIFY_TIMEOUT_MS", 30_000, 100, 600_000),

@@ -1,3 +1,6 @@
+// When to try again: pure functions over attempts, reasons and the server's hints.
+import type { UnknownReason } from "../verify/index.ts";
+
 /**
  * Delay before retrying work that failed for an internal reason (a bug, a database hiccup):
  * exponential from 5 s, capped at 30 min, with ±25 % jitter so a burst of failures spreads out.
@@ -8,12 +11,68 @@ export function internalRetryDelayMs(attempt: number, rand: () => number = Math.
 }
 
 /**
- * Delay before re-verifying an address whose answer was temporary (greylisting, 4xx, timeouts):
- * the configured schedule (VERIFY_RETRY_DELAYS, default 5 min, 15 min, 30 min), indexed by the
- * number of attempts made so far; null when the schedule is exhausted and the result stands.
+ * How an `unknown` answer is retried:
+ * - `deferred`: the server asked us to come back (greylisting, 4xx rate limits, other 4xx):
+ *   on its hint, or VERIFY_RETRY_DELAYS (greylisting windows are 5–15 minutes);
+ * - `unreachable`: nothing answered (refused, dropped, timed out, DNS failure): a short
+ *   schedule, VERIFY_UNREACHABLE_RETRY_DELAYS, so one dead domain can't hold a task open;
+ * - `interrupted`: our own deadline or shutdown cut it short: at once, the attempt not counted;
+ * - `final`: a standing situation (blocklisted, policy, unrecognised rejection) a retry won't change.
  */
-export function temporaryRetryDelayMs(attemptsMade: number, schedule: readonly number[]): number | null {
-  return attemptsMade >= 1 && attemptsMade <= schedule.length ? schedule[attemptsMade - 1]! : null;
+export type RetryClass = "deferred" | "unreachable" | "interrupted" | "final";
+
+const CLASS_OF: Readonly<Record<UnknownReason, RetryClass>> = {
+  greylisted: "deferred",
+  rate_limited: "deferred",
+  temporary_failure: "deferred",
+  smtp_timeout: "unreachable",
+  connection_failed: "unreachable",
+  connection_dropped: "unreachable",
+  dns_timeout: "unreachable",
+  dns_error: "unreachable",
+  proxy_error: "unreachable",
+  port25_blocked: "unreachable",
+  timeout_dns: "interrupted",
+  timeout_smtp: "interrupted",
+  cancelled: "interrupted",
+  ip_blocklisted: "final",
+  policy_rejection: "final",
+  smtp_protocol_error: "final",
+  unclassified_rejection: "final",
+  address_literal: "final",
+};
+
+export const retryClassOf = (reason: UnknownReason): RetryClass => CLASS_OF[reason];
+
+export interface RetrySchedules {
+  /** VERIFY_RETRY_DELAYS */
+  deferredMs: readonly number[];
+  /** VERIFY_UNREACHABLE_RETRY_DELAYS */
+  unreachableMs: readonly number[];
+}
+
+// A hinted retry lands just after the server's window: 5 % later, at least one second.
+const HINT_MARGIN_RATIO = 0.05;
+const HINT_MARGIN_MIN_MS = 1_000;
+
+/**
+ * Delay before retrying an address answered `unknown` for `reason` after `attemptsMade`
+ * attempts; null when it is final or its schedule is exhausted (the answer stands).
+ */
+export function retryDelayMs(
+  reason: UnknownReason,
+  attemptsMade: number,
+  schedules: RetrySchedules,
+  hintMs: number | null = null,
+): number | null {
+  const retryClass = retryClassOf(reason);
+  if (retryClass === "final" || retryClass === "interrupted") return null;
+  const schedule = retryClass === "deferred" ? schedules.deferredMs : schedules.unreachableMs;
+  if (attemptsMade < 1 || attemptsMade > schedule.length) return null;
+  if (retryClass === "deferred" && hintMs !== null && hintMs > 0) {
+    return hintMs + Math.max(HINT_MARGIN_MIN_MS, Math.round(hintMs * HINT_MARGIN_RATIO));
+  }
+  return schedule[attemptsMade - 1]!;
 }
 
 /** Short pause before trying a group again when its mail host has no free connection slot. */

@@ -2,7 +2,7 @@ import type { Database } from "../db/client.ts";
 import { extendHostSlots, releaseHostSlot, tryAcquireHostSlot } from "../db/queries/host-slots.ts";
 import type { Clock } from "../lib/clock.ts";
 import { sleep } from "../lib/sleep.ts";
-import type { HostGate } from "../verify/index.ts";
+import { KeyedSemaphore, type HostGate } from "../verify/index.ts";
 
 // The engine releases once our socket has closed, but the server counts the connection until it
 // has processed our FIN: a new session started in that instant would briefly make one connection
@@ -32,6 +32,12 @@ export interface PgHostGateOptions {
   leaseMs: number;
   /** How long an acquire may wait for a cluster slot before giving up with HostBusyError. */
   maxWaitMs: number;
+  /**
+   * true: when this process already uses every slot of a host, wait for one of its own sessions
+   * to end (realtime requests, which have a deadline and nothing else to do). false: refuse at
+   * once with a local HostBusyError (the worker pool, which has other domains to work on).
+   */
+  waitLocally?: boolean;
 }
 
 export interface PgHostGate extends HostGate {
@@ -49,21 +55,17 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
   // Sessions of this process holding or awaiting a slot, per host. More local contenders than
   // slots could only queue, each idling a session slot of the pool: refuse them at once instead,
   // so the pool works on other domains meanwhile.
-  const local = new Map<string, number>();
-  const leave = (host: string): void => {
-    const n = (local.get(host) ?? 1) - 1;
-    if (n <= 0) local.delete(host);
-    else local.set(host, n);
-  };
+  const local = new KeyedSemaphore(o.slotsPerHost);
   return {
-    isSaturated: (host) => (local.get(host) ?? 0) >= o.slotsPerHost,
+    isSaturated: (host) => local.holders(host) >= o.slotsPerHost,
     async acquire(host, signal) {
-      if ((local.get(host) ?? 0) >= o.slotsPerHost) throw new HostBusyError(host, true);
-      local.set(host, (local.get(host) ?? 0) + 1);
+      if (o.waitLocally !== true && local.holders(host) >= o.slotsPerHost)
+        throw new HostBusyError(host, true);
+      const leave = await local.acquire(host, signal);
       try {
-        return await acquireSlot(host, signal);
+        return await acquireSlot(host, leave, signal);
       } catch (error) {
-        leave(host);
+        leave();
         throw error;
       }
     },
@@ -72,7 +74,11 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
     },
   };
 
-  async function acquireSlot(host: string, signal: AbortSignal | undefined): Promise<() => void> {
+  async function acquireSlot(
+    host: string,
+    leave: () => void,
+    signal: AbortSignal | undefined,
+  ): Promise<() => void> {
     {
       const deadline = Date.now() + o.maxWaitMs;
       for (let pause = 25; ; pause = Math.min(pause * 2, 250)) {
@@ -90,10 +96,12 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
             if (released) return;
             released = true;
             setTimeout(() => {
-              leave(host);
-              releaseHostSlot(o.db, host, slot, o.holder).catch(() => {
-                // The slot's lease runs out by itself; nothing else to do.
-              });
+              // The cluster slot first: a local waiter goes straight to the database for it.
+              releaseHostSlot(o.db, host, slot, o.holder)
+                .catch(() => {
+                  // The slot's lease runs out by itself; nothing else to do.
+                })
+                .finally(leave);
             }, RELEASE_SETTLE_MS);
           };
         }

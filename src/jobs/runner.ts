@@ -9,23 +9,14 @@ import type { Clock } from "../lib/clock.ts";
 import { sleep } from "../lib/sleep.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { TaskFinishedHook } from "../tasks/finish-task.ts";
-import {
-  TEMPORARY_UNKNOWN_REASONS,
-  type Engine,
-  type UnknownReason,
-  type VerificationResult,
-} from "../verify/index.ts";
-import { hostBusyDelayMs, internalRetryDelayMs, temporaryRetryDelayMs } from "./backoff.ts";
+import { decidedByEvidence, type Engine, type VerificationResult } from "../verify/index.ts";
+import { hostBusyDelayMs, internalRetryDelayMs, retryClassOf, retryDelayMs } from "./backoff.ts";
 import { HostBusyError, type PgHostGate } from "./host-gate.ts";
 import { createDomainHosts } from "./domain-hosts.ts";
 import { recordGroup, type JobOutcome } from "./record-results.ts";
 
 /** Most jobs one claim takes: one SMTP session runs them in transactions of SMTP_MAX_RCPT. */
 export const CLAIM_GROUP_MAX = 200;
-
-const TEMPORARY = new Set<UnknownReason>(TEMPORARY_UNKNOWN_REASONS);
-// Our own deadline or shutdown cut the session short: the address was never really tried.
-const INTERRUPTED = new Set<UnknownReason>(["cancelled", "timeout_dns", "timeout_smtp"]);
 
 export interface WorkerPoolDeps {
   db: Database;
@@ -62,27 +53,27 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
   // Every running session and idle wait listens on these; that is expected, not a leak.
   setMaxListeners(10_000, stopping.signal, sessions.signal);
   const domainHosts = createDomainHosts((host) => deps.gate.isSaturated(host));
+  const schedules = { deferredMs: config.retryDelaysMs, unreachableMs: config.unreachableRetryDelaysMs };
   let loop: Promise<void> | null = null;
   let timers: NodeJS.Timeout[] = [];
 
   function decide(job: JobRecord, result: VerificationResult, now: Date): JobOutcome {
     const reason = result.status === "unknown" ? result.unknownReason : null;
-    // `cancelled` and the timeout_* reasons only arise when our own shutdown aborted the session.
-    if (reason && INTERRUPTED.has(reason)) {
+    if (reason === null) return { kind: "result", job, result };
+    // `cancelled` and the timeout_* reasons only arise when our own shutdown aborted the session:
+    // the address was never really tried.
+    if (retryClassOf(reason) === "interrupted") {
       return { kind: "retry", job, runAfter: now, error: reason, refundAttempt: true };
     }
-    if (reason && TEMPORARY.has(reason)) {
-      const delay = temporaryRetryDelayMs(job.attempts, config.retryDelaysMs);
-      if (delay !== null)
-        return {
-          kind: "retry",
-          job,
-          runAfter: new Date(now.getTime() + delay),
-          error: reason,
-          refundAttempt: false,
-        };
-    }
-    return { kind: "result", job, result };
+    const delay = retryDelayMs(reason, job.attempts, schedules, result.retryAfterMs ?? null);
+    if (delay === null) return { kind: "result", job, result };
+    return {
+      kind: "retry",
+      job,
+      runAfter: new Date(now.getTime() + delay),
+      error: reason,
+      refundAttempt: false,
+    };
   }
 
   async function process(jobs: JobRecord[]): Promise<void> {
@@ -96,6 +87,11 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
       );
       const now = clock.now();
       outcomes = jobs.map((job, i) => decide(job, results[i]!, now));
+      for (const r of results) {
+        // The wording alone would have said unknown: keep a trace of what decided instead.
+        if (decidedByEvidence(r.evidence))
+          log.info({ domain, email: r.email, evidence: r.evidence }, "decided by evidence");
+      }
       const host = results.find((r) => r.hostName)?.hostName;
       if (host) {
         domainHosts.learn(domain, host);

@@ -17,5 +17,7 @@ export function toMetricsReply(m: TaskMetrics) {
     verification_status: m.verificationStatus,
     last_verification_requested_at: iso(m.lastVerificationRequestedAt),
     last_verification_completed_at: iso(m.lastVerificationCompletedAt),
+    // Not in the spec's object (additive): addresses waiting for a retry and when the next is due.
+    retries: { pending: m.retries.pending, next_attempt_at: iso(m.retries.nextAttemptAt) },
   };
 }

@@ -1,7 +1,12 @@
 import type { Principal } from "../auth/principal.ts";
 import type { Database } from "../db/client.ts";
 import { listJobsOfTask, type JobRecord } from "../db/queries/jobs.ts";
-import { dailyMetricsOfTask, metricsOfTasks, type TaskMetrics } from "../db/queries/task-metrics.ts";
+import {
+  dailyMetricsOfTask,
+  metricsOfTasks,
+  toTaskMetrics,
+  type TaskMetrics,
+} from "../db/queries/task-metrics.ts";
 import { findTask, listTasks, type TaskRecord } from "../db/queries/tasks.ts";
 import { findUploadsOfTasks, type UploadRecord } from "../db/queries/uploads.ts";
 import { findVerificationsByIds, type VerificationRecord } from "../db/queries/verifications.ts";
@@ -124,19 +129,4 @@ export function createTasksService(
   };
 }
 
-export const emptyMetrics = (): TaskMetrics => ({
-  totalEmailAddresses: 0,
-  jobStatus: { pending: 0, processing: 0, completed: 0, failed: 0 },
-  verificationStatus: {
-    valid: 0,
-    invalid: 0,
-    catchall: 0,
-    invalid_syntax: 0,
-    disposable_domain: 0,
-    unknown: 0,
-    role_based: 0,
-    disposable_domain_emails: 0,
-  },
-  lastVerificationRequestedAt: null,
-  lastVerificationCompletedAt: null,
-});
+export const emptyMetrics = (): TaskMetrics => toTaskMetrics(undefined);

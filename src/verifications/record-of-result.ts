@@ -30,6 +30,7 @@ export const recordOfResult = (r: VerificationResult, ctx: RecordContext): Verif
   isCatchall: r.isCatchall,
   unknownReason: r.unknownReason,
   needsPhysicalVerify: r.needsPhysicalVerify,
+  evidence: r.evidence,
   validatedAt: r.validatedAt,
 });
 
@@ -48,6 +49,7 @@ export const resultOfRecord = (r: VerificationRecord): VerificationResult => ({
   validatedAt: r.validatedAt,
   unknownReason: r.unknownReason as VerificationResult["unknownReason"],
   needsPhysicalVerify: r.needsPhysicalVerify,
+  evidence: r.evidence ?? "",
 });
 
 /** The spec's result fields (snake_case) of an engine result or a stored record; `id` when stored. */

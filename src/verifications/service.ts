@@ -12,7 +12,7 @@ import {
 import { AppError, notFound } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
-import type { Engine, VerificationResult } from "../verify/index.ts";
+import { decidedByEvidence, type Engine, type VerificationResult } from "../verify/index.ts";
 import { freeRepeatWindowStart, realtimeChargeKey } from "./charge-rules.ts";
 import { readRealtimeEmail } from "./realtime-input.ts";
 import { recordOfResult, resultOfRecord } from "./record-of-result.ts";
@@ -22,6 +22,8 @@ export interface RealtimeVerificationOptions {
   timeoutMs: number;
   /** Reuse window of a definitive result (0 = always verify afresh). */
   cacheTtlMs: number;
+  /** Told of fresh results that the server's other answers, not their wording, decided. */
+  onEvidenceDecision?: (result: VerificationResult) => void;
 }
 
 /** A finished verification, or one cut short by the deadline (its partial, unbilled record). */
@@ -74,6 +76,7 @@ export function createVerificationsService(
     }
     await assertCanPay(principal.userId, canonical, now);
     const result = await engine.verifyOne(input, { signal: AbortSignal.timeout(opts.timeoutMs) });
+    if (decidedByEvidence(result.evidence)) opts.onEvidenceDecision?.(result);
     return { result, cached: null };
   }
 

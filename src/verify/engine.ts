@@ -1,18 +1,22 @@
 // The engine's entry point: syntax → disposable list → DNS → (PTR ∥ SMTP) → classification,
 // cheapest first, returning as soon as a stage decides. A same-domain group shares one DNS
-// resolution and one SMTP session.
+// resolution and one SMTP session; concurrent verifyOne calls for one domain join one group.
 import { setMaxListeners } from "node:events";
 import { AbortedError, linkSignals, raceSignal } from "./abort.ts";
 import { classifyMailbox, type CatchAllVerdict } from "./classify.ts";
 import { createNodeDns } from "./dns.ts";
+import { decideReply, describeReply, isExemptAddress, type ServerEvidence } from "./evidence.ts";
+import { createLocalHostGate } from "./host-limit.ts";
 import { isDisposableDomain } from "./lists/disposable.ts";
 import { isRoleAccount } from "./lists/role-accounts.ts";
 import { defaultEngineOptions, type EngineOptions } from "./options.ts";
-import { openHostGate, systemClock, type EnginePorts } from "./ports.ts";
+import { systemClock, type EnginePorts } from "./ports.ts";
 import { detectServerType, providerTraits, type ServerType } from "./providers.ts";
-import { DomainResolver, type DomainResolution } from "./resolve-domain.ts";
+import { DomainResolver, type DomainResolution, type NoMailCause } from "./resolve-domain.ts";
 import { directConnect } from "./smtp/connect.ts";
-import { classifyReply, type ReplyVerdict } from "./smtp/replies.ts";
+import type { SmtpReply } from "./smtp/reply-reader.ts";
+import { type ReplyVerdict } from "./smtp/replies.ts";
+import { retryHintMs } from "./smtp/retry-hint.ts";
 import { runSession, type SessionReport } from "./smtp/session.ts";
 import { createSocksConnect } from "./smtp/socks-connect.ts";
 import { checkDomainSyntax, checkSyntax, extractDomainPart, type SyntaxResult } from "./syntax.ts";
@@ -47,6 +51,31 @@ export interface Engine {
 const PROBE_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
 const PROBE_LENGTH = 20;
 
+/** What a session taught about a domain, reused for later sessions within the catch-all TTL. */
+interface DomainFacts {
+  catchAll: Exclude<CatchAllVerdict, "undecided">;
+  control: ServerEvidence["control"];
+  probeRejection: ServerEvidence["probeRejection"];
+}
+
+/** The recipients a domain's session asks: fixed for a group, growing for a micro-batch until taken. */
+interface RecipientSource {
+  take(): readonly string[];
+}
+
+/** How far a domain's verification got: what a caller whose deadline ran out is told. */
+interface Progress {
+  stage: "dns" | "smtp";
+  facts: { hasMxRecords: boolean; hasReverseDns: boolean; hostName: string; serverType: string };
+}
+
+const NO_MAIL_EVIDENCE: Readonly<Record<NoMailCause, string>> = {
+  nxdomain: "dns: the domain does not exist (NXDOMAIN)",
+  no_records: "dns: no MX and no address records",
+  null_mx: "dns: null MX (RFC 7505): the domain accepts no mail",
+  no_host_address: "dns: no MX host has an address",
+};
+
 /** Builds an engine. Missing options take `defaultEngineOptions`; missing ports their defaults. */
 export function createEngine(options: Partial<EngineOptions> = {}, ports: Partial<EnginePorts> = {}): Engine {
   const opts: EngineOptions = { ...defaultEngineOptions, ...options };
@@ -59,12 +88,13 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
   const connect =
     ports.connect ??
     (opts.smtpProxy !== null ? createSocksConnect(opts.smtpProxy, opts.smtpConnectTimeoutMs) : directConnect);
-  const hostGate = ports.hostGate ?? openHostGate;
+  // No host ever sees more than maxSessionsPerHost sessions from an engine without a gate of its own.
+  const hostGate = ports.hostGate ?? createLocalHostGate(opts.maxSessionsPerHost);
   const resolver = new DomainResolver({ dns, nowMs, random, cacheTtlMs: opts.dnsCacheTtlMs });
-  const catchAllCache = new TtlCache<string, Exclude<CatchAllVerdict, "undecided">>(
-    opts.catchallCacheTtlMs,
-    nowMs,
-  );
+  const domainFacts = new TtlCache<string, DomainFacts>(opts.catchallCacheTtlMs, nowMs);
+  // Hosts that accepted an ordinary recipient from us: their unrecognised rejections are about the recipient.
+  const hostAccepts = new TtlCache<string, true>(opts.hostEvidenceTtlMs, nowMs);
+  const batches = new Map<string, DomainBatch>();
   const closing = new AbortController();
   // Every running verification listens on it; hundreds at once are normal for a worker.
   setMaxListeners(0, closing.signal);
@@ -78,6 +108,8 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
     greetingTimeoutMs: opts.smtpGreetingTimeoutMs,
     commandTimeoutMs: opts.smtpCommandTimeoutMs,
     maxRcpt: opts.smtpMaxRcpt,
+    errorBudget: opts.smtpErrorBudget,
+    startTls: opts.smtpStartTls,
   };
 
   const probeAddress = (domain: string): string => {
@@ -91,58 +123,76 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
   const abortReason = (step: "timeout_dns" | "timeout_smtp"): UnknownReason =>
     closing.signal.aborted ? "cancelled" : step;
 
+  function resultOf(
+    address: string,
+    domain: string,
+    facts: Progress["facts"],
+    c: Pick<
+      VerificationResult,
+      "status" | "unknownReason" | "isCatchall" | "needsPhysicalVerify" | "evidence" | "retryAfterMs"
+    >,
+  ): VerificationResult {
+    return {
+      email: address,
+      isRoleBased: isRoleAccount(address.slice(0, address.lastIndexOf("@"))),
+      isDisposable: isDisposableDomain(domain),
+      domainName: domain,
+      ...facts,
+      ...c,
+      validatedAt: clock.now(),
+    };
+  }
+
   /** Verifies unique canonical addresses of one syntactically valid domain. */
   async function verifyDomain(
     domain: string,
-    canonicals: readonly string[],
+    source: RecipientSource,
     signal: AbortSignal,
+    progress: Progress,
   ): Promise<Map<string, VerificationResult>> {
     const results = new Map<string, VerificationResult>();
-    const isDisposable = isDisposableDomain(domain);
-    const facts = { hasMxRecords: false, hasReverseDns: false, hostName: "", serverType: "unknown" };
-    const finish = (
-      address: string,
-      c: Pick<VerificationResult, "status" | "unknownReason" | "isCatchall" | "needsPhysicalVerify">,
-    ): void => {
-      results.set(address, {
-        email: address,
-        isRoleBased: isRoleAccount(address.slice(0, address.lastIndexOf("@"))),
-        isDisposable,
-        domainName: domain,
-        ...facts,
-        ...c,
-        validatedAt: clock.now(),
-      });
-    };
+    const facts = progress.facts;
     const finishAll = (
       status: VerificationResult["status"],
       unknownReason: UnknownReason | null,
+      evidence: string,
     ): Map<string, VerificationResult> => {
-      for (const a of canonicals)
-        finish(a, { status, unknownReason, isCatchall: false, needsPhysicalVerify: false });
+      for (const a of source.take())
+        results.set(
+          a,
+          resultOf(a, domain, facts, {
+            status,
+            unknownReason,
+            isCatchall: false,
+            needsPhysicalVerify: false,
+            evidence,
+          }),
+        );
       return results;
     };
 
-    if (isDisposable) return finishAll("disposable_domain", null);
+    if (isDisposableDomain(domain)) return finishAll("disposable_domain", null, "list: disposable domain");
 
     let resolution: DomainResolution;
     try {
       resolution = await raceSignal(resolver.resolve(domain), signal);
     } catch (error) {
-      if (error instanceof AbortedError) return finishAll("unknown", abortReason("timeout_dns"));
+      if (error instanceof AbortedError)
+        return finishAll("unknown", abortReason("timeout_dns"), "dns: deadline reached");
       throw error;
     }
     facts.hasMxRecords = resolution.hasMxRecords;
     switch (resolution.kind) {
       case "no_mail":
-        return finishAll("invalid", null);
+        return finishAll("invalid", null, NO_MAIL_EVIDENCE[resolution.cause]);
       case "dns_error":
-        return finishAll("unknown", "dns_error");
+        return finishAll("unknown", "dns_error", `dns: lookup failed (${resolution.code})`);
       case "dns_timeout":
-        return finishAll("unknown", "dns_timeout");
+        return finishAll("unknown", "dns_timeout", "dns: lookup timed out");
       case "mail_hosts":
         break;
     }
+    progress.stage = "smtp";
 
     const hosts = resolution.hosts;
     const firstAddress = hosts[0]?.addresses[0];
@@ -152,9 +202,17 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
     const ptrSeen: { value?: boolean } = {};
     firstPtr.then((v) => (ptrSeen.value = v)).catch(() => undefined);
 
-    const cachedCatchAll = catchAllCache.get(domain);
-    const probe = cachedCatchAll === undefined ? probeAddress(domain) : null;
-    const recipients = probe === null ? canonicals : [probe, ...canonicals];
+    const known = domainFacts.get(domain);
+    const probe = known === undefined ? probeAddress(domain) : null;
+    const control = `postmaster@${domain}`;
+    let canonicals: readonly string[] = [];
+    const recipients = (): string[] => {
+      canonicals = source.take();
+      // RFC 5321 §4.5.1: every domain accepts postmaster. Its answer tells a server that refuses
+      // us from one that refuses the recipient; a recipient named postmaster is its own control.
+      const withControl = known?.control == null && !canonicals.includes(control);
+      return [...(withControl ? [control] : []), ...(probe === null ? [] : [probe]), ...canonicals];
+    };
     const report = await runSession({ hosts, recipients, signal }, sessionConfig, { connect, hostGate });
     track(report.done);
 
@@ -162,33 +220,87 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
     const serverType: ServerType = detectServerType(
       [...(report.hostName === null ? [] : [report.hostName]), ...hosts.map((h) => h.name)],
       [report.greeting, report.ehlo],
+      [...report.replies.values()].map((r) => r.text),
     );
     facts.serverType = serverType;
-    const verdicts = new Map<string, ReplyVerdict>();
-    for (const [address, reply] of report.replies) verdicts.set(address, classifyReply(reply));
+
+    const server = serverEvidence(report, control, probe, known);
+    const decided = new Map<string, { verdict: ReplyVerdict; evidence: string; reply: SmtpReply }>();
+    for (const [address, reply] of report.replies) {
+      decided.set(address, { ...decideReply(address, reply, server), reply });
+    }
     const catchAll =
-      cachedCatchAll ??
+      known?.catchAll ??
       decideCatchAll(
-        probe === null ? undefined : verdicts.get(probe),
-        canonicals.map((a) => verdicts.get(a)),
+        probe === null ? undefined : decided.get(probe)?.verdict,
+        canonicals.map((a) => decided.get(a)?.verdict),
       );
-    if (cachedCatchAll === undefined && catchAll !== "undecided") catchAllCache.set(domain, catchAll);
+    if (known === undefined && catchAll !== "undecided") {
+      domainFacts.set(domain, { catchAll, control: server.control, probeRejection: server.probeRejection });
+    }
 
     facts.hasReverseDns = await reverseDnsOf(report, firstAddress, firstPtr, signal, ptrSeen.value);
     const failure = report.failure === null ? null : relabelAbort(report.failure.reason);
+    const failureEvidence =
+      report.failure === null
+        ? ""
+        : `session: ${failure ?? ""}${report.failure.reply === undefined ? "" : ` after ${describeReply(report.failure.reply).replace(/^RCPT /, "")}`}`;
     const provider = providerTraits(serverType);
     for (const address of canonicals) {
-      finish(
+      const d = decided.get(address);
+      const classified = classifyMailbox({
+        verdict: d?.verdict ?? null,
+        sessionFailure: failure,
+        catchAll,
+        provider,
+      });
+      const hintFrom = d?.reply ?? report.failure?.reply;
+      results.set(
         address,
-        classifyMailbox({
-          verdict: verdicts.get(address) ?? null,
-          sessionFailure: failure,
-          catchAll,
-          provider,
+        resultOf(address, domain, facts, {
+          ...classified,
+          evidence:
+            (d?.evidence ?? failureEvidence) +
+            (classified.status === "catchall" ? "; the domain accepts any address (probe accepted)" : ""),
+          retryAfterMs:
+            classified.status === "unknown" && hintFrom !== undefined ? retryHintMs(hintFrom) : null,
         }),
       );
     }
     return results;
+  }
+
+  /** What the session says about the server, with what earlier sessions taught. */
+  function serverEvidence(
+    report: SessionReport,
+    control: string,
+    probe: string | null,
+    known: DomainFacts | undefined,
+  ): ServerEvidence {
+    const accepted = (reply: SmtpReply): boolean => reply.code >= 200 && reply.code < 300;
+    let ordinary = false;
+    for (const [address, reply] of report.replies) {
+      if (accepted(reply) && !isExemptAddress(address)) ordinary = true;
+    }
+    const host = report.hostName;
+    if (ordinary && host !== null) hostAccepts.set(host, true);
+    const controlReply = report.replies.get(control);
+    const probeReply = probe === null ? undefined : report.replies.get(probe);
+    return {
+      acceptedOrdinary: ordinary ? "session" : host !== null && hostAccepts.get(host) ? "host" : null,
+      control:
+        controlReply === undefined
+          ? (known?.control ?? null)
+          : accepted(controlReply)
+            ? "accepted"
+            : controlReply.code >= 500
+              ? "rejected"
+              : null,
+      probeRejection:
+        probe !== null && probeReply !== undefined && probeReply.code >= 500
+          ? { address: probe, reply: probeReply }
+          : (known?.probeRejection ?? null),
+    };
   }
 
   function relabelAbort(reason: UnknownReason): UnknownReason {
@@ -219,6 +331,11 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
     void p.then(() => winding.delete(p));
   }
 
+  const newProgress = (): Progress => ({
+    stage: "dns",
+    facts: { hasMxRecords: false, hasReverseDns: false, hostName: "", serverType: "unknown" },
+  });
+
   async function verifyGroup(
     domain: string,
     addresses: readonly string[],
@@ -232,7 +349,7 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       const byDomain = new Map<string, string[]>();
       if (groupDomain.ok) byDomain.set(groupDomain.domain, []);
       for (const p of parsed) {
-        if (!p.ok) continue;
+        if (!p.ok || p.addressLiteral) continue;
         const list = byDomain.get(p.domain) ?? [];
         if (!list.includes(p.canonical)) list.push(p.canonical);
         byDomain.set(p.domain, list);
@@ -240,11 +357,13 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       const answers = new Map<string, VerificationResult>();
       for (const [d, canonicals] of byDomain) {
         if (canonicals.length === 0) continue;
-        for (const [address, result] of await verifyDomain(d, canonicals, linked.signal))
+        const source = { take: () => canonicals };
+        for (const [address, result] of await verifyDomain(d, source, linked.signal, newProgress()))
           answers.set(address, result);
       }
       return parsed.map((p, i) => {
-        if (!p.ok) return syntaxFailure(addresses[i] ?? "");
+        if (!p.ok) return syntaxFailure(addresses[i] ?? "", p.reason);
+        if (p.addressLiteral) return literalResult(p.canonical, p.domain);
         const answer = answers.get(p.canonical);
         if (answer === undefined) throw new Error(`no result for ${p.canonical}`);
         return { ...answer };
@@ -254,7 +373,100 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
     }
   }
 
-  function syntaxFailure(input: string): VerificationResult {
+  /**
+   * Concurrent single verifications of one domain share one session: a batch collects callers
+   * for a few milliseconds, and keeps collecting while it waits for a host slot, until its
+   * session takes the recipient list.
+   */
+  class DomainBatch {
+    private readonly waiting = new Map<string, number>();
+    private taken = false;
+    private readonly controller = new AbortController();
+    readonly progress = newProgress();
+    readonly results: Promise<Map<string, VerificationResult>>;
+
+    constructor(private readonly domain: string) {
+      const linked = linkSignals(this.controller.signal, closing.signal);
+      this.results = new Promise<void>((resolve) => setTimeout(resolve, opts.microBatchWindowMs))
+        .then(() => verifyDomain(domain, this, linked.signal, this.progress))
+        .finally(() => {
+          linked.dispose();
+          this.close();
+        });
+    }
+
+    get open(): boolean {
+      return !this.taken;
+    }
+
+    join(canonical: string): void {
+      this.waiting.set(canonical, (this.waiting.get(canonical) ?? 0) + 1);
+    }
+
+    /** A caller gave up. With nobody left waiting the session is cut short. */
+    leave(canonical: string): void {
+      const n = (this.waiting.get(canonical) ?? 1) - 1;
+      if (n > 0) this.waiting.set(canonical, n);
+      else if (!this.taken) this.waiting.delete(canonical);
+      else this.waiting.set(canonical, 0);
+      if ([...this.waiting.values()].every((v) => v === 0)) this.controller.abort();
+    }
+
+    get abandoned(): boolean {
+      return this.controller.signal.aborted;
+    }
+
+    take(): readonly string[] {
+      this.close();
+      return [...this.waiting.keys()];
+    }
+
+    private close(): void {
+      this.taken = true;
+      if (batches.get(this.domain) === this) batches.delete(this.domain);
+    }
+  }
+
+  async function verifyOneBatched(
+    canonical: string,
+    domain: string,
+    callOptions: VerifyCallOptions,
+  ): Promise<VerificationResult> {
+    let batch = batches.get(domain);
+    if (batch === undefined || !batch.open) {
+      batch = new DomainBatch(domain);
+      batches.set(domain, batch);
+    }
+    batch.join(canonical);
+    const linked = linkSignals(callOptions.signal, closing.signal);
+    try {
+      const results = await raceSignal(batch.results, linked.signal);
+      const result = results.get(canonical);
+      if (result === undefined) throw new Error(`no result for ${canonical}`);
+      return { ...result };
+    } catch (error) {
+      if (!(error instanceof AbortedError)) throw error;
+      batch.leave(canonical);
+      // Alone in its batch, the caller gets the session's own partial result (with what it learnt).
+      if (batch.abandoned) {
+        const own = (await batch.results.catch(() => null))?.get(canonical);
+        if (own !== undefined) return { ...own };
+      }
+      const step = batch.progress.stage === "smtp" ? "timeout_smtp" : "timeout_dns";
+      return resultOf(canonical, domain, batch.progress.facts, {
+        status: "unknown",
+        unknownReason: abortReason(step),
+        isCatchall: false,
+        needsPhysicalVerify: false,
+        evidence: `${step === "timeout_dns" ? "dns" : "session"}: deadline reached`,
+        retryAfterMs: null,
+      });
+    } finally {
+      linked.dispose();
+    }
+  }
+
+  function syntaxFailure(input: string, reason: string): VerificationResult {
     return {
       email: input.trim(),
       status: "invalid_syntax",
@@ -269,28 +481,46 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       validatedAt: clock.now(),
       unknownReason: null,
       needsPhysicalVerify: false,
+      evidence: `syntax: ${reason}`,
+    };
+  }
+
+  /** user@[192.0.2.1]: legal SMTP, but probing an arbitrary IP's port 25 is not ours to do. */
+  function literalResult(canonical: string, domain: string): VerificationResult {
+    return {
+      ...resultOf(canonical, domain, newProgress().facts, {
+        status: "unknown",
+        unknownReason: "address_literal",
+        isCatchall: false,
+        needsPhysicalVerify: false,
+        evidence: "syntax: address literal; not probed by policy",
+      }),
+      isDisposable: false,
     };
   }
 
   return {
-    async verifyOne(address, callOptions) {
+    async verifyOne(address, callOptions = {}) {
       const parsed = checkSyntax(address);
-      if (!parsed.ok) return syntaxFailure(address);
-      const [result] = await verifyGroup(parsed.domain, [parsed.canonical], callOptions);
-      if (result === undefined) throw new Error("verifyGroup returned no result");
-      return { ...result };
+      if (!parsed.ok) return syntaxFailure(address, parsed.reason);
+      if (parsed.addressLiteral) return literalResult(parsed.canonical, parsed.domain);
+      return verifyOneBatched(parsed.canonical, parsed.domain, callOptions);
     },
     verifyGroup,
     checkSyntax,
     resolveDomain: (domain) => {
       const d = checkDomainSyntax(domain);
+      // An address literal has no DNS: nothing to resolve, nothing to probe.
+      if (d.ok && d.addressLiteral)
+        return Promise.resolve({ kind: "no_mail", hasMxRecords: false, cause: "no_records" });
       return resolver.resolve(d.ok ? d.domain : domain.trim().toLowerCase());
     },
     async close() {
       closing.abort();
       await Promise.all([...winding]);
       resolver.clear();
-      catchAllCache.clear();
+      domainFacts.clear();
+      hostAccepts.clear();
     },
   };
 }

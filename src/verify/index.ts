@@ -1,18 +1,29 @@
 // The verification engine's public API. Everything else in verify/ is internal.
 export { createEngine, type Engine, type VerifyCallOptions } from "./engine.ts";
+export { KeyedSemaphore, createLocalHostGate } from "./host-limit.ts";
+export { decidedByEvidence } from "./evidence.ts";
 export { defaultEngineOptions, type EngineOptions } from "./options.ts";
 export { openHostGate, systemClock, type ClockPort, type EnginePorts, type HostGate } from "./ports.ts";
 export { createNodeDns, type DnsAnswer, type DnsPort, type MxRecord, type NodeDnsOptions } from "./dns.ts";
 export type { DomainResolution, MailHost, NoMailCause } from "./resolve-domain.ts";
 export { directConnect, ConnectError, type ConnectPort, type ConnectFailureKind } from "./smtp/connect.ts";
 export { createSocksConnect, parseSocksUrl } from "./smtp/socks-connect.ts";
+export {
+  createDoctorDns,
+  runDoctor,
+  type DoctorCheck,
+  type DoctorDnsPort,
+  type DoctorOptions,
+  type DoctorReport,
+} from "./doctor.ts";
 export { checkSyntax, checkDomainSyntax, type SyntaxResult, type SyntaxFailureReason } from "./syntax.ts";
 export { isRoleAccount } from "./lists/role-accounts.ts";
 export { isDisposableDomain } from "./lists/disposable.ts";
 export { classifyReply, type ReplyVerdict } from "./smtp/replies.ts";
 export { detectServerType, PROVIDER_TRAITS, type ServerType, type ProviderTraits } from "./providers.ts";
 export {
-  TEMPORARY_UNKNOWN_REASONS,
+  UNKNOWN_REASONS,
+  isUnknownReason,
   VERIFICATION_STATUSES,
   type UnknownReason,
   type VerificationResult,

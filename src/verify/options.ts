@@ -23,6 +23,22 @@ export interface EngineOptions {
   smtpCommandTimeoutMs: number;
   /** Most RCPT commands per transaction (shrunk on "452 too many recipients"). */
   smtpMaxRcpt: number;
+  /**
+   * Most rejections one SMTP connection may collect before the rest continue on a new one.
+   * Postfix slows a client down after 10 errors (smtpd_soft_error_limit) and drops it at 20.
+   */
+  smtpErrorBudget: number;
+  /** Use STARTTLS when a server offers it (opportunistic, certificate not verified). */
+  smtpStartTls: boolean;
+  /**
+   * Most concurrent sessions to one mail host from this engine when no host gate is plugged in
+   * (a plugged-in gate, e.g. the cluster-wide one, enforces its own limit).
+   */
+  maxSessionsPerHost: number;
+  /** How long "this host accepted an ordinary recipient from us" counts as evidence. */
+  hostEvidenceTtlMs: number;
+  /** Concurrent verifyOne calls for one domain within this window share one SMTP session. */
+  microBatchWindowMs: number;
   /** How long a domain's catch-all verdict is reused. */
   catchallCacheTtlMs: number;
   /** `socks5://[user:pass@]host:port` to tunnel SMTP through, or null for direct connections. */
@@ -41,6 +57,11 @@ export const defaultEngineOptions: Readonly<EngineOptions> = Object.freeze({
   smtpGreetingTimeoutMs: 15_000,
   smtpCommandTimeoutMs: 15_000,
   smtpMaxRcpt: 50,
+  smtpErrorBudget: 9,
+  smtpStartTls: true,
+  maxSessionsPerHost: 2,
+  hostEvidenceTtlMs: 3_600_000,
+  microBatchWindowMs: 5,
   catchallCacheTtlMs: 3_600_000,
   smtpProxy: null,
 });

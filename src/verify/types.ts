@@ -13,25 +13,33 @@ export const VERIFICATION_STATUSES: readonly VerificationStatus[] = [
   "unknown",
 ];
 
-/** Why a result is `unknown`. Temporary reasons (see TEMPORARY_UNKNOWN_REASONS) are worth a later retry. */
-export type UnknownReason =
-  | "greylisted"
-  | "smtp_timeout"
-  | "connection_failed"
-  | "connection_dropped"
-  | "ip_blocklisted"
-  | "policy_rejection"
-  | "rate_limited"
-  | "temporary_failure"
-  | "dns_timeout"
-  | "dns_error"
-  | "port25_blocked"
-  | "proxy_error"
-  | "smtp_protocol_error"
-  | "unclassified_rejection"
-  | "timeout_dns"
-  | "timeout_smtp"
-  | "cancelled";
+/** Why a result is `unknown`. Which of them are worth a later retry is the batch pipeline's call (jobs/backoff.ts). */
+export const UNKNOWN_REASONS = [
+  "greylisted",
+  "smtp_timeout",
+  "connection_failed",
+  "connection_dropped",
+  "ip_blocklisted",
+  "policy_rejection",
+  "rate_limited",
+  "temporary_failure",
+  "dns_timeout",
+  "dns_error",
+  "port25_blocked",
+  "proxy_error",
+  "smtp_protocol_error",
+  "unclassified_rejection",
+  "timeout_dns",
+  "timeout_smtp",
+  "cancelled",
+  // An address literal (user@[192.0.2.1]): valid syntax, but never probed by policy.
+  "address_literal",
+] as const;
+
+export type UnknownReason = (typeof UNKNOWN_REASONS)[number];
+
+export const isUnknownReason = (value: unknown): value is UnknownReason =>
+  typeof value === "string" && (UNKNOWN_REASONS as readonly string[]).includes(value);
 
 /** One verified address: the engine's output, mapped 1:1 to the spec's result fields by the HTTP layer. */
 export interface VerificationResult {
@@ -52,25 +60,11 @@ export interface VerificationResult {
   validatedAt: Date;
   unknownReason: UnknownReason | null;
   needsPhysicalVerify: boolean;
+  /**
+   * What decided the status, in one line (the reply and rule, or the evidence that decided an
+   * unrecognised rejection). Stored and logged; not one of the spec's result fields.
+   */
+  evidence: string;
+  /** For a temporary unknown: how long the server asked us to wait before retrying, when it said. */
+  retryAfterMs?: number | null;
 }
-
-/**
- * Unknown reasons worth a later retry (the batch pipeline reschedules them, at most once more):
- * the answer may change with time. ip_blocklisted, policy_rejection, port25_blocked,
- * unclassified_rejection and smtp_protocol_error describe a standing situation that a retry in
- * minutes won't change.
- */
-export const TEMPORARY_UNKNOWN_REASONS: readonly UnknownReason[] = [
-  "greylisted",
-  "smtp_timeout",
-  "connection_failed",
-  "connection_dropped",
-  "rate_limited",
-  "temporary_failure",
-  "dns_timeout",
-  "dns_error",
-  "proxy_error",
-  "timeout_dns",
-  "timeout_smtp",
-  "cancelled",
-];

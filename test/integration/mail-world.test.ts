@@ -3,13 +3,22 @@
 
 import assert from "node:assert/strict";
 import { promises as dnsPromises } from "node:dns";
+import { once } from "node:events";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
+import tls from "node:tls";
 
 import { TCPClient } from "dns2";
 
-import { createExpectation, generateMixedWorld, startMailWorld } from "../support/mail-world/index.ts";
+import {
+  STOCK_MIX,
+  STOCK_REPLIES,
+  createExpectation,
+  generateMixedWorld,
+  startMailWorld,
+} from "../support/mail-world/index.ts";
 import type { MailWorld, WorldSpec } from "../support/mail-world/index.ts";
+import { errorLimits } from "../support/mail-world/rules.ts";
 
 const SPAMHAUS = "5.7.1 Service unavailable; Client host [127.0.0.1] blocked using zen.spamhaus.org";
 
@@ -52,6 +61,79 @@ const SPEC: WorldSpec = {
     { name: "empty.test", dns: "no_records" },
     { name: "sf.test", dns: "servfail" },
     { name: "to.test", dns: "timeout" },
+    // Stock behaviours of real mail software.
+    { name: "nopm.test", hosts: [{ name: "mx.nopm.test" }], mailboxes: ["a"], rejectPostmaster: true },
+    {
+      name: "errors.test",
+      hosts: [{ name: "mx.errors.test", softErrorLimit: 3, errorSleepMs: 200, hardErrorLimit: 5 }],
+      mailboxes: ["a"],
+    },
+    {
+      name: "cap.test",
+      hosts: [{ name: "mx.cap.test", maxRcptPerConnection: 3 }],
+      mailboxes: ["a", "b", "c", "d"],
+    },
+    { name: "tls.test", hosts: [{ name: "mx.tls.test", startTls: "offer" }], mailboxes: ["a"] },
+    {
+      name: "tlsreq.test",
+      hosts: [{ name: "mx.tlsreq.test", startTls: "require", latencyMs: 30 }],
+      mailboxes: ["a"],
+    },
+    {
+      name: "pg.test",
+      hosts: [{ name: "mx.pg.test" }],
+      mailboxes: ["alice"],
+      greylistSeconds: 300,
+      greylistStyle: "postgrey",
+    },
+    { name: "hint.test", hosts: [{ name: "mx.hint.test" }], greylistSeconds: 30, greylistStyle: "hint" },
+    {
+      name: "greytext.test",
+      hosts: [{ name: "mx.greytext.test" }],
+      greylistSeconds: 120,
+      greylistText: "4.7.1 Come back in %s seconds (%r)",
+    },
+    {
+      name: "rbl.test",
+      hosts: [{ name: "mx.rbl.test", blockExceptPostmaster: STOCK_REPLIES.spamhausBlock }],
+      mailboxes: ["alice"],
+    },
+    {
+      name: "silent.test",
+      hosts: [
+        {
+          name: "mx.silent.test",
+          kind: "exim",
+          blockExceptPostmaster: STOCK_REPLIES.eximAdministrativeProhibition,
+        },
+      ],
+      mailboxes: ["alice"],
+    },
+    {
+      name: "eximstock.test",
+      hosts: [{ name: "mx.eximstock.test", kind: "exim", unknownUserReply: STOCK_REPLIES.eximUnrouteable }],
+      mailboxes: ["a"],
+    },
+    {
+      name: "ironport.test",
+      hosts: [{ name: "mx.ironport.test", unknownUserReply: STOCK_REPLIES.eximUnrouteable }],
+      mailboxes: ["a"],
+      // The domain's wording wins over the host's.
+      unknownUserReply: STOCK_REPLIES.ironportRejected,
+    },
+    {
+      name: "osmtpd.test",
+      hosts: [{ name: "mx.osmtpd.test", kind: "opensmtpd" }],
+      mailboxes: ["a"],
+    },
+    {
+      name: "oinvalid.test",
+      hosts: [{ name: "mx.oinvalid.test", kind: "opensmtpd" }],
+      mailboxes: ["a"],
+      unknownUserReply: STOCK_REPLIES.opensmtpdInvalid,
+    },
+    { name: "exch.test", hosts: [{ name: "mx.exch.test", kind: "exchange" }], mailboxes: ["a"] },
+    { name: "strict.test", hosts: [{ name: "mx.strict.test" }], mailboxes: ["a"] },
   ],
 };
 
@@ -89,7 +171,11 @@ class RawSmtp {
   private closed = false;
   private waiter: (() => void) | undefined;
 
-  private constructor(private readonly socket: net.Socket) {
+  private constructor(private socket: net.Socket) {
+    this.listen(socket);
+  }
+
+  private listen(socket: net.Socket): void {
     socket.setEncoding("latin1");
     socket.on("data", (chunk: string) => {
       this.buffer += chunk;
@@ -102,12 +188,26 @@ class RawSmtp {
     socket.on("error", () => undefined);
   }
 
-  static open(world: MailWorld, host: string): Promise<RawSmtp> {
+  /** allowHalfOpen: keep writing after the server closed its side (to send what a client must not). */
+  static open(world: MailWorld, host: string, opts: { allowHalfOpen?: boolean } = {}): Promise<RawSmtp> {
     return new Promise((resolve, reject) => {
-      const socket = net.connect(world.smtpPort, world.addressOf(host));
+      const socket = net.connect({
+        port: world.smtpPort,
+        host: world.addressOf(host),
+        allowHalfOpen: opts.allowHalfOpen ?? false,
+      });
       socket.once("connect", () => resolve(new RawSmtp(socket)));
       socket.once("error", reject);
     });
+  }
+
+  /** TLS handshake over the connection (after a 220 to STARTTLS); the simulator's cert is self-signed. */
+  async startTls(): Promise<tls.TLSSocket> {
+    const secure = tls.connect({ socket: this.socket, rejectUnauthorized: false });
+    await once(secure, "secureConnect");
+    this.socket = secure;
+    this.listen(secure);
+    return secure;
   }
 
   get isClosed(): boolean {
@@ -330,6 +430,13 @@ describe("SMTP", () => {
     other.destroy();
     await new Promise((resolve) => setTimeout(resolve, 1100));
     assert.deepEqual(await rcptCodes("mx.grey.test", ["alice@grey.test", "nobody@grey.test"]), [250, 451]);
+    // A later pass of the same triplet is not recorded again.
+    assert.deepEqual(await rcptCodes("mx.grey.test", ["alice@grey.test"]), [250]);
+    const passed = world.counters("mx.grey.test").greylistPassed;
+    assert.equal(passed.length, 1);
+    assert.deepEqual([passed[0]?.recipient, passed[0]?.sender], ["alice@grey.test", "probe@verifier.test"]);
+    const waited = (passed[0]?.passedAt ?? 0) - (passed[0]?.firstAttemptAt ?? 0);
+    assert.ok(waited >= 1000 && waited < 3000, `passed after ${waited.toString()} ms`);
   });
 
   test("maxRcptPerMessage: 452 4.5.3 beyond K, a new transaction starts over", async () => {
@@ -426,6 +533,10 @@ describe("SMTP", () => {
       maxConcurrent: 0,
       commands: 0,
       rcptPerSession: [],
+      errorsPerSession: [],
+      tlsSessions: 0,
+      violations: [],
+      greylistPassed: [],
     });
     const [one, two] = await Promise.all([transaction("mx.counted.test"), transaction("mx.counted.test")]);
     assert.equal(world.counters("mx.counted.test").concurrent, 2);
@@ -450,7 +561,328 @@ describe("SMTP", () => {
       [...counters.rcptPerSession].sort((a, b) => a - b),
       [1, 2],
     );
+    // b@counted.test is unknown: one error reply in that session.
+    assert.deepEqual(
+      [...counters.errorsPerSession].sort((a, b) => a - b),
+      [0, 1],
+    );
+    assert.deepEqual(counters.violations, []);
     assert.ok(world.allCounters().has("mx.counted.test"));
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Stock behaviours of real mail software.
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits until the server has seen the close of every session of a host (its counters lag the client). */
+async function settled(host: string): Promise<void> {
+  for (let i = 0; i < 100 && world.counters(host).concurrent > 0; i++) await sleep(10);
+}
+
+describe("postmaster and abuse (RFC 5321 §4.5.1, RFC 2142)", () => {
+  test("postmaster@ is accepted everywhere unless rejectPostmaster; abuse@ per kind", async () => {
+    // acme.test lists neither; postfix kind has abuse@ from its stock aliases.
+    assert.deepEqual(
+      await rcptCodes("mx1.acme.test", ["postmaster@acme.test", "Abuse@acme.test", "nobody@acme.test"]),
+      [250, 250, 550],
+    );
+    // Google: postmaster yes, abuse only if the customer created it.
+    assert.deepEqual(
+      await rcptCodes("aspmx.l.google.com", ["postmaster@gmail-like.test", "abuse@gmail-like.test"]),
+      [250, 550],
+    );
+    const client = await transaction("mx.nopm.test");
+    const refused = await client.command("RCPT TO:<postmaster@nopm.test>");
+    assert.equal(refused.code, 550);
+    assert.match(refused.text, /^5\.1\.1 <postmaster@nopm\.test>: Recipient address rejected: User unknown/);
+    client.destroy();
+  });
+});
+
+describe("Postfix error limits", () => {
+  test("postfixErrorLimits is 10 / 1000 ms / 20; explicit fields win", () => {
+    assert.deepEqual(errorLimits({ name: "x", postfixErrorLimits: true }), {
+      soft: 10,
+      sleepMs: 1000,
+      hard: 20,
+    });
+    assert.deepEqual(errorLimits({ name: "x", postfixErrorLimits: true, hardErrorLimit: 5 }), {
+      soft: 10,
+      sleepMs: 1000,
+      hard: 5,
+    });
+    assert.equal(errorLimits({ name: "x" }), undefined);
+  });
+
+  test("lock-step: every reply sleeps once errors reach the soft limit; RSET does not reset; 421 at the hard limit", async () => {
+    world.resetCounters();
+    const client = await transaction("mx.errors.test");
+    for (const local of ["x1", "x2", "x3"]) {
+      assert.equal((await client.command(`RCPT TO:<${local}@errors.test>`)).code, 550);
+    }
+    // Three errors: from now on every reply, a 250 included, waits errorSleepMs (200 ms).
+    let started = Date.now();
+    assert.equal((await client.command("RCPT TO:<a@errors.test>")).code, 250);
+    assert.equal((await client.command("RSET")).code, 250);
+    assert.equal((await client.command("MAIL FROM:<probe@verifier.test>")).code, 250);
+    const slept = Date.now() - started;
+    assert.ok(slept >= 3 * 200 - 20, `3 replies took ${slept.toString()} ms`);
+    // Error 4, then error 5 = the hard limit: its own reply, then an unasked 421, then close.
+    assert.equal((await client.command("RCPT TO:<x4@errors.test>")).code, 550);
+    started = Date.now();
+    const fifth = await client.command("RCPT TO:<x5@errors.test>");
+    assert.equal(fifth.code, 550);
+    const bye = await client.reply();
+    assert.deepEqual([bye.code, bye.text], [421, "4.7.0 mx.errors.test Error: too many errors"]);
+    assert.ok(Date.now() - started >= 2 * 200 - 20, "the 421 sleeps too");
+    await client.waitClosed();
+    await settled("mx.errors.test");
+    const counters = world.counters("mx.errors.test");
+    assert.deepEqual(counters.errorsPerSession, [5]);
+    assert.deepEqual(counters.violations, []);
+  });
+
+  test("pipelined: replies are paced one by one, commands behind the 421 are never answered", async () => {
+    world.resetCounters();
+    const client = await RawSmtp.open(world, "mx.errors.test", { allowHalfOpen: true });
+    assert.equal((await client.reply()).code, 220);
+    assert.equal((await client.command("EHLO verifier.test")).code, 250);
+    const started = Date.now();
+    const rcpts = Array.from({ length: 8 }, (_, i) => `RCPT TO:<y${i.toString()}@errors.test>\r\n`).join("");
+    client.write(`MAIL FROM:<probe@verifier.test>\r\n${rcpts}`);
+    const codes: number[] = [];
+    for (let i = 0; i < 7; i++) codes.push((await client.reply()).code);
+    // MAIL, 5 RCPT refused (the 4th and 5th after a 200 ms sleep each), the 421 (slept as well).
+    assert.deepEqual(codes, [250, 550, 550, 550, 550, 550, 421]);
+    const took = Date.now() - started;
+    assert.ok(took >= 3 * 200 - 20 && took < 2000, `took ${took.toString()} ms`);
+    // Sending after the 421 is a client bug the host records (STARTTLS here: the known trap).
+    client.write("STARTTLS\r\n");
+    await sleep(100);
+    client.destroy();
+    await settled("mx.errors.test");
+    const counters = world.counters("mx.errors.test");
+    assert.deepEqual(counters.errorsPerSession, [5]);
+    // All 8 RCPT lines were received; the ones pipelined before the 421 are no violation.
+    assert.deepEqual(counters.rcptPerSession, [8]);
+    assert.deepEqual(counters.violations, ["STARTTLS after 421"]);
+  });
+});
+
+describe("per-connection recipient cap", () => {
+  test("maxRcptPerConnection counts across transactions; a new connection starts over", async () => {
+    const client = await transaction("mx.cap.test");
+    assert.equal((await client.command("RCPT TO:<a@cap.test>")).code, 250);
+    assert.equal((await client.command("RCPT TO:<zz@cap.test>")).code, 550);
+    assert.equal((await client.command("RSET")).code, 250);
+    assert.equal((await client.command("MAIL FROM:<probe@verifier.test>")).code, 250);
+    assert.equal((await client.command("RCPT TO:<b@cap.test>")).code, 250);
+    const over = await client.command("RCPT TO:<c@cap.test>");
+    assert.deepEqual([over.code, over.text], [452, "4.5.3 Too many recipients"]);
+    assert.equal((await client.command("RSET")).code, 250);
+    assert.equal((await client.command("EHLO verifier.test")).code, 250);
+    assert.equal((await client.command("MAIL FROM:<probe@verifier.test>")).code, 250);
+    assert.equal((await client.command("RCPT TO:<d@cap.test>")).code, 452);
+    client.destroy();
+    assert.deepEqual(await rcptCodes("mx.cap.test", ["c@cap.test", "d@cap.test"]), [250, 250]);
+  });
+});
+
+describe("STARTTLS", () => {
+  test("offer: advertised in EHLO, optional", async () => {
+    const client = await RawSmtp.open(world, "mx.tls.test");
+    await client.reply();
+    const ehlo = await client.command("EHLO verifier.test");
+    assert.ok(ehlo.text.split("\n").includes("STARTTLS"), ehlo.text);
+    assert.doesNotMatch(ehlo.text, /REQUIRETLS/);
+    assert.equal((await client.command("MAIL FROM:<probe@verifier.test>")).code, 250);
+    assert.equal((await client.command("RCPT TO:<a@tls.test>")).code, 250);
+    client.destroy();
+  });
+
+  test("require: 530 5.7.0 before TLS; after the handshake and a new EHLO the session works", async () => {
+    world.resetCounters();
+    const client = await RawSmtp.open(world, "mx.tlsreq.test");
+    assert.equal((await client.reply()).code, 220);
+    assert.ok((await client.command("EHLO verifier.test")).text.split("\n").includes("STARTTLS"));
+    const mail = await client.command("MAIL FROM:<probe@verifier.test>");
+    assert.deepEqual([mail.code, mail.text], [530, "5.7.0 Must issue a STARTTLS command first"]);
+    assert.equal((await client.command("RCPT TO:<a@tlsreq.test>")).code, 530);
+    const ready = await client.command("STARTTLS");
+    assert.deepEqual([ready.code, ready.text], [220, "2.0.0 Ready to start TLS"]);
+    const secure = await client.startTls();
+    assert.ok(secure.encrypted);
+    const ehlo = await client.command("EHLO verifier.test");
+    assert.equal(ehlo.code, 250);
+    assert.ok(!ehlo.text.split("\n").includes("STARTTLS"), ehlo.text);
+    assert.equal((await client.command("MAIL FROM:<probe@verifier.test>")).code, 250);
+    assert.equal((await client.command("RCPT TO:<a@tlsreq.test>")).code, 250);
+    assert.equal((await client.command("RCPT TO:<zz@tlsreq.test>")).code, 550);
+    // Latency still applies inside TLS (30 ms per reply on this host).
+    const started = Date.now();
+    assert.equal((await client.command("NOOP")).code, 250);
+    assert.ok(Date.now() - started >= 25, "TLS replies are delayed too");
+    assert.equal((await client.command("QUIT")).code, 221);
+    await client.waitClosed();
+    await settled("mx.tlsreq.test");
+    const counters = world.counters("mx.tlsreq.test");
+    assert.equal(counters.tlsSessions, 1);
+    assert.equal(counters.concurrent, 0);
+    // 2 x 530 and one 550; RCPT lines are counted on both sides of the handshake.
+    assert.deepEqual(counters.errorsPerSession, [3]);
+    assert.deepEqual(counters.rcptPerSession, [3]);
+    assert.deepEqual(counters.violations, []);
+  });
+});
+
+describe("greylisting wordings", () => {
+  test("postgrey: 450 4.2.0 with its help URL; postmaster@ is not greylisted", async () => {
+    const client = await transaction("mx.pg.test");
+    const reply = await client.command("RCPT TO:<alice@pg.test>");
+    assert.deepEqual(
+      [reply.code, reply.text],
+      [
+        450,
+        "4.2.0 <alice@pg.test>: Recipient address rejected: Greylisted, see http://postgrey.schweikert.ch/help/pg.test.html",
+      ],
+    );
+    assert.equal((await client.command("RCPT TO:<postmaster@pg.test>")).code, 250);
+    client.destroy();
+  });
+
+  test("hint: the seconds left; greylistText: a template with %s and %r", async () => {
+    const first = await transaction("mx.hint.test");
+    const reply = await first.command("RCPT TO:<x@hint.test>");
+    assert.deepEqual([reply.code, reply.text], [451, "4.7.1 Greylisted, please try again in 30 seconds"]);
+    first.destroy();
+    const custom = await transaction("mx.greytext.test");
+    const text = await custom.command("RCPT TO:<x@greytext.test>");
+    assert.deepEqual([text.code, text.text], [451, "4.7.1 Come back in 120 seconds (greytext.test)"]);
+    custom.destroy();
+  });
+});
+
+describe("blocklist with a postmaster exemption", () => {
+  test("every RCPT but postmaster/abuse gets the block, existing mailbox or not", async () => {
+    const client = await transaction("mx.rbl.test");
+    for (const local of ["alice", "nobody"]) {
+      const reply = await client.command(`RCPT TO:<${local}@rbl.test>`);
+      assert.deepEqual(
+        [reply.code, reply.text],
+        [STOCK_REPLIES.spamhausBlock.code, STOCK_REPLIES.spamhausBlock.text],
+      );
+    }
+    assert.equal((await client.command("RCPT TO:<postmaster@rbl.test>")).code, 250);
+    assert.equal((await client.command("RCPT TO:<abuse@rbl.test>")).code, 250);
+    client.destroy();
+  });
+
+  test("a wording that names no block: Exim's 550 Administrative prohibition", async () => {
+    const client = await transaction("mx.silent.test");
+    const reply = await client.command("RCPT TO:<alice@silent.test>");
+    assert.deepEqual([reply.code, reply.text], [550, "Administrative prohibition"]);
+    assert.equal((await client.command("RCPT TO:<postmaster@silent.test>")).code, 250);
+    client.destroy();
+  });
+});
+
+describe("stock unknown-user wordings and personas", () => {
+  test("unknownUserReply: Exim's Unrouteable address, also for a random catch-all probe", async () => {
+    const client = await transaction("mx.eximstock.test");
+    assert.equal((await client.command("RCPT TO:<a@eximstock.test>")).code, 250);
+    for (const local of ["nobody", "x7f3kq9z"]) {
+      const reply = await client.command(`RCPT TO:<${local}@eximstock.test>`);
+      assert.deepEqual([reply.code, reply.text], [550, "Unrouteable address"]);
+    }
+    client.destroy();
+  });
+
+  test("a domain's unknownUserReply wins over its host's; %a is the address", async () => {
+    const ironport = await transaction("mx.ironport.test");
+    const reply = await ironport.command("RCPT TO:<nobody@ironport.test>");
+    assert.deepEqual([reply.code, reply.text], [550, "#5.1.0 Address rejected."]);
+    ironport.destroy();
+    const invalid = await transaction("mx.oinvalid.test");
+    const text = await invalid.command("RCPT TO:<nobody@oinvalid.test>");
+    assert.deepEqual([text.code, text.text], [550, "Invalid recipient: <nobody@oinvalid.test>"]);
+    invalid.destroy();
+  });
+
+  test("opensmtpd: banner, no PIPELINING, 524 5.2.4 for a name missing from its virtual table", async () => {
+    const client = await RawSmtp.open(world, "mx.osmtpd.test");
+    assert.equal((await client.reply()).lines[0], "220 mx.osmtpd.test ESMTP OpenSMTPD");
+    const ehlo = await client.command("EHLO verifier.test");
+    assert.match(ehlo.lines[0] ?? "", /^250-mx\.osmtpd\.test Hello \[127\.0\.0\.1\], pleased to meet you$/);
+    assert.ok(!ehlo.text.split("\n").includes("PIPELINING"), ehlo.text);
+    assert.equal((await client.command("MAIL FROM:<probe@verifier.test>")).text, "2.0.0 Ok");
+    const ok = await client.command("RCPT TO:<a@osmtpd.test>");
+    assert.deepEqual([ok.code, ok.text], [250, "2.1.5 Destination address valid: Recipient ok"]);
+    const unknown = await client.command("RCPT TO:<nobody@osmtpd.test>");
+    assert.deepEqual(
+      [unknown.code, unknown.text],
+      [524, "5.2.4 Mailing list expansion problem: <nobody@osmtpd.test>"],
+    );
+    client.destroy();
+  });
+
+  test("exchange (on premises): banner and 550 5.1.10 RESOLVER.ADR.RecipientNotFound", async () => {
+    const client = await RawSmtp.open(world, "mx.exch.test");
+    assert.match(
+      (await client.reply()).lines[0] ?? "",
+      /^220 mx\.exch\.test Microsoft ESMTP MAIL Service ready at \w{3}, \d{2} \w{3} \d{4} /,
+    );
+    await client.command("EHLO verifier.test");
+    await client.command("MAIL FROM:<probe@verifier.test>");
+    const reply = await client.command("RCPT TO:<nobody@exch.test>");
+    assert.deepEqual(
+      [reply.code, reply.text],
+      [550, "5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup"],
+    );
+    client.destroy();
+  });
+});
+
+describe("protocol violations", () => {
+  test("command after QUIT, RCPT before MAIL; pipelining where it is advertised is fine", async () => {
+    world.resetCounters();
+    const client = await RawSmtp.open(world, "mx.strict.test");
+    await client.reply();
+    client.write("EHLO verifier.test\r\nMAIL FROM:<p@verifier.test>\r\nRCPT TO:<a@strict.test>\r\n");
+    for (let i = 0; i < 3; i++) await client.reply();
+    assert.equal((await client.command("RSET")).code, 250);
+    assert.equal((await client.command("RCPT TO:<a@strict.test>")).code, 503);
+    client.write("QUIT\r\nNOOP\r\n");
+    assert.equal((await client.reply()).code, 221);
+    await client.waitClosed();
+    await settled("mx.strict.test");
+    assert.deepEqual(world.counters("mx.strict.test").violations, ["RCPT before MAIL", "NOOP after QUIT"]);
+  });
+
+  test("pipelined commands to a host that does not advertise PIPELINING", async () => {
+    world.resetCounters();
+    const client = await RawSmtp.open(world, "mx.osmtpd.test");
+    await client.reply();
+    client.write("EHLO verifier.test\r\nMAIL FROM:<p@verifier.test>\r\n");
+    assert.equal((await client.reply()).code, 250);
+    assert.equal((await client.reply()).code, 250);
+    client.destroy();
+    assert.deepEqual(world.counters("mx.osmtpd.test").violations, [
+      "pipelined commands without PIPELINING advertised",
+    ]);
+  });
+
+  test("STARTTLS after a 421 at connect", async () => {
+    world.resetCounters();
+    const client = await RawSmtp.open(world, "mx.rate.test", { allowHalfOpen: true });
+    assert.equal((await client.reply()).code, 421);
+    client.write("STARTTLS\r\n");
+    await sleep(100);
+    client.destroy();
+    const counters = world.counters("mx.rate.test");
+    assert.deepEqual(counters.violations, ["STARTTLS after 421"]);
+    assert.deepEqual(counters.errorsPerSession, [1]);
   });
 });
 
@@ -475,6 +907,34 @@ describe("expectation", () => {
       ["x@sf.test", "unknown", "dns_error"],
       ["x@to.test", "unknown", "dns_timeout"],
       ["x@elsewhere.test", "invalid", null],
+      // postmaster@ exists on every domain (catchall on catch-all ones); abuse@ per kind.
+      ["postmaster@acme.test", "valid", null],
+      ["abuse@acme.test", "valid", null],
+      ["abuse@gmail-like.test", "invalid", null],
+      ["postmaster@catch.test", "catchall", null],
+      ["postmaster@nopm.test", "invalid", null],
+      // Greylisting: postgrey lets postmaster@ through.
+      ["postmaster@grey.test", "unknown", "greylisted"],
+      ["alice@pg.test", "unknown", "greylisted"],
+      ["postmaster@pg.test", "valid", null],
+      // Politeness traps are not truth.
+      ["x1@errors.test", "invalid", null],
+      ["d@cap.test", "valid", null],
+      ["a@tlsreq.test", "valid", null],
+      // Blocks with a postmaster exemption: never invalid.
+      ["alice@rbl.test", "unknown", "ip_blocklisted"],
+      ["nobody@rbl.test", "unknown", "ip_blocklisted"],
+      ["postmaster@rbl.test", "valid", null],
+      ["alice@silent.test", "unknown", "policy_rejection"],
+      ["nobody@silent.test", "unknown", "policy_rejection"],
+      ["postmaster@silent.test", "valid", null],
+      // Unknown users are invalid whatever the wording.
+      ["nobody@eximstock.test", "invalid", null],
+      ["nobody@ironport.test", "invalid", null],
+      ["nobody@osmtpd.test", "invalid", null],
+      ["abuse@osmtpd.test", "valid", null],
+      ["nobody@exch.test", "invalid", null],
+      ["abuse@exch.test", "invalid", null],
     ];
     for (const [address, status, reason] of cases) {
       assert.deepEqual(world.expectation(address), { status, unknownReason: reason }, address);
@@ -563,7 +1023,12 @@ async function rcptThroughMx(
       continue;
     }
     assert.equal((await client.reply()).code, 220);
-    await client.command("EHLO verifier.test");
+    const ehlo = await client.command("EHLO verifier.test");
+    if (ehlo.text.split("\n").includes("STARTTLS")) {
+      assert.equal((await client.command("STARTTLS")).code, 220);
+      await client.startTls();
+      await client.command("EHLO verifier.test");
+    }
     const codes: number[] = [];
     for (const recipient of recipients) {
       await client.command("RSET");
@@ -575,6 +1040,87 @@ async function rcptThroughMx(
   }
   throw new Error(`no MX host of ${domain} accepted a connection`);
 }
+
+describe("generateMixedWorld with STOCK_MIX", () => {
+  test("every stock behaviour shows up; the default mix is unchanged by their existence", () => {
+    const { spec, addresses } = generateMixedWorld({
+      seed: 5,
+      domains: 600,
+      addressesPerDomain: 4,
+      mix: STOCK_MIX,
+      roleAddressShare: 0.2,
+    });
+    const hosts = spec.domains.flatMap((d) => d.hosts ?? []);
+    assert.ok(hosts.some((h) => h.postfixErrorLimits === true && h.kind === "postfix"));
+    assert.ok(hosts.some((h) => (h.maxRcptPerConnection ?? 0) >= 10));
+    assert.ok(hosts.some((h) => h.startTls === "offer"));
+    assert.ok(hosts.some((h) => h.startTls === "require"));
+    assert.ok(hosts.some((h) => h.blockExceptPostmaster === STOCK_REPLIES.spamhausBlock));
+    assert.ok(hosts.some((h) => h.blockExceptPostmaster?.text === "Administrative prohibition"));
+    assert.ok(hosts.some((h) => h.unknownUserReply !== undefined));
+    assert.ok(hosts.some((h) => h.kind === "opensmtpd"));
+    assert.ok(hosts.some((h) => h.kind === "exchange"));
+    assert.ok(spec.domains.some((d) => d.greylistStyle === "postgrey"));
+    assert.ok(spec.domains.some((d) => d.greylistStyle === "hint"));
+    assert.ok(spec.domains.some((d) => d.rejectPostmaster === true));
+    assert.ok(addresses.some((a) => a.startsWith("postmaster@")));
+    const expect = createExpectation(spec);
+    const outcomes = new Set(addresses.map((a) => expect(a).unknownReason ?? expect(a).status));
+    assert.ok(outcomes.has("policy_rejection") && outcomes.has("ip_blocklisted"), [...outcomes].join(", "));
+    // Nothing new unless asked: the default mix has none of it.
+    const plain = generateMixedWorld({ seed: 5, domains: 600 }).spec.domains;
+    assert.ok(
+      plain.every((d) => (d.hosts ?? []).every((h) => h.startTls === undefined && h.kind !== "exchange")),
+    );
+  });
+
+  test("a STOCK_MIX world starts, and its hosts answer as its expectation says", async () => {
+    const { spec, addresses } = generateMixedWorld({
+      seed: 9,
+      domains: 40,
+      mix: STOCK_MIX,
+      roleAddressShare: 0.5,
+    });
+    const generated = await startMailWorld(spec);
+    try {
+      const r = new dnsPromises.Resolver({ timeout: 500, tries: 1 });
+      r.setServers([`${generated.dns.host}:${generated.dns.port.toString()}`]);
+      const checked = new Map<string, number>();
+      for (const domain of spec.domains) {
+        const mine = addresses.filter((a) => a.endsWith(`@${domain.name}`));
+        const decisive = mine.filter((a) =>
+          ["valid", "invalid", "catchall"].includes(generated.expectation(a).status),
+        );
+        if ((domain.dns ?? "mx") !== "mx" || decisive.length === 0 || mine.length !== decisive.length)
+          continue;
+        const codes = await rcptThroughMx(generated, r, domain.name, decisive);
+        decisive.forEach((address, i) => {
+          const status = generated.expectation(address).status;
+          const code = codes[i] ?? 0;
+          const ok =
+            status === "invalid" ? code >= 500 : code === 250 || (status === "valid" && code === 552);
+          assert.ok(ok, `${address}: expected ${status}, RCPT got ${code.toString()}`);
+          checked.set(status, (checked.get(status) ?? 0) + 1);
+        });
+      }
+      assert.ok(
+        (checked.get("valid") ?? 0) > 10 && (checked.get("invalid") ?? 0) > 10,
+        JSON.stringify([...checked]),
+      );
+      const counters = [...generated.allCounters().values()];
+      assert.ok(
+        counters.some((c) => c.tlsSessions > 0),
+        "some hosts were talked to over TLS",
+      );
+      assert.deepEqual(
+        counters.flatMap((c) => c.violations),
+        [],
+      );
+    } finally {
+      await generated.close();
+    }
+  });
+});
 
 describe("lifecycle", () => {
   test("close() is idempotent and frees the ports", async () => {

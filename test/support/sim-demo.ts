@@ -2,7 +2,7 @@
 // point mailprobe at it and what each sample address should verify as, then runs until
 // SIGINT/SIGTERM (or `--seconds N`).
 
-import { startMailWorld } from "./mail-world/index.ts";
+import { STOCK_REPLIES, startMailWorld } from "./mail-world/index.ts";
 import type { MailWorld, WorldSpec } from "./mail-world/index.ts";
 
 const SPAMHAUS =
@@ -74,6 +74,35 @@ const DEMO: WorldSpec = {
     { name: "broken-dns.test", dns: "servfail" },
     { name: "slow-dns.test", dns: "timeout" },
     { name: "dangling.test", hosts: [{ name: "mx.dangling.test", hasAddress: false }] },
+    // Stock behaviours of real mail software.
+    {
+      name: "limits.test",
+      hosts: [{ name: "mx.limits.test", postfixErrorLimits: true }],
+      mailboxes: ["nora"],
+    },
+    {
+      name: "tls-only.test",
+      hosts: [{ name: "mx.tls-only.test", startTls: "require" }],
+      mailboxes: ["olga"],
+    },
+    {
+      name: "postgrey.test",
+      hosts: [{ name: "mx.postgrey.test" }],
+      mailboxes: ["pete"],
+      greylistSeconds: 300,
+      greylistStyle: "postgrey",
+    },
+    {
+      name: "rbl-trap.test",
+      hosts: [{ name: "mx.rbl-trap.test", blockExceptPostmaster: STOCK_REPLIES.spamhausBlock }],
+      mailboxes: ["quinn"],
+    },
+    { name: "openbsd.test", hosts: [{ name: "mail.openbsd.test", kind: "opensmtpd" }], mailboxes: ["rita"] },
+    {
+      name: "exchange-onprem.test",
+      hosts: [{ name: "exchange.exchange-onprem.test", kind: "exchange", startTls: "offer" }],
+      mailboxes: ["sam"],
+    },
   ],
 };
 
@@ -103,6 +132,15 @@ const SAMPLES = [
   "x@broken-dns.test",
   "x@slow-dns.test",
   "x@dangling.test",
+  "nora@limits.test",
+  "olga@tls-only.test",
+  "pete@postgrey.test",
+  "postmaster@postgrey.test",
+  "quinn@rbl-trap.test",
+  "postmaster@rbl-trap.test",
+  "rita@openbsd.test",
+  "nobody@openbsd.test",
+  "nobody@exchange-onprem.test",
 ];
 
 function parseSeconds(argv: readonly string[]): number | undefined {

@@ -12,6 +12,8 @@ export interface JobRecord {
   status: JobStatus;
   attempts: number;
   runAfter: Date;
+  /** Why the last attempt did not settle the job (an unknown reason for retries, an error for failures). */
+  lastError: string | null;
   emailId: string | null;
   createdAt: Date;
   updatedAt: Date;
@@ -27,6 +29,7 @@ interface JobRow {
   status: JobStatus;
   attempts: number;
   run_after: Date;
+  last_error: string | null;
   email_id: string | null;
   created_at: Date;
   updated_at: Date;
@@ -42,6 +45,7 @@ export const toJob = (r: JobRow): JobRecord => ({
   status: r.status,
   attempts: r.attempts,
   runAfter: r.run_after,
+  lastError: r.last_error,
   emailId: r.email_id,
   createdAt: r.created_at,
   updatedAt: r.updated_at,

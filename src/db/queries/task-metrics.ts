@@ -16,6 +16,8 @@ export interface TaskMetrics {
   };
   lastVerificationRequestedAt: Date | null;
   lastVerificationCompletedAt: Date | null;
+  /** Pending jobs waiting for a retry (greylisting, unreachable host…), and the earliest one's time. */
+  retries: { pending: number; nextAttemptAt: Date | null };
 }
 
 export interface MetricsRow {
@@ -34,6 +36,8 @@ export interface MetricsRow {
   disposable_domain_emails: number;
   last_requested: Date | null;
   last_completed: Date | null;
+  retry_pending: number;
+  next_retry_at: Date | null;
 }
 
 /** Aggregate columns shared by the per-task and per-day metric queries (j = email_jobs, v = results). */
@@ -52,7 +56,9 @@ export const METRICS_COLUMNS = `
   count(*) filter (where v.is_role_based) as role_based,
   count(*) filter (where v.is_disposable) as disposable_domain_emails,
   max(j.created_at) as last_requested,
-  max(v.validated_at) as last_completed`;
+  max(v.validated_at) as last_completed,
+  count(*) filter (where j.status = 'pending' and j.attempts > 0) as retry_pending,
+  min(j.run_after) filter (where j.status = 'pending' and j.attempts > 0) as next_retry_at`;
 
 export const toTaskMetrics = (r: MetricsRow | undefined): TaskMetrics => ({
   totalEmailAddresses: r?.total ?? 0,
@@ -74,6 +80,7 @@ export const toTaskMetrics = (r: MetricsRow | undefined): TaskMetrics => ({
   },
   lastVerificationRequestedAt: r?.last_requested ?? null,
   lastVerificationCompletedAt: r?.last_completed ?? null,
+  retries: { pending: r?.retry_pending ?? 0, nextAttemptAt: r?.next_retry_at ?? null },
 });
 
 /** Metrics of several tasks in one grouped query (a page of the task list). */

@@ -19,6 +19,8 @@ export interface VerificationRecord {
   isCatchall: boolean;
   unknownReason: string | null;
   needsPhysicalVerify: boolean;
+  /** What decided the status (see migration 0005); null for older rows. */
+  evidence: string | null;
   validatedAt: Date;
   origin: "realtime" | "batch";
   source: "frontend" | "api_key";
@@ -44,6 +46,7 @@ interface VerificationRow {
   is_catchall: boolean;
   unknown_reason: string | null;
   needs_physical_verify: boolean;
+  evidence: string | null;
   validated_at: Date;
   origin: "realtime" | "batch";
   source: "frontend" | "api_key";
@@ -69,6 +72,7 @@ export const toVerificationRecord = (r: VerificationRow): VerificationRecord => 
   isCatchall: r.is_catchall,
   unknownReason: r.unknown_reason,
   needsPhysicalVerify: r.needs_physical_verify,
+  evidence: r.evidence,
   validatedAt: r.validated_at,
   origin: r.origin,
   source: r.source,
@@ -84,8 +88,8 @@ export async function insertVerification(q: Queryable, v: VerificationRecord): P
     `insert into email_verifications
        (id, user_id, email, status, is_role_based, is_disposable, has_mx_records, has_reverse_dns,
         domain_name, host_name, server_type, is_catchall, unknown_reason, needs_physical_verify,
-        validated_at, origin, source, api_key_id, task_id, credit_transaction_id, from_cache, created_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+        validated_at, origin, source, api_key_id, task_id, credit_transaction_id, from_cache, created_at, evidence)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
      returning *`,
     [
       v.id,
@@ -110,6 +114,7 @@ export async function insertVerification(q: Queryable, v: VerificationRecord): P
       v.creditTransactionId,
       v.fromCache,
       v.createdAt,
+      v.evidence,
     ],
   );
   return toVerificationRecord(rows[0]!);
@@ -154,11 +159,11 @@ export async function insertVerifications(q: Queryable, list: VerificationRecord
     `insert into email_verifications
        (id, user_id, email, status, is_role_based, is_disposable, has_mx_records, has_reverse_dns,
         domain_name, host_name, server_type, is_catchall, unknown_reason, needs_physical_verify,
-        validated_at, origin, source, api_key_id, task_id, credit_transaction_id, from_cache, created_at)
+        validated_at, origin, source, api_key_id, task_id, credit_transaction_id, from_cache, created_at, evidence)
      select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::boolean[], $6::boolean[],
                           $7::boolean[], $8::boolean[], $9::text[], $10::text[], $11::text[], $12::boolean[],
                           $13::text[], $14::boolean[], $15::timestamptz[], $16::text[], $17::text[], $18::uuid[],
-                          $19::uuid[], $20::uuid[], $21::boolean[], $22::timestamptz[])`,
+                          $19::uuid[], $20::uuid[], $21::boolean[], $22::timestamptz[], $23::text[])`,
     [
       col((v) => v.id),
       col((v) => v.userId),
@@ -182,6 +187,7 @@ export async function insertVerifications(q: Queryable, list: VerificationRecord
       col((v) => v.creditTransactionId),
       col((v) => v.fromCache),
       col((v) => v.createdAt),
+      col((v) => v.evidence),
     ],
   );
 }

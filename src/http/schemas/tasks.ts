@@ -5,6 +5,7 @@ import type { UploadRecord } from "../../db/queries/uploads.ts";
 import type { JobView, TaskView } from "../../tasks/service.ts";
 import { DateTime, MAX_OFFSET, Uuid } from "./common.ts";
 import { toVerificationReply, VerificationReply } from "./verification.ts";
+import { isUnknownReason } from "../../verify/index.ts";
 
 export const CreateTaskBody = Type.Object({
   emails: Type.Array(Type.String(), {
@@ -49,6 +50,15 @@ export const MetricsSchema = Type.Object({
   }),
   last_verification_requested_at: Nullable(DateTime),
   last_verification_completed_at: Nullable(DateTime),
+  retries: Type.Object(
+    {
+      pending: Type.Integer({
+        description: "Pending jobs waiting for a retry (greylisting, unreachable host…)",
+      }),
+      next_attempt_at: Nullable(DateTime),
+    },
+    { description: "Not in the spec's metrics object: when the task's retries are due" },
+  ),
 });
 
 const FileSchema = Type.Object({
@@ -118,6 +128,13 @@ export const JobsReply = Type.Object({
       task_id: Uuid,
       email_address: Type.String(),
       status: Type.String(),
+      attempts: Type.Integer({ description: "Verification attempts made so far" }),
+      unknown_reason: Type.Union([Type.String(), Type.Null()], {
+        description: "While pending after an attempt: why the last one did not settle it (e.g. greylisted)",
+      }),
+      next_attempt_at: Type.Union([DateTime, Type.Null()], {
+        description: "While pending: when the job is next due",
+      }),
       email: Type.Optional(VerificationReply),
       created_at: DateTime,
       updated_at: DateTime,
@@ -170,6 +187,10 @@ export const toJobReply = ({ job, result }: JobView) => ({
   task_id: job.taskId,
   email_address: job.emailAddress,
   status: job.status,
+  attempts: job.attempts,
+  unknown_reason:
+    job.status === "pending" && job.attempts > 0 && isUnknownReason(job.lastError) ? job.lastError : null,
+  next_attempt_at: job.status === "pending" ? job.runAfter.toISOString() : null,
   ...(result ? { email: toVerificationReply(result) } : {}),
   created_at: job.createdAt.toISOString(),
   updated_at: job.updatedAt.toISOString(),

@@ -1,11 +1,17 @@
 // One probe session: reach the best mail host that answers, greet it, and ask RCPT for a list
-// of same-domain addresses in as few round trips and transactions as the server allows.
-// Never sends DATA. The verdict about each address is made elsewhere; this returns replies.
+// of same-domain addresses in as few round trips as the server's limits allow. Never sends DATA.
+// The verdict about each address is made elsewhere; this returns replies.
+//
+// A session may span several connections to the host that greeted us, one after the other
+// (never two at once): when a connection has spent its error budget, when the server keeps a
+// per-connection recipient limit, or when it closed mid-way (421, a drop, a failed TLS
+// handshake), the recipients left unanswered continue on a fresh connection at once.
+import { sleep } from "../../lib/sleep.ts";
 import { AbortedError } from "../abort.ts";
 import type { HostGate } from "../ports.ts";
 import type { MailHost } from "../resolve-domain.ts";
 import type { UnknownReason } from "../types.ts";
-import { settleTransaction, takeChunk, isTooManyRecipients } from "./chunking.ts";
+import { isErrorReply, isTooManyRecipients, nextPace, settleWrite } from "./chunking.ts";
 import { ConnectError, type ConnectFailureKind, type ConnectPort } from "./connect.ts";
 import { SmtpClosedError, SmtpConnection, SmtpTimeoutError } from "./connection.ts";
 import { SmtpProtocolError, type SmtpReply } from "./reply-reader.ts";
@@ -18,7 +24,12 @@ export interface SessionConfig {
   connectTimeoutMs: number;
   greetingTimeoutMs: number;
   commandTimeoutMs: number;
+  /** Most RCPTs per transaction (shrunk when the server refuses more). */
   maxRcpt: number;
+  /** Most error replies (4xx/5xx) one connection may receive; below Postfix's soft limit of 10. */
+  errorBudget: number;
+  /** Use STARTTLS when the server offers it (opportunistic; certificates are not checked). */
+  startTls: boolean;
 }
 
 export interface SessionDeps {
@@ -29,8 +40,11 @@ export interface SessionDeps {
 export interface SessionRequest {
   /** Hosts in preference order, each with at least one address. */
   hosts: readonly MailHost[];
-  /** Canonical, unique addresses; asked in this order (put the catch-all probe first). */
-  recipients: readonly string[];
+  /**
+   * Canonical, unique addresses, asked in this order (controls first). A function is called
+   * once, when the first connection is ready or has failed, so that late joiners get in.
+   */
+  recipients: readonly string[] | (() => readonly string[]);
   signal?: AbortSignal;
 }
 
@@ -40,6 +54,9 @@ export interface SessionFailure {
   reply?: SmtpReply;
 }
 
+/** Why a session moved on to a new connection. */
+export type ReconnectCause = "error_budget" | "connection_limit" | "closed" | "dropped" | "tls_failed";
+
 export interface SessionReport {
   /** Host that gave a banner, else the last host tried; null when none was tried. */
   hostName: string | null;
@@ -48,12 +65,20 @@ export interface SessionReport {
   greeted: boolean;
   greeting: string;
   ehlo: string;
+  /** The recipients asked (resolved once). */
+  recipients: readonly string[];
   /** Final RCPT reply per recipient that got one. */
   replies: Map<string, SmtpReply>;
   /** Why recipients without a reply have none; null when every recipient was answered. */
   failure: SessionFailure | null;
   /** RCPT commands sent in each transaction, in order. */
   rcptPerTransaction: number[];
+  /** Connections that got a banner. */
+  connections: number;
+  /** Why each follow-up connection was opened, in order. */
+  reconnects: ReconnectCause[];
+  /** The last connection ran under TLS. */
+  tls: boolean;
   /** Settles once QUIT is done, the socket closed and the host gate released. */
   done: Promise<void>;
 }
@@ -61,6 +86,11 @@ export interface SessionReport {
 // RFC 5321 §5.1 asks clients to try MX hosts in order; five covers every real provider
 // (Google publishes five) while bounding the time a dead domain can cost.
 const MAX_HOSTS_TRIED = 5;
+// A connection that answered nobody is retried once; a second such one ends the session.
+const MAX_IDLE_CONNECTIONS = 2;
+// A server learns of our close asynchronously (Postfix's anvil counts connections from smtpd's
+// disconnect messages): a new connection opened the same instant could briefly count as a second.
+const RECONNECT_SETTLE_MS = 50;
 
 /** Runs the session. Never throws for network or protocol outcomes: they end up in `failure`. */
 export async function runSession(
@@ -74,31 +104,87 @@ export async function runSession(
     greeted: false,
     greeting: "",
     ehlo: "",
+    recipients: [],
     replies: new Map(),
     failure: null,
     rcptPerTransaction: [],
+    connections: 0,
+    reconnects: [],
+    tls: false,
     done: Promise.resolve(),
   };
   const opened = await openSession(req, config, deps, report);
+  report.recipients = typeof req.recipients === "function" ? req.recipients() : req.recipients;
   if (opened === null) return report;
-  const { conn, release } = opened;
+  const { release } = opened;
+  let conn = opened.conn;
+  let politeEnd = true;
 
   const onAbort = (): void => conn.interrupt(new AbortedError());
   req.signal?.addEventListener("abort", onAbort, { once: true });
+  const limits: ConnectionLimits = { transaction: Math.max(1, config.maxRcpt), connection: null };
+  const maxConnections = 3 + 2 * Math.ceil(report.recipients.length / Math.max(1, config.errorBudget));
+  let pending = [...report.recipients];
+  let useTls = config.startTls;
+  let idle = 0;
   try {
-    await converse(conn, req, config, report);
+    for (;;) {
+      const answeredBefore = report.replies.size;
+      const end = await converseOrDrop(conn, pending, config, report, limits, useTls, req.signal);
+      pending = pending.filter((a) => !report.replies.has(a));
+      if (end.kind === "finished" || pending.length === 0) break;
+      report.failure = end.failure;
+      politeEnd = end.why === "error_budget" || end.why === "connection_limit";
+      idle = report.replies.size > answeredBefore ? 0 : idle + 1;
+      if (idle >= MAX_IDLE_CONNECTIONS || report.connections >= maxConnections) break;
+      if (end.why === "tls_failed") useTls = false;
+      report.reconnects.push(end.why);
+      // The server must never see two of our connections from this slot: the old one is gone
+      // before the new one opens.
+      await endConnection(conn, politeEnd, config);
+      await sleep(RECONNECT_SETTLE_MS, req.signal);
+      const next = await reconnect(opened.address, config, deps, report, req.signal);
+      if (next === null) break;
+      conn = next;
+      politeEnd = true;
+    }
   } catch (error) {
     report.failure ??= { reason: reasonForError(error, req.signal) };
   } finally {
     req.signal?.removeEventListener("abort", onAbort);
     // QUIT is polite but its 221 tells us nothing: the caller gets the report now and the
     // connection winds down in the background (the engine awaits `done` on close()).
-    report.done = conn.quit(config.commandTimeoutMs).finally(release);
+    report.done = endConnection(conn, politeEnd, config).finally(release);
   }
+  if (pending.length === 0) report.failure = null;
   return report;
 }
 
-type Opened = { conn: SmtpConnection; release: () => void };
+interface ConnectionLimits {
+  transaction: number;
+  /** Learned per-connection RCPT limit, or null. */
+  connection: number | null;
+}
+
+type ConnectionEnd =
+  /** Everything asked, or the session failed for good (report.failure says why). */
+  | { kind: "finished" }
+  /** This connection can do no more; the rest may continue on a new one. */
+  | { kind: "continue"; why: ReconnectCause; failure: SessionFailure };
+
+const FINISHED: ConnectionEnd = { kind: "finished" };
+
+/** After our QUIT the server closes; after its 421 or a drop there is nothing left to say. */
+async function endConnection(conn: SmtpConnection, polite: boolean, config: SessionConfig): Promise<void> {
+  if (polite) {
+    await conn.quit(config.commandTimeoutMs);
+    return;
+  }
+  conn.destroy();
+  await conn.closed;
+}
+
+type Opened = { conn: SmtpConnection; release: () => void; address: string };
 
 /** Connect phase: falls back to the next host on connect failure or a close before the banner. */
 async function openSession(
@@ -126,49 +212,94 @@ async function openSession(
       return fail(report, { reason: "timeout_smtp" });
     }
 
-    let conn: SmtpConnection;
-    try {
-      conn = new SmtpConnection(await connectWithTimeout(deps.connect, address, config, req.signal));
-    } catch (error) {
+    const greeted = await connectAndGreet(address, config, deps, report, req.signal, failures);
+    if (greeted.kind === "next") {
       release();
-      if (error instanceof ConnectError) {
-        failures.push(error.kind);
-        continue;
-      }
-      if (error instanceof AbortedError) return fail(report, { reason: "timeout_smtp" });
-      throw error;
+      continue;
     }
-
-    const onAbort = (): void => conn.interrupt(new AbortedError());
-    req.signal?.addEventListener("abort", onAbort, { once: true });
-    try {
-      const banner = await conn.read(config.greetingTimeoutMs, "greeting");
-      report.greeting = banner.text;
-      if (banner.code !== 220) {
-        // "554 5.7.1 ... blocked using zen.spamhaus.org" or "421 4.7.0 Too many connections" at
-        // connect: the host refuses us, not a mailbox. Its siblings share the policy; stop here.
-        report.failure = { reason: sessionFailureReason(banner), reply: banner };
-        report.done = conn.quit(config.commandTimeoutMs).finally(release);
-        return null;
-      }
-      report.greeted = true;
-      return { conn, release };
-    } catch (error) {
-      conn.destroy();
-      const closed = conn.closed.then(release);
-      if (error instanceof SmtpClosedError && !isAborted(req.signal)) {
-        await closed;
-        failures.push("dropped");
-        continue;
-      }
-      // A silent banner is a tarpit: another 15 s on a sibling host would only repeat it.
-      report.done = closed;
-      return fail(report, { reason: reasonForError(error, req.signal) });
-    } finally {
-      req.signal?.removeEventListener("abort", onAbort);
+    if (greeted.kind === "failed") {
+      report.done = greeted.closed.finally(release);
+      return null;
     }
+    return { conn: greeted.conn, release, address };
   }
   return fail(report, { reason: connectFailureReason(failures) });
+}
+
+type Greeted =
+  | { kind: "ready"; conn: SmtpConnection }
+  /** Try the next host (connect failure or a close before the banner); nothing left open. */
+  | { kind: "next" }
+  /** The host refused us or timed out (report.failure set); `closed` settles when the socket is. */
+  | { kind: "failed"; closed: Promise<void> };
+
+async function connectAndGreet(
+  address: string,
+  config: SessionConfig,
+  deps: SessionDeps,
+  report: SessionReport,
+  signal: AbortSignal | undefined,
+  failures: ConnectFailureKind[],
+): Promise<Greeted> {
+  let conn: SmtpConnection;
+  try {
+    conn = new SmtpConnection(await connectWithTimeout(deps.connect, address, config, signal));
+  } catch (error) {
+    if (error instanceof ConnectError) {
+      failures.push(error.kind);
+      return { kind: "next" };
+    }
+    if (error instanceof AbortedError) {
+      report.failure = { reason: "timeout_smtp" };
+      return { kind: "failed", closed: Promise.resolve() };
+    }
+    throw error;
+  }
+
+  const onAbort = (): void => conn.interrupt(new AbortedError());
+  signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    const banner = await conn.read(config.greetingTimeoutMs, "greeting");
+    report.greeting = banner.text;
+    if (banner.code !== 220) {
+      // "554 5.7.1 ... blocked using zen.spamhaus.org" or "421 4.7.0 Too many connections" at
+      // connect: the host refuses us, not a mailbox. Its siblings share the policy; stop here.
+      report.failure = { reason: sessionFailureReason(banner), reply: banner };
+      conn.destroy();
+      return { kind: "failed", closed: conn.closed };
+    }
+    report.greeted = true;
+    report.connections++;
+    return { kind: "ready", conn };
+  } catch (error) {
+    conn.destroy();
+    if (error instanceof SmtpClosedError && !isAborted(signal)) {
+      await conn.closed;
+      failures.push("dropped");
+      return { kind: "next" };
+    }
+    // A silent banner is a tarpit: another 15 s on a sibling host would only repeat it.
+    report.failure = { reason: reasonForError(error, signal) };
+    return { kind: "failed", closed: conn.closed };
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+/** A follow-up connection to the host that already greeted us; null (report.failure set) when it fails. */
+async function reconnect(
+  address: string,
+  config: SessionConfig,
+  deps: SessionDeps,
+  report: SessionReport,
+  signal: AbortSignal | undefined,
+): Promise<SmtpConnection | null> {
+  const failures: ConnectFailureKind[] = [];
+  const greeted = await connectAndGreet(address, config, deps, report, signal, failures);
+  if (greeted.kind === "ready") return greeted.conn;
+  if (greeted.kind === "next") report.failure = { reason: connectFailureReason(failures) };
+  else await greeted.closed;
+  return null;
 }
 
 // A function, not an inline check: TypeScript would keep an `aborted` narrowing across awaits.
@@ -273,127 +404,250 @@ async function greet(
 const isPositive = (reply: SmtpReply): boolean => reply.code >= 200 && reply.code < 300;
 const hasNonAscii = (s: string): boolean => /[^\p{ASCII}]/u.test(s);
 
-/** EHLO, then transactions of at most `limit` RCPTs until every recipient has a reply. */
-async function converse(
+/** `converse`, with a drop anywhere turned into "continue on a new connection". */
+async function converseOrDrop(
   conn: SmtpConnection,
-  req: SessionRequest,
+  pending: readonly string[],
   config: SessionConfig,
   report: SessionReport,
-): Promise<void> {
-  let keywords = await greet(conn, config, report);
-  if (keywords === null) return;
-  let startedTls = false;
-  let queue = [...req.recipients];
-  let limit = Math.max(1, config.maxRcpt);
-  let needsRset = false;
-
-  while (queue.length > 0) {
-    const { chunk, rest } = takeChunk(queue, limit);
-    const pipelining = keywords.has("PIPELINING");
-    // RFC 6531 §3.4: a UTF-8 local part needs the SMTPUTF8 parameter when the server offers it.
-    const utf8 = keywords.has("SMTPUTF8") && chunk.some(hasNonAscii) ? " SMTPUTF8" : "";
-    const mailCommand = `MAIL FROM:<${config.mailFrom}>${utf8}`;
-    const rcptReplies: SmtpReply[] = [];
-    report.rcptPerTransaction.push(0);
-    const countRcpt = (n: number): void => {
-      const last = report.rcptPerTransaction.length - 1;
-      report.rcptPerTransaction[last] = (report.rcptPerTransaction[last] ?? 0) + n;
-    };
-
-    let mailReply: SmtpReply | undefined;
-    try {
-      if (pipelining) {
-        // RFC 2920: RSET, MAIL and RCPT may all share one write; replies come back in order.
-        conn.send([...(needsRset ? ["RSET"] : []), mailCommand, ...chunk.map((a) => `RCPT TO:<${a}>`)]);
-        countRcpt(chunk.length);
-        if (needsRset) {
-          const rset = await conn.read(config.commandTimeoutMs);
-          if (rset.code !== 250) {
-            report.failure = { reason: sessionFailureReason(rset), reply: rset };
-            return;
-          }
-        }
-        mailReply = await conn.read(config.commandTimeoutMs);
-        // After a 421 the server hangs up: the RCPT replies will never come.
-        for (let i = 0; i < chunk.length && mailReply.code !== 421; i++) {
-          const reply = await conn.read(config.commandTimeoutMs);
-          rcptReplies.push(reply);
-          if (reply.code === 421) break; // the server is closing; no more replies will come
-        }
-      } else {
-        if (needsRset) {
-          conn.send(["RSET"]);
-          const rset = await conn.read(config.commandTimeoutMs);
-          if (rset.code !== 250) {
-            report.failure = { reason: sessionFailureReason(rset), reply: rset };
-            return;
-          }
-        }
-        conn.send([mailCommand]);
-        mailReply = await conn.read(config.commandTimeoutMs);
-        if (isPositive(mailReply)) {
-          for (const address of chunk) {
-            conn.send([`RCPT TO:<${address}>`]);
-            countRcpt(1);
-            const reply = await conn.read(config.commandTimeoutMs);
-            rcptReplies.push(reply);
-            if (reply.code === 421) break;
-          }
-        }
-      }
-    } catch (error) {
-      // Replies already read are real answers (when MAIL was accepted); keep them.
-      if (mailReply === undefined || !isPositive(mailReply)) throw error;
-      chunk.forEach((address, i) => {
-        const reply = rcptReplies[i];
-        if (reply !== undefined && !isTooManyRecipients(reply)) report.replies.set(address, reply);
-      });
-      throw error;
-    }
-
-    if (!isPositive(mailReply)) {
-      if (demandsStartTls(mailReply) && keywords.has("STARTTLS") && !startedTls) {
-        keywords = await startTls(conn, config, report);
-        if (keywords === null) return;
-        startedTls = true;
-        needsRset = false;
-        continue;
-      }
-      // The sender was refused ("553 5.7.1 Sender address rejected", "451 4.7.1 greylisted"
-      // at MAIL): nothing was learnt about any recipient, and no later transaction would fare better.
-      report.failure = { reason: sessionFailureReason(mailReply), reply: mailReply };
-      return;
-    }
-
-    const settled = settleTransaction(chunk, rcptReplies, limit);
-    for (const { item, reply } of settled.answered) {
-      if (reply.code === 421) continue;
-      report.replies.set(item, reply);
-    }
-    const closing = rcptReplies.find((r) => r.code === 421);
-    if (closing !== undefined) {
-      // "421 4.7.0 Too many connections/errors, closing transmission channel" mid-way.
-      report.failure = { reason: sessionFailureReason(closing), reply: closing };
-      return;
-    }
-    queue = [...settled.resend, ...rest];
-    limit = settled.nextLimit;
-    needsRset = true;
+  limits: ConnectionLimits,
+  useTls: boolean,
+  signal: AbortSignal | undefined,
+): Promise<ConnectionEnd> {
+  try {
+    return await converse(conn, pending, config, report, limits, useTls);
+  } catch (error) {
+    if (error instanceof SmtpClosedError && !isAborted(signal))
+      return { kind: "continue", why: "dropped", failure: { reason: "connection_dropped" } };
+    throw error;
   }
 }
 
+/** STARTTLS, the handshake, and EHLO again. "refused": the server said no; stay in plain text. */
 async function startTls(
   conn: SmtpConnection,
   config: SessionConfig,
   report: SessionReport,
-): Promise<Set<string> | null> {
+): Promise<Set<string> | null | "refused" | "failed"> {
   conn.send(["STARTTLS"]);
   const ready = await conn.read(config.commandTimeoutMs);
-  if (ready.code !== 220) {
-    report.failure = { reason: sessionFailureReason(ready), reply: ready };
-    return null;
+  if (ready.code !== 220) return "refused";
+  try {
+    await conn.upgradeToTls(report.hostName ?? "", config.commandTimeoutMs);
+  } catch (error) {
+    if (error instanceof SmtpProtocolError || error instanceof SmtpTimeoutError) return "failed";
+    throw error;
   }
-  await conn.upgradeToTls(report.hostName ?? "", config.commandTimeoutMs);
+  report.tls = true;
   // RFC 3207 §4.2: the session starts over; EHLO again and forget the plaintext extensions.
   return greet(conn, config, report);
+}
+
+/**
+ * One connection: EHLO, STARTTLS when offered, then writes of RCPTs paced by `nextPace` until
+ * every recipient has a reply or the connection can do no more.
+ */
+async function converse(
+  conn: SmtpConnection,
+  pending: readonly string[],
+  config: SessionConfig,
+  report: SessionReport,
+  limits: ConnectionLimits,
+  useTls: boolean,
+): Promise<ConnectionEnd> {
+  report.tls = false;
+  let keywords = await greet(conn, config, report);
+  if (keywords === null) return FINISHED;
+  let errors = 0;
+  const upgrade = async (): Promise<ConnectionEnd | null> => {
+    const upgraded = await startTls(conn, config, report);
+    if (upgraded === "failed")
+      return { kind: "continue", why: "tls_failed", failure: { reason: "smtp_protocol_error" } };
+    if (upgraded === "refused") {
+      errors++;
+      return null;
+    }
+    if (upgraded === null) return FINISHED;
+    keywords = upgraded;
+    return null;
+  };
+  if (useTls && keywords.has("STARTTLS")) {
+    const ended = await upgrade();
+    if (ended !== null) return ended;
+  }
+
+  const queue = [...pending];
+  let rcptInTransaction = 0;
+  let rcptOnConnection = 0;
+  let needsRset = false;
+  for (;;) {
+    const pace = nextPace({
+      errors,
+      errorBudget: Math.max(1, config.errorBudget),
+      rcptInTransaction,
+      transactionLimit: limits.transaction,
+      rcptOnConnection,
+      connectionLimit: limits.connection,
+      pending: queue.length,
+    });
+    if (pace.kind === "done") return FINISHED;
+    if (pace.kind === "reconnect") {
+      return { kind: "continue", why: pace.why, failure: { reason: "temporary_failure" } };
+    }
+    const chunk = queue.slice(0, pace.size);
+    const write = await exchange(
+      conn,
+      chunk,
+      config,
+      keywords,
+      pace.newTransaction && needsRset,
+      pace.newTransaction,
+    );
+    if (pace.newTransaction) {
+      rcptInTransaction = 0;
+      needsRset = true;
+      report.rcptPerTransaction.push(0);
+    }
+    const last = report.rcptPerTransaction.length - 1;
+    report.rcptPerTransaction[last] = (report.rcptPerTransaction[last] ?? 0) + write.rcptSent;
+    errors +=
+      write.drainedErrors +
+      [write.rset, write.mail, ...write.rcpt].filter((r) => r !== null && isErrorReply(r)).length;
+
+    if (write.rset !== null && write.rset.code !== 250) {
+      report.failure = { reason: sessionFailureReason(write.rset), reply: write.rset };
+      return FINISHED;
+    }
+    if (write.mail !== null && !isPositive(write.mail)) {
+      if (write.mail.code === 421) {
+        return { kind: "continue", why: "closed", failure: failureOf(write.mail) };
+      }
+      if (demandsStartTls(write.mail) && keywords.has("STARTTLS") && !report.tls) {
+        // "530 5.7.0 Must issue a STARTTLS command first": redo the greeting under TLS.
+        const ended = await upgrade();
+        if (ended !== null) return ended;
+        needsRset = false;
+        rcptInTransaction = 0;
+        continue;
+      }
+      // The sender was refused ("553 5.7.1 Sender address rejected", "451 4.7.1 greylisted"
+      // at MAIL): nothing was learnt about any recipient, and no later transaction would fare better.
+      report.failure = failureOf(write.mail);
+      return FINISHED;
+    }
+    const settled = settleWrite(chunk, write.rcpt, {
+      rcptInTransactionBefore: rcptInTransaction,
+      rcptOnConnectionBefore: rcptOnConnection,
+    });
+    const closing = write.rcpt.find((r) => r.code === 421);
+    const unanswered = new Set(chunk);
+    for (const { item, reply } of settled.answered) {
+      if (reply.code === 421) continue;
+      report.replies.set(item, reply);
+      unanswered.delete(item);
+    }
+    const taken = write.rcpt.length - settled.resend.length - (closing === undefined ? 0 : 1);
+    rcptInTransaction += taken;
+    rcptOnConnection += taken;
+    queue.splice(0, chunk.length);
+    queue.unshift(...chunk.filter((a) => unanswered.has(a)));
+
+    if (closing !== undefined) return { kind: "continue", why: "closed", failure: failureOf(closing) };
+    if (write.cut !== null) throw write.cut;
+    if (settled.transactionLimit !== null) {
+      limits.transaction = settled.transactionLimit;
+      rcptInTransaction = limits.transaction;
+    }
+    if (settled.connectionLimit !== null) {
+      limits.connection = settled.connectionLimit;
+      return { kind: "continue", why: "connection_limit", failure: { reason: "temporary_failure" } };
+    }
+  }
+}
+
+const failureOf = (reply: SmtpReply): SessionFailure => ({ reason: sessionFailureReason(reply), reply });
+
+interface WriteResult {
+  rset: SmtpReply | null;
+  mail: SmtpReply | null;
+  /** RCPT replies in order; fewer than sent when the server closed or stopped answering. */
+  rcpt: SmtpReply[];
+  rcptSent: number;
+  /** The error that ended reading early (after MAIL was accepted), or null. */
+  cut: Error | null;
+  /** Error replies to RCPTs that followed a refused MAIL in the same pipelined write. */
+  drainedErrors: number;
+}
+
+/**
+ * One write of RSET/MAIL and RCPTs: with PIPELINING (RFC 2920) all in one packet, replies read
+ * in order; without it, in lock-step, and no RCPT after a refused MAIL.
+ */
+async function exchange(
+  conn: SmtpConnection,
+  chunk: readonly string[],
+  config: SessionConfig,
+  keywords: ReadonlySet<string>,
+  rset: boolean,
+  mail: boolean,
+): Promise<WriteResult> {
+  // RFC 6531 §3.4: a UTF-8 local part needs the SMTPUTF8 parameter when the server offers it.
+  const utf8 = keywords.has("SMTPUTF8") && chunk.some(hasNonAscii) ? " SMTPUTF8" : "";
+  const mailCommand = `MAIL FROM:<${config.mailFrom}>${utf8}`;
+  const rcptCommands = chunk.map((a) => `RCPT TO:<${a}>`);
+  const result: WriteResult = { rset: null, mail: null, rcpt: [], rcptSent: 0, cut: null, drainedErrors: 0 };
+  const read = (): Promise<SmtpReply> => conn.read(config.commandTimeoutMs);
+  const pipelining = keywords.has("PIPELINING");
+
+  if (pipelining) {
+    conn.send([...(rset ? ["RSET"] : []), ...(mail ? [mailCommand] : []), ...rcptCommands]);
+    result.rcptSent = chunk.length;
+  }
+  if (rset) {
+    if (!pipelining) conn.send(["RSET"]);
+    result.rset = await read();
+    if (result.rset.code !== 250) return result;
+  }
+  if (mail) {
+    if (!pipelining) conn.send([mailCommand]);
+    result.mail = await read();
+    // After a refusal the pipelined RCPTs only earn "503 need MAIL"; after a 421 nothing comes.
+    if (!isPositive(result.mail)) {
+      if (pipelining && result.mail.code !== 421)
+        result.drainedErrors = await drain(conn, chunk.length, config);
+      return result;
+    }
+  }
+  try {
+    for (const command of rcptCommands) {
+      if (!pipelining) {
+        conn.send([command]);
+        result.rcptSent++;
+      }
+      const reply = await read();
+      result.rcpt.push(reply);
+      // The server is closing; no more replies will come.
+      if (reply.code === 421) break;
+      if (!pipelining && isTooManyRecipients(reply)) break;
+    }
+  } catch (error) {
+    // Replies already read are real answers; the caller keeps them and then rethrows.
+    result.cut = error instanceof Error ? error : new Error(String(error));
+  }
+  return result;
+}
+
+/** Reads the replies to RCPTs pipelined behind a refused MAIL; returns how many were errors. */
+async function drain(conn: SmtpConnection, n: number, config: SessionConfig): Promise<number> {
+  let errors = 0;
+  try {
+    for (let i = 0; i < n; i++) {
+      const reply = await conn.read(config.commandTimeoutMs);
+      if (isErrorReply(reply)) errors++;
+      if (reply.code === 421) break;
+    }
+  } catch {
+    // The connection is going away; what it would have said no longer matters.
+  }
+  return errors;
 }

@@ -21,10 +21,32 @@ describe("health", () => {
     assert.deepEqual(res.json(), { status: "ok" });
   });
 
-  test("/readyz → 200 naming the database engine", async () => {
-    const res = await ctx.app.inject({ method: "GET", url: "/readyz" });
-    assert.equal(res.statusCode, 200);
-    assert.deepEqual(res.json(), { status: "ready", database: testEngine() });
+  test("/readyz → 200 naming the database engine, no warnings with a fully-qualified HELO name", async () => {
+    const good = await createTestContext({ db: ctx.db, env: { SMTP_HELO_NAME: "probe.mailprobe.test" } });
+    try {
+      const res = await good.app.inject({ method: "GET", url: "/readyz" });
+      assert.equal(res.statusCode, 200);
+      assert.deepEqual(res.json(), { status: "ready", database: testEngine(), warnings: [] });
+    } finally {
+      await good.close();
+    }
+  });
+
+  test("/readyz with a bare HELO name: still ready (200), the warning says what to set", async () => {
+    const bare = await createTestContext({ db: ctx.db, env: { SMTP_HELO_NAME: "web-1" } });
+    try {
+      const res = await bare.app.inject({ method: "GET", url: "/readyz" });
+      assert.equal(res.statusCode, 200);
+      const body = res.json();
+      assert.equal(body.status, "ready");
+      assert.equal(body.warnings.length, 1);
+      assert.deepEqual(Object.keys(body.warnings[0]).sort(), ["code", "message", "variable"]);
+      assert.equal(body.warnings[0].code, "helo_name_not_fqdn");
+      assert.equal(body.warnings[0].variable, "SMTP_HELO_NAME");
+      assert.match(body.warnings[0].message, /Helo command rejected.*SMTP_HELO_NAME=mail\.example\.com/);
+    } finally {
+      await bare.close();
+    }
   });
 });
 

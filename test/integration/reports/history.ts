@@ -78,6 +78,7 @@ export async function insertVerificationRow(
     isCatchall: v.isCatchall ?? false,
     unknownReason: v.status === "unknown" ? "greylisted" : null,
     needsPhysicalVerify: false,
+    evidence: null,
     validatedAt: new Date(v.validatedAt ?? v.createdAt),
     origin: v.origin ?? "realtime",
     source: "api_key",

@@ -86,7 +86,11 @@ before(async () => {
   db = await openFileDatabase();
   // One retry an hour after a temporary answer: a greylisted address stays pending until the
   // test moves the clock, and the retry after that settles the result.
-  ctx = await createTestContext({ env: worldEnv(world, { VERIFY_RETRY_DELAYS: "3600" }), clock, db });
+  ctx = await createTestContext({
+    env: worldEnv(world, { VERIFY_RETRY_DELAYS: "3600", VERIFY_UNREACHABLE_RETRY_DELAYS: "3600" }),
+    clock,
+    db,
+  });
   role = createWorkerRole(ctx.services);
 });
 
@@ -216,6 +220,7 @@ const untouchedMetrics = (n: number, createdAt: string) => ({
   verification_status: zeroStatus,
   last_verification_requested_at: createdAt,
   last_verification_completed_at: null,
+  retries: { pending: 0, next_attempt_at: null },
 });
 
 const emptyPoint = (date: string) => ({
@@ -227,6 +232,7 @@ const emptyPoint = (date: string) => ({
   verification_status: zeroStatus,
   last_verification_requested_at: null,
   last_verification_completed_at: null,
+  retries: { pending: 0, next_attempt_at: null },
 });
 
 const q = (params: Record<string, string>): string => new URLSearchParams(params).toString();
@@ -878,6 +884,7 @@ describe("GET /api/v1/tasks/{id}", () => {
       },
       last_verification_requested_at: WORK,
       last_verification_completed_at: processedAt,
+      retries: { pending: 0, next_attempt_at: null },
     });
     // 7 reserved, the one unknown refunded.
     assert.equal(await balanceOf(user), 20 - 6);
@@ -971,6 +978,9 @@ describe("GET /api/v1/tasks/{id}/jobs", () => {
       task_id: task.id,
       email_address: "p11@acme.test",
       status: "pending",
+      attempts: 0,
+      unknown_reason: null,
+      next_attempt_at: IDLE,
       created_at: IDLE,
       updated_at: IDLE,
     });
@@ -999,9 +1009,14 @@ describe("GET /api/v1/tasks/{id}/jobs", () => {
       task_id: task.id,
       email_address: "gina@grey.test",
       status: "pending",
+      // Greylisted once: the job says why it waits and until when.
+      attempts: 1,
+      unknown_reason: "greylisted",
+      next_attempt_at: grey.next_attempt_at,
       created_at: WORK,
       updated_at: WORK,
     });
+    assert.ok(Date.parse(grey.next_attempt_at) > Date.parse(WORK), grey.next_attempt_at);
     assert.equal(alice.status, "completed");
     assert.equal(alice.email_address, "alice@acme.test");
     assert.match(alice.email.id, UUID);
@@ -1179,6 +1194,8 @@ describe("GET /api/v1/tasks/{id}/series", () => {
           verification_status: { ...zeroStatus, valid: 2, invalid: 1 },
           last_verification_requested_at: D0,
           last_verification_completed_at: D0,
+          // gina was greylisted and waits for her retry, an hour after the first attempt.
+          retries: { pending: 1, next_attempt_at: "2025-06-02T10:00:00.000Z" },
         },
         emptyPoint("2025-06-03"),
       ],
@@ -1219,6 +1236,7 @@ describe("GET /api/v1/tasks/{id}/series", () => {
       verification_status: { ...zeroStatus, valid: 2, invalid: 1 },
       last_verification_requested_at: D0,
       last_verification_completed_at: D0,
+      retries: { pending: 0, next_attempt_at: null },
     });
     assert.deepEqual(byDate.get("2025-06-04"), {
       date: "2025-06-04",
@@ -1229,6 +1247,7 @@ describe("GET /api/v1/tasks/{id}/series", () => {
       verification_status: { ...zeroStatus, unknown: 1 },
       last_verification_requested_at: D0,
       last_verification_completed_at: D2,
+      retries: { pending: 0, next_attempt_at: null },
     });
   });
 

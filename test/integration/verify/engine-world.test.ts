@@ -377,7 +377,7 @@ void test("421 too many connections at connect → unknown rate_limited", async 
   );
 });
 
-void test("452 after 4 RCPTs: the group is still fully answered in one session with shrunken transactions", async () => {
+void test("452 after 4 RCPTs: the group is still fully answered with shrunken transactions", async () => {
   world.resetCounters();
   const addresses = [...users(10), ...Array.from({ length: 10 }, (_, i) => `ghost${i.toString()}`)].map(
     (l) => `${l}@limit.test`,
@@ -388,10 +388,10 @@ void test("452 after 4 RCPTs: the group is still fully answered in one session w
     addresses.map((a) => (a.startsWith("user") ? "valid" : "invalid")),
   );
   const c = world.counters("mx.limit.test");
-  assert.equal(c.connections, 1);
-  // probe + 20 addresses = 21 RCPTs in the first transaction, 4 accepted there; the 17 refused
-  // ones go out 4 at a time (4+4+4+4+1): 21 + 17 = 38 RCPT commands in the one session.
-  assert.deepEqual(c.rcptPerSession, [38]);
+  // control + probe + 20 addresses; 11 rejections (probe and ghosts) exceed one connection's
+  // error budget of 9, so a second connection finishes the group.
+  assert.equal(c.connections, 2);
+  for (const errors of c.errorsPerSession) assert.ok(errors <= 9, `errors ${errors.toString()}`);
 });
 
 void test("no PTR for the mail host → has_reverse_dns false", async () => {
@@ -454,23 +454,25 @@ void test("Microsoft 365 accepting everything → catchall + needs_physical_veri
   );
 });
 
-void test("PIPELINING: 120 addresses in one session, three pipelined transactions", async () => {
+void test("PIPELINING: 120 addresses, half of them dead, within the error budget of each connection", async () => {
   world.resetCounters();
   const addresses = Array.from({ length: 120 }, (_, i) => `user${i.toString()}@pipe.test`);
-  const started = Date.now();
   const results = await newEngine().verifyGroup("pipe.test", addresses);
-  const elapsed = Date.now() - started;
   assert.equal(results.length, 120);
   assert.deepEqual(
     results.map((r) => r.status),
     addresses.map((_, i) => (i < 60 ? "valid" : "invalid")),
   );
   const c = world.counters("mx.pipe.test");
-  assert.equal(c.connections, 1);
-  // probe + 120 = 121 RCPT (50 + 50 + 21); EHLO, MAIL×3, RSET×2 and QUIT make up the rest.
-  assert.deepEqual(c.rcptPerSession, [121]);
-  // In lock-step each of the ~128 commands would cost a 25 ms reply: over 3 s.
-  assert.ok(elapsed < 2000, `${elapsed.toString()} ms`);
+  // control + probe + 120 = 122 RCPTs; 61 rejections at ≤ 9 per connection = 7 connections,
+  // one after the other.
+  assert.equal(
+    c.rcptPerSession.reduce((a, b) => a + b, 0),
+    122,
+  );
+  assert.equal(c.connections, 7);
+  assert.equal(c.maxConcurrent, 1);
+  for (const errors of c.errorsPerSession) assert.ok(errors <= 9, `errors ${errors.toString()}`);
 });
 
 void test("deadline during SMTP → partial unknown timeout_smtp with the known facts", async () => {
@@ -508,7 +510,8 @@ void test("the catch-all verdict is cached: the second session sends no probe", 
   const engine = newEngine();
   assert.equal((await engine.verifyOne("bob@cache.test")).status, "valid");
   assert.equal((await engine.verifyOne("ann@cache.test")).status, "valid");
-  assert.deepEqual(world.counters("mx.cache.test").rcptPerSession, [2, 1]);
+  // control + probe + bob, then ann alone: the control's and the probe's answers are cached too.
+  assert.deepEqual(world.counters("mx.cache.test").rcptPerSession, [3, 1]);
 });
 
 void test("the host gate is acquired per host before connecting and released after QUIT", async () => {

@@ -37,7 +37,8 @@ async function startScripted(banner: string, reply: (line: string) => string | n
           socket.end();
           return;
         }
-        if (line.toUpperCase() === "QUIT") {
+        // After QUIT's 221 or a 421 a server closes the connection.
+        if (line.toUpperCase() === "QUIT" || answer.startsWith("421")) {
           socket.end(`${answer}\r\n`);
           return;
         }
@@ -104,6 +105,7 @@ void test("old server: EHLO unknown → HELO, then one command at a time (no PIP
     "EHLO probe.mailprobe.test",
     "HELO probe.mailprobe.test",
     "MAIL FROM:<bounce@mailprobe.test>",
+    "RCPT TO:<postmaster@scripted.test>",
     `RCPT TO:<${"a".repeat(20)}@scripted.test>`,
     "RCPT TO:<bob@scripted.test>",
     "RCPT TO:<ghost@scripted.test>",
@@ -115,7 +117,7 @@ void test("old server: EHLO unknown → HELO, then one command at a time (no PIP
   );
 });
 
-void test("PIPELINING server: MAIL and every RCPT in one write; a 421 mid-way ends the session without verdicts", async (t) => {
+void test("PIPELINING server: MAIL and every RCPT in one write; a 421 mid-way re-queues the rest on a new connection", async (t) => {
   let rcpts = 0;
   const server = await startScripted("220 mx.scripted.test ESMTP", (line) => {
     if (/^EHLO/i.test(line))
@@ -123,8 +125,8 @@ void test("PIPELINING server: MAIL and every RCPT in one write; a 421 mid-way en
     if (/^MAIL/i.test(line)) return "250 2.1.0 Ok";
     if (/^RCPT/i.test(line)) {
       rcpts++;
-      if (rcpts === 3) return "421 4.7.0 Too many errors, closing transmission channel";
-      return rcptTo(line).startsWith("bob@")
+      if (rcpts === 4) return "421 4.7.0 Too many errors, closing transmission channel";
+      return /^(bob|postmaster)@/.test(rcptTo(line))
         ? "250 2.1.5 Ok"
         : "550 5.1.1 <x>: Recipient address rejected: User unknown";
     }
@@ -140,16 +142,28 @@ void test("PIPELINING server: MAIL and every RCPT in one write; a 421 mid-way en
     "ann@scripted.test",
     "eve@scripted.test",
   ]);
+  await engine.close();
   assert.deepEqual(
     results.map((r) => [r.status, r.unknownReason]),
     [
       ["valid", null],
-      ["unknown", "rate_limited"],
-      ["unknown", "rate_limited"],
+      ["invalid", null],
+      ["invalid", null],
     ],
   );
-  // EHLO alone, then MAIL + 4 RCPT (probe + 3) in one write.
-  assert.deepEqual(server.batches.slice(0, 2), [1, 5]);
+  // EHLO alone, then MAIL + 5 RCPT (control, probe + 3) in one write; ann got the 421.
+  assert.deepEqual(server.batches.slice(0, 2), [1, 6]);
+  // Nothing more on the closed connection (no QUIT, no STARTTLS): the next command is a new EHLO,
+  // and only the two unanswered recipients are asked again.
+  const second = server.commands.lastIndexOf("EHLO probe.mailprobe.test");
+  assert.equal(server.commands[second - 1], "RCPT TO:<ann@scripted.test>");
+  assert.deepEqual(server.commands.slice(second), [
+    "EHLO probe.mailprobe.test",
+    "MAIL FROM:<bounce@mailprobe.test>",
+    "RCPT TO:<ann@scripted.test>",
+    "RCPT TO:<eve@scripted.test>",
+    "QUIT",
+  ]);
 });
 
 void test("MAIL FROM refused (553 5.7.1 sender rejected) → every address unknown policy_rejection, none invalid", async (t) => {

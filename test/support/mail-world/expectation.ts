@@ -7,15 +7,35 @@
 // 2. SMTP: hosts with an address are tried in MX preference order. A host that fails before RCPT
 //    (refused, tarpit > 10 s, dropped after banner, fixed connect reply, rate limit of 0) makes
 //    the verifier move on; if every host fails that way, the most preferred host's failure is the
-//    answer. rateLimitAfterConnections > 0 and maxRcptPerMessage are politeness traps, not truth.
-// 3. The first host that reaches RCPT decides: its rcptReply if it has one (classified below),
-//    else greylisting -> unknown greylisted, catchAll -> catchall, a full or existing mailbox ->
-//    valid, anything else (disabled, unknown user) -> invalid.
+//    answer. Politeness traps are not truth: rateLimitAfterConnections > 0, maxRcptPerMessage,
+//    maxRcptPerConnection, the error limits (soft/hard, postfixErrorLimits) and the PIPELINING
+//    setting only punish a verifier that is not careful. startTls "require" is not truth either:
+//    a perfect verifier uses STARTTLS when offered.
+// 3. The first host that reaches RCPT decides, in this order:
+//    a. its rcptReply if it has one (classified below);
+//    b. blockExceptPostmaster, for every local part but postmaster and abuse: classified below,
+//       but never invalid (an unclassifiable wording -> unknown policy_rejection): the mailbox
+//       behind it may well exist, the refusal is about the client. So the spamhaus wording ->
+//       unknown ip_blocklisted, "550 5.7.1 Rejected" / "550 Administrative prohibition" -> unknown
+//       policy_rejection; postmaster@ and abuse@ go on to d-f;
+//    c. greylisting -> unknown greylisted (with greylistStyle "postgrey", postmaster@ and abuse@
+//       are not greylisted and go on);
+//    d. catchAll -> catchall;
+//    e. a full or existing mailbox -> valid; a disabled one -> invalid; postmaster@ -> valid unless
+//       rejectPostmaster (RFC 5321 §4.5.1); abuse@ -> valid when acceptAbuse (default per kind,
+//       see rules.ts);
+//    f. anything else is an unknown user -> invalid, whatever the wording (unknownUserReply, the
+//       persona's): "550 Unrouteable address" or "524 5.2.4 Mailing list expansion problem" mean
+//       no such user, and a careful verifier can tell with evidence from the same server (an
+//       accepted recipient, or the postmaster control accepted while the random probe is refused
+//       alike). A configured unknownUserReply with a 4xx code -> unknown temporary_failure.
 //
-// Fixed replies (connectReply, rcptReply) are classified by text then code: blocklist wording ->
-// ip_blocklisted; other 5.7.x -> policy_rejection; 421 or rate wording -> rate_limited; other 4xx
-// -> temporary_failure; 2xx -> catchall (every RCPT accepted); other 5xx -> invalid.
+// Fixed replies (connectReply, rcptReply, blockExceptPostmaster) are classified by text then code:
+// blocklist wording -> ip_blocklisted; other 5.7.x -> policy_rejection; 421 or rate wording ->
+// rate_limited; other 4xx -> temporary_failure; 2xx -> catchall (every RCPT accepted); other 5xx
+// -> invalid.
 
+import { configuredUnknownUser, greylistApplies, isRoleAddress, roleExists } from "./rules.ts";
 import type { DomainSpec, Expectation, FixedReply, HostSpec, WorldSpec } from "./types.ts";
 
 /** Tarpits longer than this are beyond any sane verifier's banner timeout. */
@@ -82,13 +102,24 @@ function connectFailure(host: HostSpec): Expectation | undefined {
 
 function rcptExpectation(domain: DomainSpec, host: HostSpec, local: string): Expectation {
   if (host.rcptReply) return classifyFixedReply(host.rcptReply);
-  if ((domain.greylistSeconds ?? 0) > 0) return unknown("greylisted");
+  if (host.blockExceptPostmaster && !isRoleAddress(local)) return classifyBlock(host.blockExceptPostmaster);
+  if (greylistApplies(domain, local)) return unknown("greylisted");
   if (domain.catchAll) return plain("catchall");
   const has = (list: readonly string[] | undefined): boolean =>
     (list ?? []).some((l) => l.toLowerCase() === local);
   if (has(domain.fullMailboxes)) return plain("valid");
   if (has(domain.disabledMailboxes)) return plain("invalid");
-  return plain(has(domain.mailboxes) ? "valid" : "invalid");
+  if (has(domain.mailboxes) || roleExists(domain, host.kind ?? "postfix", local)) return plain("valid");
+  const reply = configuredUnknownUser(domain, host, `${local}@${domain.name}`);
+  if (reply && reply.code >= 400 && reply.code < 500) return unknown("temporary_failure");
+  if (reply && reply.code < 300) return plain("catchall");
+  return plain("invalid");
+}
+
+/** A refusal about the client, not the mailbox: whatever it says, never invalid. */
+function classifyBlock(reply: FixedReply): Expectation {
+  const classified = classifyFixedReply(reply);
+  return classified.status === "unknown" ? classified : unknown("policy_rejection");
 }
 
 export function classifyFixedReply(reply: FixedReply): Expectation {

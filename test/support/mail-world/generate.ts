@@ -2,8 +2,13 @@
 // Same seed and options -> same spec and addresses, on every machine (mulberry32 PRNG, no Date,
 // no Math.random). Big providers share MX hosts between domains, as in real life, so a shared
 // host never carries a per-domain fault: faults live on per-domain hosts only.
+//
+// Backward compatibility: behaviours and options added later default to 0/off and only draw from
+// the PRNG when chosen, so an existing seed and mix give the same world as before. STOCK_MIX is
+// a mix with every behaviour in it, for benches that want the whole zoo.
 
-import type { DomainSpec, HostSpec, ServerKind, WorldSpec } from "./types.ts";
+import { STOCK_REPLIES } from "./rules.ts";
+import type { DomainSpec, FixedReply, HostSpec, ServerKind, WorldSpec } from "./types.ts";
 
 export type Behaviour =
   | "normal" //            MX with known mailboxes; unknown users rejected (some full/disabled mailboxes)
@@ -24,7 +29,20 @@ export type Behaviour =
   | "drop_after_banner" // banner, then the connection is closed
   | "tarpit" //            banner after 12 s (slow: off by default)
   | "rcpt_limit" //        at most 3-5 RCPT per transaction, then 452
-  | "rate_limit"; //       421 after 10 connections (off by default: state outlives a run)
+  | "rate_limit" //        421 after 10 connections (off by default: state outlives a run)
+  // Stock behaviours of real mail software (all off by default):
+  | "postfix_error_limits" //      Postfix kind with smtpd soft/hard error limits 10/20, 1 s sleep
+  | "rcpt_per_connection" //       at most 10-30 RCPT per connection, then 452
+  | "starttls_offer" //            STARTTLS advertised
+  | "starttls_require" //          MAIL/RCPT before STARTTLS get 530 5.7.0
+  | "greylist_postgrey" //         postgrey wording (450 4.2.0 …), postmaster/abuse not greylisted
+  | "greylist_hint" //             "451 4.7.1 … try again in N seconds"
+  | "rbl_except_postmaster" //     every RCPT but postmaster/abuse refused with a Spamhaus text
+  | "block_except_postmaster_silent" // the same with a wording that names no block
+  | "stock_unknown_user" //        unknown users get Exim/OpenSMTPD/IronPort wordings (no 5.1.1 text)
+  | "opensmtpd" //                 OpenSMTPD persona (524 5.2.4 for unknown users, no PIPELINING)
+  | "exchange" //                  Exchange on-premises persona (550 5.1.10 RESOLVER.ADR…)
+  | "reject_postmaster"; //        postmaster@ is refused like any unknown user
 
 export interface GenerateOptions {
   seed: number;
@@ -34,6 +52,9 @@ export interface GenerateOptions {
   latencyMs?: number;
   /** Relative weights, merged over DEFAULT_MIX (set a behaviour to 0 to exclude it). */
   mix?: Partial<Record<Behaviour, number>>;
+  /** Share (0-1) of MX domains whose address list also gets postmaster@ (and, half of those,
+   * abuse@). Default 0. */
+  roleAddressShare?: number;
 }
 
 export interface GeneratedWorld {
@@ -61,6 +82,42 @@ export const DEFAULT_MIX: Readonly<Record<Behaviour, number>> = {
   tarpit: 0,
   rcpt_limit: 6,
   rate_limit: 0,
+  postfix_error_limits: 0,
+  rcpt_per_connection: 0,
+  starttls_offer: 0,
+  starttls_require: 0,
+  greylist_postgrey: 0,
+  greylist_hint: 0,
+  rbl_except_postmaster: 0,
+  block_except_postmaster_silent: 0,
+  stock_unknown_user: 0,
+  opensmtpd: 0,
+  exchange: 0,
+  reject_postmaster: 0,
+};
+
+/**
+ * Every behaviour, for benches: DEFAULT_MIX with the stock behaviours of real mail software added
+ * (weights are relative; these sum to 100 + the default 100, so each weight w is about w/2 % of
+ * the domains): Postfix error limits 5, per-connection RCPT cap 3, STARTTLS offered 8 / required
+ * 2, postgrey 2, greylist hint 2, RBL except postmaster 2 (named) + 1 (silent), stock unknown-user
+ * wordings 4, OpenSMTPD 2, Exchange 3, postmaster refused 1, with normal lowered to keep 100.
+ */
+export const STOCK_MIX: Readonly<Record<Behaviour, number>> = {
+  ...DEFAULT_MIX,
+  normal: 17,
+  postfix_error_limits: 5,
+  rcpt_per_connection: 3,
+  starttls_offer: 8,
+  starttls_require: 2,
+  greylist_postgrey: 2,
+  greylist_hint: 2,
+  rbl_except_postmaster: 2,
+  block_except_postmaster_silent: 1,
+  stock_unknown_user: 4,
+  opensmtpd: 2,
+  exchange: 3,
+  reject_postmaster: 1,
 };
 
 /** mulberry32: tiny, fast, good enough for test data, identical on every platform. */
@@ -200,6 +257,10 @@ const KIND_WEIGHTS: Readonly<Record<ServerKind, number>> = {
   yahoo: 4,
   outlook: 3,
   generic: 2,
+  // Only through their own behaviours ("opensmtpd", "exchange"): a weight here would change the
+  // worlds of existing seeds.
+  opensmtpd: 0,
+  exchange: 0,
 };
 
 /** Kinds whose MX hosts belong to one domain, so they may carry per-domain faults. */
@@ -235,7 +296,10 @@ function hostsFor(kind: ServerKind, domain: string, rng: Rng, shared: SharedHost
       ];
     }
     case "exim":
+    case "opensmtpd":
       return [{ name: `mail.${domain}`, preference: 10, kind }];
+    case "exchange":
+      return [{ name: `exchange.${domain}`, preference: 10, kind }];
     case "generic":
       return [{ name: `smtp.${domain}`, preference: 10, kind }];
     case "postfix": {
@@ -294,6 +358,26 @@ function withFault(behaviour: Behaviour, hosts: HostSpec[], rng: Rng): HostSpec[
       return [{ ...primary, maxRcptPerMessage: rng.int(3, 5) }, ...rest];
     case "rate_limit":
       return [{ ...primary, rateLimitAfterConnections: 10 }];
+    case "postfix_error_limits":
+      return hosts.map((h) => ({ ...h, postfixErrorLimits: true }));
+    case "rcpt_per_connection": {
+      const cap = rng.int(10, 30);
+      return hosts.map((h) => ({ ...h, maxRcptPerConnection: cap }));
+    }
+    case "starttls_offer":
+      return hosts.map((h) => ({ ...h, startTls: "offer" }));
+    case "starttls_require":
+      return hosts.map((h) => ({ ...h, startTls: "require" }));
+    case "rbl_except_postmaster":
+      return hosts.map((h) => ({ ...h, blockExceptPostmaster: STOCK_REPLIES.spamhausBlock }));
+    case "block_except_postmaster_silent": {
+      const reply = rng.pick(SILENT_BLOCKS);
+      return hosts.map((h) => ({ ...h, blockExceptPostmaster: reply }));
+    }
+    case "stock_unknown_user": {
+      const reply = rng.pick(STOCK_UNKNOWN_USER);
+      return hosts.map((h) => ({ ...h, unknownUserReply: reply }));
+    }
     case "normal":
     case "catchall":
     case "greylist":
@@ -303,9 +387,33 @@ function withFault(behaviour: Behaviour, hosts: HostSpec[], rng: Rng): HostSpec[
     case "no_records":
     case "servfail":
     case "dns_timeout":
+    case "greylist_postgrey":
+    case "greylist_hint":
+    case "opensmtpd":
+    case "exchange":
+    case "reject_postmaster":
       return hosts;
   }
 }
+
+const SILENT_BLOCKS: readonly FixedReply[] = [
+  STOCK_REPLIES.eximAdministrativeProhibition,
+  STOCK_REPLIES.plainRejected,
+];
+
+const STOCK_UNKNOWN_USER: readonly FixedReply[] = [
+  STOCK_REPLIES.eximUnrouteable,
+  STOCK_REPLIES.opensmtpdInvalid,
+  STOCK_REPLIES.ironportRejected,
+];
+
+/** Behaviours that come with their own server software. */
+const FORCED_KIND: Partial<Record<Behaviour, ServerKind>> = {
+  postfix_error_limits: "postfix",
+  greylist_postgrey: "postfix",
+  opensmtpd: "opensmtpd",
+  exchange: "exchange",
+};
 
 const DNS_ONLY: Partial<Record<Behaviour, DomainSpec["dns"]>> = {
   null_mx: "null_mx",
@@ -327,16 +435,31 @@ const NEEDS_OWN_HOST: ReadonlySet<Behaviour> = new Set<Behaviour>([
   "rcpt_limit",
   "rate_limit",
   "greylist",
+  "postfix_error_limits",
+  "rcpt_per_connection",
+  "starttls_offer",
+  "starttls_require",
+  "greylist_postgrey",
+  "greylist_hint",
+  "rbl_except_postmaster",
+  "block_except_postmaster_silent",
+  "stock_unknown_user",
 ]);
 
 function makeDomain(name: string, behaviour: Behaviour, rng: Rng, shared: SharedHosts): DomainSpec {
   const dns = DNS_ONLY[behaviour];
   if (dns) return { name, dns };
   if (behaviour === "a_only") return { name, dns: "a_only", hosts: [{ name, kind: "postfix" }] };
-  const kind = NEEDS_OWN_HOST.has(behaviour) ? rng.pick(OWN_HOST_KINDS) : rng.weighted(KIND_WEIGHTS);
+  const kind =
+    FORCED_KIND[behaviour] ??
+    (NEEDS_OWN_HOST.has(behaviour) ? rng.pick(OWN_HOST_KINDS) : rng.weighted(KIND_WEIGHTS));
   const domain: DomainSpec = { name, hosts: withFault(behaviour, hostsFor(kind, name, rng, shared), rng) };
   if (behaviour === "catchall") domain.catchAll = true;
   if (behaviour === "greylist") domain.greylistSeconds = 300;
+  if (behaviour === "greylist_postgrey")
+    Object.assign(domain, { greylistSeconds: 300, greylistStyle: "postgrey" });
+  if (behaviour === "greylist_hint") Object.assign(domain, { greylistSeconds: 300, greylistStyle: "hint" });
+  if (behaviour === "reject_postmaster") domain.rejectPostmaster = true;
   return domain;
 }
 
@@ -375,6 +498,11 @@ export function generateMixedWorld(opts: GenerateOptions): GeneratedWorld {
     const name = `${rng.pick(WORDS_A)}-${rng.pick(WORDS_B)}${(i + 1).toString()}.test`;
     const domain = makeDomain(name, rng.weighted(mix), rng, shared);
     addresses.push(...populate(domain, countFor(opts.addressesPerDomain, rng), rng));
+    const roleShare = opts.roleAddressShare ?? 0;
+    if (roleShare > 0 && domain.hosts && (domain.dns ?? "mx") === "mx" && rng.chance(roleShare)) {
+      addresses.push(`postmaster@${name}`);
+      if (rng.chance(0.5)) addresses.push(`abuse@${name}`);
+    }
     domains.push(domain);
   }
   const spec: WorldSpec = opts.latencyMs === undefined ? { domains } : { domains, latencyMs: opts.latencyMs };

@@ -9,7 +9,8 @@ import type { DomainSpec, HostCounters, HostSpec, MailWorld, WorldSpec } from ".
 
 export type * from "./types.ts";
 export { createExpectation } from "./expectation.ts";
-export { generateMixedWorld } from "./generate.ts";
+export { DEFAULT_MIX, STOCK_MIX, generateMixedWorld } from "./generate.ts";
+export { STOCK_REPLIES } from "./rules.ts";
 export type { Behaviour, GeneratedWorld, GenerateOptions } from "./generate.ts";
 
 export interface StartOptions {

@@ -3,20 +3,33 @@
 // smtp-server sees it (fixed connect replies, drops, rate limits) and delay every reply.
 //
 // Latency model: every byte the host writes leaves `latencyMs` after smtp-server produced it,
-// in order (a delay queue in front of socket.write/end). That is a network round trip: a client
-// that pipelines N commands gets N replies after one latency, a lock-step client pays N latencies.
-// smtp-server itself adds a fixed 100 ms before the banner (its early-talker check); bannerDelayMs
-// and latencyMs come on top of that.
+// in order (a delay queue in front of socket.write/end; after STARTTLS, in front of the TLS
+// socket's). That is a network round trip: a client that pipelines N commands gets N replies
+// after one latency, a lock-step client pays N latencies. smtp-server itself adds a fixed 100 ms
+// before the banner (its early-talker check); bannerDelayMs and latencyMs come on top of that.
+// Postfix-style error sleeps (softErrorLimit) come before the latency, reply by reply, and the
+// next command is only processed once the previous reply has left (Postfix sleeps in its
+// single-threaded reply path, so it reads nothing meanwhile).
 //
 // Command counting: every LF-terminated line the client sends counts as a command (EHLO, MAIL,
-// RCPT, RSET, NOOP, QUIT, DATA, junk…). DATA is always refused, so no message body is ever
-// read and every line received is a command line.
+// RCPT, RSET, NOOP, QUIT, DATA, junk…), lines that arrive after the host gave up on the session
+// included. DATA is always refused, so no message body is ever read and every line received is a
+// command line. The same line reader records protocol violations (see HostCounters.violations).
 
 import net from "node:net";
 import { performance } from "node:perf_hooks";
 import { SMTPServer } from "smtp-server";
 import type { SMTPServerAddress, SMTPServerSession } from "smtp-server";
 
+import {
+  configuredUnknownUser,
+  errorLimits,
+  greylistApplies,
+  greylistReply,
+  isRoleAddress,
+  roleExists,
+} from "./rules.ts";
+import type { ErrorLimits } from "./rules.ts";
 import type { DomainSpec, FixedReply, HostCounters, HostSpec, ServerKind } from "./types.ts";
 
 /** What a persona needs to know to phrase a reply. `text` may hold several lines separated by "\n". */
@@ -34,6 +47,8 @@ interface Persona {
   /** smtp-server heloResponse format: host name, then the client's [ip]. */
   heloResponse: string;
   size?: number;
+  /** false: PIPELINING is not advertised. Default true. */
+  pipelining?: boolean;
   mailOk(): string;
   rcptOk(): string;
   bye(): string;
@@ -170,6 +185,32 @@ const MIMECAST: Persona = {
 
 const GENERIC: Persona = { ...POSTFIX, greeting: (host) => `${host} ESMTP` };
 
+// OpenSMTPD's texts (smtp_session.c); its EHLO has no PIPELINING. A name missing from a virtual
+// table: lka_session.c's "524 5.2.4 Mailing list expansion problem", sent with ": <rcpt>" appended.
+const OPENSMTPD: Persona = {
+  greeting: (host) => `${host} ESMTP OpenSMTPD`,
+  heloResponse: "%s Hello %s, pleased to meet you",
+  size: 36_700_160,
+  pipelining: false,
+  mailOk: () => "2.0.0 Ok",
+  rcptOk: () => "2.1.5 Destination address valid: Recipient ok",
+  bye: () => "2.0.0 Bye",
+  unknownUser: (address) => ({ code: 524, text: `5.2.4 Mailing list expansion problem: <${address}>` }),
+  mailboxFull: (address) => ({ code: 552, text: `5.2.2 <${address}>: Mailbox full` }),
+  disabled: (address) => ({ code: 550, text: `5.2.1 <${address}>: Mailbox disabled` }),
+};
+
+// Exchange Server on premises, recipient filtering on.
+const EXCHANGE: Persona = {
+  ...MICROSOFT365,
+  size: 37_748_736,
+  unknownUser: () => ({
+    code: 550,
+    text: "5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup",
+  }),
+  mailboxFull: () => ({ code: 552, text: "5.2.2 STOREDRV.Deliver; mailbox full" }),
+};
+
 const PERSONAS: Record<ServerKind, Persona> = {
   google: GOOGLE,
   microsoft365: MICROSOFT365,
@@ -180,27 +221,56 @@ const PERSONAS: Record<ServerKind, Persona> = {
   proofpoint: PROOFPOINT,
   mimecast: MIMECAST,
   generic: GENERIC,
+  opensmtpd: OPENSMTPD,
+  exchange: EXCHANGE,
 };
 
 const DATA_REFUSED = "5.7.1 Message refused: this is a simulated mail host, it never accepts DATA";
-const GREYLISTED: Reply = { code: 451, text: "4.7.1 Greylisted, please try again later" };
 const TOO_MANY_RCPT: Reply = { code: 452, text: "4.5.3 Too many recipients" };
+/** Postfix smtpd_tls_security_level = encrypt, before STARTTLS. */
+const MUST_STARTTLS = "5.7.0 Must issue a STARTTLS command first";
 
 // ---------------------------------------------------------------------------------------------
 
+export interface GreylistVerdict {
+  admitted: boolean;
+  /** Whole seconds until the triplet is admitted (0 once admitted). */
+  secondsLeft: number;
+  /** When the triplet was first seen (epoch ms). */
+  firstAttemptAt: number;
+  /** true on the first attempt that got through. */
+  firstPass: boolean;
+}
+
 /** First-seen times of (client, sender, recipient) triplets, shared by every host of a world. */
 export class Greylist {
-  private readonly firstSeen = new Map<string, number>();
+  private readonly triplets = new Map<string, { first: number; passed: boolean }>();
+
+  /** The first attempt of a triplet is refused; it is admitted once `seconds` have passed since. */
+  check(key: string, seconds: number): GreylistVerdict {
+    const now = Date.now();
+    const entry = this.triplets.get(key);
+    if (!entry) {
+      this.triplets.set(key, { first: now, passed: false });
+      return { admitted: false, secondsLeft: Math.ceil(seconds), firstAttemptAt: now, firstPass: false };
+    }
+    const left = seconds * 1000 - (now - entry.first);
+    if (left > 0) {
+      return {
+        admitted: false,
+        secondsLeft: Math.ceil(left / 1000),
+        firstAttemptAt: entry.first,
+        firstPass: false,
+      };
+    }
+    const firstPass = !entry.passed;
+    entry.passed = true;
+    return { admitted: true, secondsLeft: 0, firstAttemptAt: entry.first, firstPass };
+  }
 
   /** true once `seconds` have passed since the triplet's first attempt (which itself is refused). */
   admits(key: string, seconds: number): boolean {
-    const now = Date.now();
-    const first = this.firstSeen.get(key);
-    if (first === undefined) {
-      this.firstSeen.set(key, now);
-      return false;
-    }
-    return now - first >= seconds * 1000;
+    return this.check(key, seconds).admitted;
   }
 }
 
@@ -224,14 +294,68 @@ export interface SmtpHostConfig {
 }
 
 interface SessionState {
-  /** The counters object current when the session opened; rcpt counts go to it only. */
+  id: string;
+  /** The counters object current when the session opened; per-session counts go to it only. */
   counters: HostCounters;
   index: number;
   rcptInTransaction: number;
+  /** RCPT commands that reached recipient processing in this connection (maxRcptPerConnection). */
+  rcptInSession: number;
+  /** Error replies sent so far (the Postfix error_count). */
+  errors: number;
+  /** The hard error limit was hit: nothing more is processed or said but the 421. */
+  dead: boolean;
+  /** performance.now() when a 421 of this session reached the wire. */
+  after421At: number | undefined;
+  /** Protocol state as seen from the client's lines (violations). */
+  quitSeen: boolean;
+  mailSeen: boolean;
+  /** Command lines received and replies produced, for the no-PIPELINING check. */
+  linesIn: number;
+  repliesOut: number;
+  /** Unterminated tail of the last chunk. */
+  partial: string;
+  violations: Set<string>;
+  /** Replies waiting for their error sleep, in order. */
+  paceQueue: { sleepMs: number; run: () => void }[];
+  pacing: boolean;
+  sockets: net.Socket[];
 }
 
 function emptyCounters(open = 0): HostCounters {
-  return { connections: 0, concurrent: open, maxConcurrent: open, commands: 0, rcptPerSession: [] };
+  return {
+    connections: 0,
+    concurrent: open,
+    maxConcurrent: open,
+    commands: 0,
+    rcptPerSession: [],
+    errorsPerSession: [],
+    tlsSessions: 0,
+    violations: [],
+    greylistPassed: [],
+  };
+}
+
+function newState(id: string, counters: HostCounters, index: number, socket?: net.Socket): SessionState {
+  return {
+    id,
+    counters,
+    index,
+    rcptInTransaction: 0,
+    rcptInSession: 0,
+    errors: 0,
+    dead: false,
+    after421At: undefined,
+    quitSeen: false,
+    mailSeen: false,
+    linesIn: 0,
+    repliesOut: 0,
+    partial: "",
+    violations: new Set(),
+    paceQueue: [],
+    pacing: false,
+    sockets: socket ? [socket] : [],
+  };
 }
 
 const lowerSet = (list: readonly string[] | undefined): Set<string> =>
@@ -259,12 +383,20 @@ class ReplyError extends Error {
   }
 }
 
+/** The verb of a command line, for violation texts. */
+function verbOf(line: string): string {
+  return /^\s*([A-Za-z]+)/.exec(line)?.[1]?.toUpperCase() ?? "(non-command line)";
+}
+
 export class SmtpHost {
   readonly name: string;
   readonly address: string;
   private readonly spec: HostSpec;
+  private readonly kind: ServerKind;
   private readonly persona: Persona;
   private readonly latencyMs: number;
+  private readonly limits: ErrorLimits | undefined;
+  private readonly pipelining: boolean;
   private readonly domains: Map<string, ServedDomain>;
   private readonly greylist: Greylist;
   private readonly smtp: SMTPServer;
@@ -280,8 +412,11 @@ export class SmtpHost {
     this.name = config.name;
     this.address = config.address;
     this.spec = config.spec;
-    this.persona = PERSONAS[config.spec.kind ?? "postfix"];
+    this.kind = config.spec.kind ?? "postfix";
+    this.persona = PERSONAS[this.kind];
     this.latencyMs = config.latencyMs;
+    this.limits = errorLimits(config.spec);
+    this.pipelining = config.spec.pipelining ?? this.persona.pipelining ?? true;
     this.greylist = config.greylist;
     this.domains = new Map(config.domains.map((d) => [d.name.toLowerCase(), serve(d)]));
     this.smtp = this.createSmtpServer();
@@ -292,11 +427,18 @@ export class SmtpHost {
   }
 
   counters(): HostCounters {
-    return { ...this.stats, rcptPerSession: [...this.stats.rcptPerSession] };
+    const s = this.stats;
+    return {
+      ...s,
+      rcptPerSession: [...s.rcptPerSession],
+      errorsPerSession: [...s.errorsPerSession],
+      violations: [...s.violations],
+      greylistPassed: s.greylistPassed.map((p) => ({ ...p })),
+    };
   }
 
   resetCounters(): void {
-    this.stats = emptyCounters(this.sockets.size);
+    this.stats = emptyCounters(this.sessions.size);
   }
 
   /**
@@ -329,16 +471,32 @@ export class SmtpHost {
   }
 
   private createSmtpServer(): SMTPServer {
+    const startTls = this.spec.startTls !== undefined;
     const smtp = new SMTPServer({
       name: this.name,
       logger: false,
-      disabledCommands: ["AUTH", "STARTTLS", "XCLIENT", "XFORWARD", "WIZ", "SHELL", "KILL"],
-      hideSTARTTLS: true,
+      disabledCommands: [
+        "AUTH",
+        "XCLIENT",
+        "XFORWARD",
+        "WIZ",
+        "SHELL",
+        "KILL",
+        ...(startTls ? [] : ["STARTTLS"]),
+      ],
+      // STARTTLS uses smtp-server's built-in self-signed certificate (no key material here).
+      hideSTARTTLS: !startTls,
+      hideREQUIRETLS: true,
+      hidePIPELINING: !this.pipelining,
       // No real DNS lookups from a simulated host: the machine may have no resolver at all.
       disableReverseLookup: true,
       heloResponse: this.persona.heloResponse,
       ...(this.persona.size === undefined ? {} : { size: this.persona.size }),
       onConnect: (_session, callback) => this.later(this.spec.bannerDelayMs ?? 0, () => callback()),
+      onSecure: (socket, session, callback) => {
+        this.secured(socket, session.id);
+        callback();
+      },
       onMailFrom: (_address, session, callback) => {
         this.session(session.id).rcptInTransaction = 0;
         callback();
@@ -347,6 +505,7 @@ export class SmtpHost {
         const reply = this.rcptDecision(address, session);
         callback(reply ? new ReplyError(reply.code, reply.text) : null);
       },
+      onClose: (session) => this.endSession(session.id),
     });
     // Client resets mid-transaction surface here; they are the client's business, not ours.
     smtp.on("error", () => undefined);
@@ -356,79 +515,233 @@ export class SmtpHost {
   private accept(socket: net.Socket): void {
     socket.on("error", () => undefined);
     const id = `${this.name}#${(++this.sessionSeq).toString()}`;
-    this.track(socket, id);
+    const state = this.track(socket, id);
     delayWrites(socket, this.latencyMs);
     const fixed = this.fixedGreeting();
     if (fixed) {
-      this.countCommands(socket, id);
-      this.later(this.spec.bannerDelayMs ?? 0, () => socket.end(`${fixed}\r\n`));
+      state.repliesOut = 1;
+      if (fixed.code >= 400) this.countError(state);
+      this.readLines(socket, state);
+      this.later(this.spec.bannerDelayMs ?? 0, () => {
+        if (fixed.code === 421) this.mark421(state);
+        socket.end(`${fixedLine(fixed)}\r\n`);
+      });
       return;
     }
     this.smtp.connect(socket, { id });
-    this.personalize(id);
+    this.personalize(state);
     // After connect(): smtp-server has piped the socket, so this listener misses nothing.
-    this.countCommands(socket, id);
+    this.readLines(socket, state);
   }
 
-  private track(socket: net.Socket, id: string): void {
+  private track(socket: net.Socket, id: string): SessionState {
     const stats = this.stats;
     this.connectionsSinceStart++;
     stats.connections++;
     stats.concurrent++;
     stats.maxConcurrent = Math.max(stats.maxConcurrent, stats.concurrent);
     const index = stats.rcptPerSession.push(0) - 1;
-    this.sessions.set(id, { counters: stats, index, rcptInTransaction: 0 });
+    stats.errorsPerSession.push(0);
+    const state = newState(id, stats, index, socket);
+    this.sessions.set(id, state);
     this.sockets.add(socket);
-    socket.once("close", () => {
-      this.sockets.delete(socket);
-      this.sessions.delete(id);
-      this.stats.concurrent = Math.max(0, this.stats.concurrent - 1);
-    });
+    // smtp-server drops this listener when it upgrades the socket to TLS; onSecure and onClose
+    // take over then (endSession is idempotent).
+    socket.once("close", () => this.endSession(id));
+    return state;
   }
 
-  /** The line that replaces the SMTP session, if this connection gets one. */
-  private fixedGreeting(): string | undefined {
+  private endSession(id: string): void {
+    const state = this.sessions.get(id);
+    if (!state) return;
+    this.sessions.delete(id);
+    for (const socket of state.sockets) this.sockets.delete(socket);
+    this.stats.concurrent = Math.max(0, this.stats.concurrent - 1);
+  }
+
+  /** STARTTLS completed: the TLS socket replaces the raw one for latency, line reading and close. */
+  private secured(socket: net.Socket, id: string): void {
+    const state = this.sessions.get(id);
+    if (!state) return;
+    this.stats.tlsSessions++;
+    state.sockets.push(socket);
+    this.sockets.add(socket);
+    state.partial = "";
+    state.mailSeen = false;
+    socket.on("error", () => undefined);
+    socket.once("close", () => this.endSession(id));
+    delayWrites(socket, this.latencyMs);
+    this.readLines(socket, state);
+  }
+
+  /** The reply that replaces the SMTP session, if this connection gets one. */
+  private fixedGreeting(): Reply | undefined {
     const limit = this.spec.rateLimitAfterConnections;
     if (limit !== undefined && this.connectionsSinceStart > limit) {
-      return `421 4.7.0 ${this.name} Too many connections from your IP, try again later`;
+      return { code: 421, text: `4.7.0 ${this.name} Too many connections from your IP, try again later` };
     }
-    if (this.spec.connectReply) return fixedLine(this.spec.connectReply);
-    if (this.spec.dropAfterBanner) return `220 ${this.persona.greeting(this.name)}`;
+    if (this.spec.connectReply) return this.spec.connectReply;
+    if (this.spec.dropAfterBanner) return { code: 220, text: this.persona.greeting(this.name) };
     return undefined;
   }
 
-  private countCommands(socket: net.Socket, id: string): void {
-    let partial = "";
+  private readLines(socket: net.Socket, state: SessionState): void {
     socket.on("data", (chunk: Buffer) => {
-      const lines = (partial + chunk.toString("latin1")).split("\n");
+      const arrivedAt = performance.now();
+      const lines = (state.partial + chunk.toString("latin1")).split("\n");
       // A verb is all we need from an unterminated line; don't let a junk stream grow it.
-      partial = (lines.pop() ?? "").slice(0, 64);
-      for (const line of lines) this.onCommandLine(line, id);
+      state.partial = (lines.pop() ?? "").slice(0, 64);
+      if (lines.length === 0) return;
+      if (!this.pipelining && !state.dead && state.after421At === undefined) {
+        // +1: the banner is owed before any command may be sent.
+        const unanswered = state.linesIn + 1 - state.repliesOut;
+        if (unanswered > 0 || lines.length > 1) {
+          this.violation(state, "pipelined commands without PIPELINING advertised");
+        }
+      }
+      state.linesIn += lines.length;
+      for (const line of lines) this.onCommandLine(line, state, arrivedAt);
     });
   }
 
-  private onCommandLine(line: string, id: string): void {
+  private onCommandLine(line: string, state: SessionState, arrivedAt: number): void {
     this.stats.commands++;
-    if (!/^\s*RCPT\b/i.test(line)) return;
-    const session = this.sessions.get(id);
-    if (session && session.counters === this.stats) {
-      this.stats.rcptPerSession[session.index] = (this.stats.rcptPerSession[session.index] ?? 0) + 1;
+    const verb = verbOf(line);
+    if (state.after421At !== undefined && arrivedAt >= state.after421At && verb !== "QUIT") {
+      this.violation(state, `${verb} after 421`);
+    }
+    if (state.quitSeen) this.violation(state, `${verb} after QUIT`);
+    switch (verb) {
+      case "QUIT":
+        state.quitSeen = true;
+        break;
+      case "MAIL":
+        state.mailSeen = true;
+        break;
+      case "RSET":
+      case "EHLO":
+      case "HELO":
+      case "STARTTLS":
+        state.mailSeen = false;
+        break;
+      case "RCPT":
+        if (!state.mailSeen) this.violation(state, "RCPT before MAIL");
+        if (state.counters === this.stats) {
+          this.stats.rcptPerSession[state.index] = (this.stats.rcptPerSession[state.index] ?? 0) + 1;
+        }
+        break;
     }
   }
 
-  /** Gives this connection its persona's wording and makes DATA impossible. */
-  private personalize(id: string): void {
-    const connection = [...this.smtp.connections].find((c) => c.id === id);
+  private violation(state: SessionState, text: string): void {
+    if (state.violations.has(text)) return;
+    state.violations.add(text);
+    this.stats.violations.push(text);
+  }
+
+  private countError(state: SessionState): void {
+    state.errors++;
+    if (state.counters === this.stats) {
+      this.stats.errorsPerSession[state.index] = (this.stats.errorsPerSession[state.index] ?? 0) + 1;
+    }
+  }
+
+  /** A 421 is being written now: it reaches the client one latency later. */
+  private mark421(state: SessionState): void {
+    state.after421At ??= performance.now() + this.latencyMs;
+  }
+
+  /**
+   * Gives this connection its persona's wording, makes DATA impossible, enforces STARTTLS when
+   * required, and applies the error limits: every reply passes through here.
+   *
+   * Postfix semantics (smtpd.c and smtpd_chat.c, Postfix 2.x-3.x): error_count grows by one for
+   * every command whose reply is 4xx/5xx (RCPT rejections, greylisting, 452, bad sequence, unknown
+   * command…) and is never reset by RSET, MAIL or a successful RCPT, only by a delivered message
+   * (never here: DATA is refused). smtpd_chat_reply() sleeps smtpd_error_sleep_time before EVERY
+   * reply once error_count >= smtpd_soft_error_limit. The hard limit is checked at the top of the
+   * command loop: the command that brings error_count to smtpd_hard_error_limit still gets its own
+   * reply, then, before anything else is read, "421 4.7.0 <myhostname> Error: too many errors"
+   * (itself slept) and the session ends.
+   */
+  private personalize(state: SessionState): void {
+    const connection = [...this.smtp.connections].find((c) => c.id === state.id);
     if (!connection) return;
     const send = connection.send.bind(connection);
+    const close = connection.close.bind(connection);
+    const onCommand = connection._onCommand.bind(connection);
+    const limits = this.limits;
     connection.send = (code, data, context) => {
+      state.repliesOut++;
+      if (state.dead) return;
       const [c, d] = this.reword(code, data, context);
-      send(c, d, false);
+      const sleep = limits && state.errors >= limits.soft ? limits.sleepMs : 0;
+      if (c >= 400) this.countError(state);
+      const hardHit = limits !== undefined && c >= 400 && c !== 421 && state.errors >= limits.hard;
+      if (hardHit) state.dead = true;
+      this.pace(state, sleep, () => {
+        if (c === 421) this.mark421(state);
+        send(c, d, false);
+      });
+      if (hardHit) {
+        this.pace(state, limits.sleepMs, () => {
+          this.mark421(state);
+          send(421, `4.7.0 ${this.name} Error: too many errors`, false);
+        });
+      }
+    };
+    // A close (QUIT, 421) waits for the replies still sleeping, so they go out before the FIN.
+    connection.close = () => this.pace(state, 0, close);
+    // The next command is processed once the previous reply has left; none after the hard limit.
+    connection._onCommand = (command, callback) => {
+      if (state.dead) {
+        callback?.();
+        return;
+      }
+      onCommand(command, () => this.pace(state, 0, () => callback?.()));
     };
     connection.handler_DATA = (_command, callback) => {
-      send(554, DATA_REFUSED, false);
+      connection.send(554, DATA_REFUSED, false);
       callback();
     };
+    if (this.spec.startTls === "require") {
+      const guard = (handler: (command: Buffer, callback: () => void) => void) => {
+        return (command: Buffer, callback: () => void): void => {
+          if (connection.secure) {
+            handler(command, callback);
+            return;
+          }
+          connection.send(530, MUST_STARTTLS, false);
+          callback();
+        };
+      };
+      connection.handler_MAIL = guard(connection.handler_MAIL.bind(connection));
+      connection.handler_RCPT = guard(connection.handler_RCPT.bind(connection));
+      connection.handler_DATA = guard(connection.handler_DATA.bind(connection));
+    }
+  }
+
+  /** Runs fn after sleepMs, after everything queued before it (an order-preserving reply queue). */
+  private pace(state: SessionState, sleepMs: number, run: () => void): void {
+    if (!state.pacing && state.paceQueue.length === 0 && sleepMs <= 0) {
+      run();
+      return;
+    }
+    state.paceQueue.push({ sleepMs, run });
+    if (!state.pacing) this.drainPace(state);
+  }
+
+  private drainPace(state: SessionState): void {
+    const next = state.paceQueue.shift();
+    if (!next) {
+      state.pacing = false;
+      return;
+    }
+    state.pacing = true;
+    this.later(next.sleepMs, () => {
+      next.run();
+      this.drainPace(state);
+    });
   }
 
   /** Maps smtp-server's stock texts to the persona's, and "\n" in a text to a multi-line reply. */
@@ -438,13 +751,18 @@ export class SmtpHost {
     context: string | false | undefined,
   ): [number, string | string[] | null | undefined] {
     const p = this.persona;
+    if (code === 220 && data === "Ready to start TLS") return [code, "2.0.0 Ready to start TLS"];
     if (code === 220) return [code, p.greeting(this.name)];
     if (context === "MAIL_FROM_OK") return [code, p.mailOk()];
     if (context === "RCPT_TO_OK") return [code, p.rcptOk()];
     if (code === 221) return [code, p.bye()];
     if (Array.isArray(data)) {
-      // smtp-server only offers ENHANCEDSTATUSCODES when it adds codes itself; ours are in the texts.
-      return [code, data.includes("PIPELINING") ? [...data, "ENHANCEDSTATUSCODES"] : data];
+      // The EHLO reply. smtp-server only offers ENHANCEDSTATUSCODES when it adds codes itself;
+      // ours are in the texts.
+      return [
+        code,
+        code === 250 && !data.includes("ENHANCEDSTATUSCODES") ? [...data, "ENHANCEDSTATUSCODES"] : data,
+      ];
     }
     if (code === 250 && (data === "Flushed" || data === "OK")) return [code, "2.0.0 Ok"];
     if (typeof data === "string" && data.includes("\n")) return [code, data.split("\n")];
@@ -452,18 +770,17 @@ export class SmtpHost {
   }
 
   private session(id: string): SessionState {
-    let state = this.sessions.get(id);
-    if (!state) {
-      // Only reachable if the socket closed while a hook was pending; a throwaway state is fine.
-      state = { counters: emptyCounters(), index: 0, rcptInTransaction: 0 };
-    }
-    return state;
+    // Only missing if the socket closed while a hook was pending; a throwaway state is fine.
+    return this.sessions.get(id) ?? newState(id, emptyCounters(), 0);
   }
 
   /** The reply for a RCPT TO, or undefined to accept it. */
   private rcptDecision(address: SMTPServerAddress, session: SMTPServerSession): Reply | undefined {
     const state = this.session(session.id);
     state.rcptInTransaction++;
+    state.rcptInSession++;
+    const perConnection = this.spec.maxRcptPerConnection;
+    if (perConnection !== undefined && state.rcptInSession > perConnection) return TOO_MANY_RCPT;
     const max = this.spec.maxRcptPerMessage;
     if (max !== undefined && state.rcptInTransaction > max) return TOO_MANY_RCPT;
     if (this.spec.rcptReply) return this.spec.rcptReply;
@@ -471,16 +788,37 @@ export class SmtpHost {
     const at = recipient.lastIndexOf("@");
     const domain = this.domains.get(recipient.slice(at + 1));
     if (at < 0 || !domain) return { code: 554, text: `5.7.1 <${recipient}>: Relay access denied` };
-    const seconds = domain.spec.greylistSeconds ?? 0;
-    if (seconds > 0 && !this.greylist.admits(greylistKey(session, recipient), seconds)) return GREYLISTED;
-    return this.mailboxDecision(domain, recipient.slice(0, at), recipient);
+    const local = recipient.slice(0, at);
+    const block = this.spec.blockExceptPostmaster;
+    if (block && !isRoleAddress(local)) return block;
+    if (greylistApplies(domain.spec, local)) {
+      const sender = senderOf(session);
+      const verdict = this.greylist.check(
+        `${session.remoteAddress}|${sender}|${recipient}`,
+        domain.spec.greylistSeconds ?? 0,
+      );
+      if (!verdict.admitted) return greylistReply(domain.spec, recipient, verdict.secondsLeft);
+      if (verdict.firstPass) {
+        this.stats.greylistPassed.push({
+          recipient,
+          sender,
+          firstAttemptAt: verdict.firstAttemptAt,
+          passedAt: Date.now(),
+        });
+      }
+    }
+    return this.mailboxDecision(domain, local, recipient);
   }
 
   private mailboxDecision(domain: ServedDomain, local: string, recipient: string): Reply | undefined {
     if (domain.full.has(local)) return this.persona.mailboxFull(recipient);
     if (domain.disabled.has(local)) return this.persona.disabled(recipient);
     if (domain.mailboxes.has(local) || domain.spec.catchAll === true) return undefined;
-    return this.persona.unknownUser(recipient, this.name);
+    if (roleExists(domain.spec, this.kind, local)) return undefined;
+    return (
+      configuredUnknownUser(domain.spec, this.spec, recipient) ??
+      this.persona.unknownUser(recipient, this.name)
+    );
   }
 
   /** Runs fn after ms (synchronously when ms <= 0); pending runs are cancelled by close(). */
@@ -497,10 +835,9 @@ export class SmtpHost {
   }
 }
 
-function greylistKey(session: SMTPServerSession, recipient: string): string {
+function senderOf(session: SMTPServerSession): string {
   const from = session.envelope.mailFrom;
-  const sender = from === false ? "" : from.address.toLowerCase();
-  return `${session.remoteAddress}|${sender}|${recipient}`;
+  return from === false ? "" : from.address.toLowerCase();
 }
 
 function closeServer(server: net.Server): Promise<void> {

@@ -2,7 +2,10 @@
 // This file is the contract between the simulator (test/support/mail-world/) and its users:
 // engine tests, the batch pipeline tests, bench/ and `npm run sim`.
 
-/** Software personality of a simulated SMTP host: drives its banner and EHLO greeting text. */
+/**
+ * Software personality of a simulated SMTP host: drives its banner, EHLO greeting and reply texts,
+ * whether abuse@ exists by default and whether PIPELINING is advertised (see smtp-host.ts).
+ */
 export type ServerKind =
   | "google"
   | "microsoft365"
@@ -12,7 +15,13 @@ export type ServerKind =
   | "exim"
   | "proofpoint"
   | "mimecast"
-  | "generic";
+  | "generic"
+  /** OpenSMTPD (OpenBSD): "220 host ESMTP OpenSMTPD", no PIPELINING in its EHLO, a name missing
+   * from a virtual table gets "524 5.2.4 Mailing list expansion problem: <addr>" (lka_session.c). */
+  | "opensmtpd"
+  /** On-premises Exchange: "220 host Microsoft ESMTP MAIL Service ready at <date>", unknown user
+   * "550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup". */
+  | "exchange";
 
 /** A fixed SMTP reply the host sends instead of its normal behaviour. */
 export interface FixedReply {
@@ -47,6 +56,48 @@ export interface HostSpec {
   rateLimitAfterConnections?: number;
   /** At most this many RCPT per transaction; the next one gets "452 4.5.3 Too many recipients". */
   maxRcptPerMessage?: number;
+  /**
+   * At most this many RCPT per connection, across transactions (RSET, MAIL and EHLO do not reset
+   * the count); every further RCPT gets "452 4.5.3 Too many recipients". Imitates the per-session
+   * recipient budgets of hosted anti-harvesting front ends; no stock MTA default. Counts RCPT
+   * commands that reached recipient processing (a RCPT refused with 503/530 before it does not).
+   */
+  maxRcptPerConnection?: number;
+  /**
+   * Postfix smtpd_soft_error_limit (Postfix default 10; off here unless set): once the session has
+   * sent this many error replies (4xx/5xx), every later reply, 2xx included, waits errorSleepMs.
+   */
+  softErrorLimit?: number;
+  /** Postfix smtpd_error_sleep_time: the delay of softErrorLimit, in ms. Default 1000. */
+  errorSleepMs?: number;
+  /**
+   * Postfix smtpd_hard_error_limit (Postfix default 20; off here unless set): right after the reply
+   * that brings the session's error count to this number, the host sends, unasked,
+   * "421 4.7.0 <host> Error: too many errors" and closes; pipelined commands behind it are ignored.
+   */
+  hardErrorLimit?: number;
+  /** Shorthand for Postfix's stock limits: softErrorLimit 10, errorSleepMs 1000, hardErrorLimit 20. */
+  postfixErrorLimits?: boolean;
+  /**
+   * STARTTLS (self-signed certificate: smtp-server's built-in one). "offer": advertised in EHLO,
+   * optional. "require": also advertised, and MAIL, RCPT and DATA before TLS get
+   * "530 5.7.0 Must issue a STARTTLS command first" (Postfix smtpd_tls_security_level = encrypt).
+   * After the handshake the client must EHLO again (RFC 3207 §4.2). Default: no STARTTLS.
+   */
+  startTls?: "offer" | "require";
+  /** false: PIPELINING is not advertised (and pipelined commands are recorded as a violation).
+   * Default: true, except for kind "opensmtpd". */
+  pipelining?: boolean;
+  /**
+   * RBL with the customary postmaster exemption (Postfix: check_recipient_access allowing
+   * postmaster@/abuse@ before reject_rbl_client): every RCPT except postmaster@ and abuse@ of a
+   * served domain gets this reply; those two go on to the normal mailbox logic. The trap: the
+   * postmaster control is accepted while every other address, existing or not, is refused alike.
+   */
+  blockExceptPostmaster?: FixedReply;
+  /** Reply to an unknown user instead of the persona's; "%a" is replaced by the address (see
+   * STOCK_REPLIES in rules.ts for real wordings). DomainSpec.unknownUserReply wins over this. */
+  unknownUserReply?: FixedReply;
   /** Per-command reply latency override for this host (ms). */
   latencyMs?: number;
 }
@@ -73,6 +124,35 @@ export interface DomainSpec {
   catchAll?: boolean;
   /** Greylisting: the first RCPT of a (client, sender, recipient) triplet gets "451 4.7.1 greylisted", accepted once this many seconds have passed since the first attempt. */
   greylistSeconds?: number;
+  /**
+   * Wording of the greylisting refusal:
+   * - "generic" (default): "451 4.7.1 Greylisted, please try again later";
+   * - "hint": "451 4.7.1 Greylisted, please try again in <seconds left> seconds";
+   * - "postgrey": postgrey's stock reply through Postfix (DEFER_IF_PERMIT):
+   *   "450 4.2.0 <rcpt>: Recipient address rejected: Greylisted, see
+   *   http://postgrey.schweikert.ch/help/<domain>.html"; postmaster@ and abuse@ are not
+   *   greylisted (postgrey's stock postgrey_whitelist_recipients).
+   */
+  greylistStyle?: "generic" | "postgrey" | "hint";
+  /**
+   * Replaces the text of the greylisting refusal (postgrey --greylist-text): "%s" becomes the
+   * seconds left, "%r" the recipient's domain. With style "postgrey" it goes after
+   * "<rcpt>: Recipient address rejected: " and gets "4.2.0 " in front unless it starts with a digit.
+   */
+  greylistText?: string;
+  /**
+   * RFC 5321 §4.5.1: every served domain accepts postmaster@ (whatever `mailboxes` says) unless
+   * this is true, in which case postmaster@ gets the unknown-user reply.
+   */
+  rejectPostmaster?: boolean;
+  /**
+   * Whether abuse@ (RFC 2142) exists without being listed in `mailboxes`. Default: true for
+   * self-hosted kinds whose stock alias files have it (postfix, exim, generic, opensmtpd:
+   * Debian's and OpenBSD's /etc/aliases), false for hosted providers, gateways and Exchange.
+   */
+  acceptAbuse?: boolean;
+  /** Reply to an unknown user of this domain ("%a" = the address); wins over the host's. */
+  unknownUserReply?: FixedReply;
   /** Local parts whose mailbox is full: "552 5.2.2 Mailbox full". These mailboxes exist. */
   fullMailboxes?: string[];
   /** Local parts whose account is disabled: "550 5.2.1 Account disabled". */
@@ -96,6 +176,27 @@ export interface HostCounters {
   commands: number;
   /** Number of RCPT TO commands received in each session, in session order. */
   rcptPerSession: number[];
+  /** Error replies (4xx/5xx, a fixed connect reply included) sent in each session, in session order. */
+  errorsPerSession: number[];
+  /** Sessions that completed a STARTTLS handshake. */
+  tlsSessions: number;
+  /**
+   * Client protocol violations, at most one of each text per session: "<VERB> after 421" (a command
+   * other than QUIT that arrived after the host's 421 was on the wire), "<VERB> after QUIT",
+   * "RCPT before MAIL", "pipelined commands without PIPELINING advertised".
+   */
+  violations: string[];
+  /** Greylisting triplets this host let through, when they first passed (epoch ms). */
+  greylistPassed: GreylistPass[];
+}
+
+export interface GreylistPass {
+  recipient: string;
+  sender: string;
+  /** When the triplet was first refused (epoch ms). */
+  firstAttemptAt: number;
+  /** When an attempt first got past greylisting (epoch ms). */
+  passedAt: number;
 }
 
 /** What a perfect verifier would answer for an address of this world. */

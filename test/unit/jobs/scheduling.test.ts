@@ -1,15 +1,60 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { hostBusyDelayMs, internalRetryDelayMs, temporaryRetryDelayMs } from "../../../src/jobs/backoff.ts";
+import {
+  hostBusyDelayMs,
+  internalRetryDelayMs,
+  retryClassOf,
+  retryDelayMs,
+} from "../../../src/jobs/backoff.ts";
 import { createDomainHosts } from "../../../src/jobs/domain-hosts.ts";
 
-test("temporary retries follow VERIFY_RETRY_DELAYS, then the result stands", () => {
-  const schedule = [300_000, 900_000, 1_800_000];
+const schedules = { deferredMs: [300_000, 900_000, 1_800_000], unreachableMs: [30_000, 120_000] };
+
+test("greylisting and 4xx retries follow VERIFY_RETRY_DELAYS, then the result stands", () => {
   assert.deepEqual(
-    [1, 2, 3, 4].map((attempts) => temporaryRetryDelayMs(attempts, schedule)),
+    [1, 2, 3, 4].map((attempts) => retryDelayMs("greylisted", attempts, schedules)),
     [300_000, 900_000, 1_800_000, null],
   );
-  assert.equal(temporaryRetryDelayMs(0, schedule), null);
+  assert.equal(retryDelayMs("rate_limited", 0, schedules), null);
+  assert.equal(retryDelayMs("temporary_failure", 2, schedules), 900_000);
+});
+
+test("a server's hint replaces the schedule, landing just after the hinted window", () => {
+  assert.equal(retryDelayMs("greylisted", 1, schedules, 300_000), 315_000);
+  assert.equal(retryDelayMs("greylisted", 1, schedules, 5_000), 6_000);
+  // The hint never adds attempts: the schedule's length still bounds them.
+  assert.equal(retryDelayMs("greylisted", 4, schedules, 5_000), null);
+});
+
+test("unreachable hosts and DNS failures retry briefly and give up within minutes", () => {
+  for (const reason of [
+    "connection_failed",
+    "connection_dropped",
+    "smtp_timeout",
+    "dns_error",
+    "dns_timeout",
+  ] as const) {
+    assert.equal(retryClassOf(reason), "unreachable");
+    assert.deepEqual(
+      [1, 2, 3].map((attempts) => retryDelayMs(reason, attempts, schedules, 300_000)),
+      [30_000, 120_000, null],
+      reason,
+    );
+  }
+});
+
+test("standing refusals and our own interruptions are not rescheduled by the schedule", () => {
+  for (const reason of [
+    "ip_blocklisted",
+    "policy_rejection",
+    "unclassified_rejection",
+    "address_literal",
+  ] as const) {
+    assert.equal(retryClassOf(reason), "final");
+    assert.equal(retryDelayMs(reason, 1, schedules), null);
+  }
+  assert.equal(retryClassOf("cancelled"), "interrupted");
+  assert.equal(retryDelayMs("timeout_smtp", 1, schedules), null);
 });
 
 test("internal retries grow exponentially from 5 s, capped at 30 min, jittered ±25 %", () => {

@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parseEnhancedCode, type SmtpReply } from "../../../src/verify/smtp/reply-reader.ts";
-import { classifyReply, matchRule, sessionFailureReason } from "../../../src/verify/smtp/replies.ts";
+import {
+  classifyReply,
+  matchRule,
+  REPLY_RULES,
+  sessionFailureReason,
+} from "../../../src/verify/smtp/replies.ts";
+import { SMTP_REPLY_FIXTURES, type Expected } from "../../fixtures/smtp-replies.ts";
 
 const reply = (code: number, text: string): SmtpReply => ({
   code,
@@ -9,7 +15,10 @@ const reply = (code: number, text: string): SmtpReply => ({
   text,
 });
 
-type Expected = "accepted" | "mailbox_missing" | "mailbox_disabled" | "mailbox_full" | `unknown:${string}`;
+const verdictOf = (code: number, text: string): string => {
+  const verdict = classifyReply(reply(code, text));
+  return verdict.kind === "unknown" ? `unknown:${verdict.reason}` : verdict.kind;
+};
 
 // Real replies seen from production mail systems (IPs and trace ids replaced).
 const TABLE: [code: number, text: string, expected: Expected][] = [
@@ -241,4 +250,295 @@ void test("a session-ending reply never condemns recipients", () => {
   assert.equal(sessionFailureReason(reply(421, "4.7.0 Too many connections")), "rate_limited");
   assert.equal(sessionFailureReason(reply(554, "5.7.1 blocked using zen.spamhaus.org")), "ip_blocklisted");
   assert.equal(sessionFailureReason(reply(451, "4.3.2 Please try again")), "temporary_failure");
+});
+
+// ---- the evidence base: every real reply in test/fixtures/smtp-replies.ts ----
+
+void test("the evidence base has at least 150 real replies, each with a source", () => {
+  assert.ok(SMTP_REPLY_FIXTURES.length >= 150, String(SMTP_REPLY_FIXTURES.length));
+  for (const [code, text, , source] of SMTP_REPLY_FIXTURES) {
+    assert.ok(source.trim().length > 0, `${code.toString()} ${text}`);
+  }
+});
+
+void test("every fixture gets its expected verdict", () => {
+  const wrong: string[] = [];
+  for (const [code, text, expected, source] of SMTP_REPLY_FIXTURES) {
+    const actual = verdictOf(code, text);
+    if (actual !== expected) {
+      const rule = matchRule(reply(code, text))?.name ?? "none";
+      wrong.push(
+        `${code.toString()} ${text.replace(/\n/g, " | ")}\n  expected ${expected}, got ${actual} (rule ${rule}) [${source}]`,
+      );
+    }
+  }
+  assert.deepEqual(wrong, []);
+});
+
+void test("every rule is justified by at least one real reply in the fixtures", () => {
+  const used = new Set(SMTP_REPLY_FIXTURES.map(([code, text]) => matchRule(reply(code, text))?.name));
+  const unused = REPLY_RULES.map((r) => r.name).filter((name) => !used.has(name));
+  assert.deepEqual(unused, []);
+});
+
+void test("no fixture that blames us, is temporary, or says the mailbox is full is ever invalid", () => {
+  for (const [code, text] of SMTP_REPLY_FIXTURES) {
+    const r = reply(code, text);
+    const kind = classifyReply(r).kind;
+    const blamesUs =
+      code < 500 ||
+      r.enhanced?.startsWith("5.7.") === true ||
+      /spamhaus|blacklist|block ?list|banned sending|your ip|reputation|\bsender\b|relay(?:ing)? (?:access )?denied|unable to relay|relay not permitted/i.test(
+        text,
+      );
+    const saysFull =
+      /\bfull\b|quota|storage|pleine|speichervolumen|zuviele/i.test(text) && !/inactiv/i.test(text);
+    if (blamesUs || saysFull) {
+      assert.ok(kind !== "mailbox_missing" && kind !== "mailbox_disabled", `${code.toString()} ${text}`);
+    }
+  }
+});
+
+// ---- weak spots, one decision each ----
+
+void test("(a) full wording on a closed/inactive account: inactive wins, a merely full mailbox stays full", () => {
+  // Gmail OverQuotaPerm for an abandoned account: the same state as Gmail's own "5.2.1 … is inactive".
+  assert.equal(
+    verdictOf(
+      552,
+      "5.2.2 The email account that you tried to reach is over quota and inactive.\n5.2.2 Please direct the recipient to",
+    ),
+    "mailbox_disabled",
+  );
+  assert.equal(
+    verdictOf(552, "5.2.2 The recipient's inbox is out of storage space and inactive. Please"),
+    "mailbox_disabled",
+  );
+  assert.equal(
+    verdictOf(
+      550,
+      "Callout verification failed:\n550 550 Recipient's mailbox is full, user account inactive",
+    ),
+    "mailbox_disabled",
+  );
+  // Merely full, whatever the code: the mailbox exists (→ valid).
+  assert.equal(
+    verdictOf(552, "5.2.2 The email account that you tried to reach is over quota."),
+    "mailbox_full",
+  );
+  assert.equal(
+    verdictOf(552, "5.1.1 Boite du destinataire pleine. Recipient overquota. OFR_417 [417]"),
+    "mailbox_full",
+  );
+  assert.equal(verdictOf(550, "Mailbox bob@example.com is over quota, try again later"), "mailbox_full");
+  // A full system disk says nothing about the mailbox.
+  assert.equal(verdictOf(452, "4.3.1 Insufficient system storage"), "unknown:temporary_failure");
+});
+
+void test("(a) 'user unknown OR mailbox full' is never invalid and never left to evidence", () => {
+  for (const [code, text] of [
+    [551, "<bob@example.com>: user unknown or mailbox full"],
+    [550, "e-mail address bob@example.com doesn't exist or blocked or\nmailbox is full"],
+    [552, "5.2.2 <bob@example.com>... User unknown"],
+    [451, "<bob@example.com>: user unknown or mailbox full"],
+  ] as const) {
+    assert.equal(verdictOf(code, text), "unknown:temporary_failure", text);
+  }
+});
+
+void test("(b) closed, terminated, expired, no-longer-valid and moved mailboxes without RFC 3463 codes", () => {
+  assert.equal(verdictOf(554, "delivery error: dd bob@yahoo.com is no longer valid."), "mailbox_disabled");
+  assert.equal(
+    verdictOf(550, "<bob@lycos.de>: Recipient address rejected: Account Closed"),
+    "mailbox_disabled",
+  );
+  assert.equal(
+    verdictOf(550, "Mailbox bob@example.com is locked due to inactivity for more than 12 months"),
+    "mailbox_disabled",
+  );
+  assert.equal(verdictOf(551, "bob@qq.com is a deactivated mailbox"), "mailbox_disabled");
+  assert.equal(
+    verdictOf(550, "5.5.0 Boite du destinataire archivee. Archived recipient. LPN007_420"),
+    "mailbox_disabled",
+  );
+  assert.equal(
+    verdictOf(550, "5.5.0 Le compte du destinataire est bloque. The recipient account isblocked. LPN007_426"),
+    "mailbox_disabled",
+  );
+  assert.equal(
+    verdictOf(550, "5.1.6 address bob@example.net has been replaced by bob@example.jp"),
+    "mailbox_missing",
+  );
+  assert.equal(
+    verdictOf(
+      550,
+      "Message was not accepted -- invalid mailbox.  Local mailbox bob@list.ru is unavailable: user is terminated",
+    ),
+    "mailbox_missing",
+  );
+  // A state the server itself calls temporary is not a closed mailbox.
+  assert.equal(verdictOf(550, "Recipient Rejected: Temporarily inactive"), "unknown:temporary_failure");
+  // "blocked" about us is a refusal, not a closed account.
+  assert.equal(verdictOf(550, "You have been blocked by the recipient"), "unknown:policy_rejection");
+});
+
+void test("(c) non-English replies of large European ISPs", () => {
+  // French (Orange, La Poste), German (web.de), Italian, Polish (Interia, o2/WP), Spanish/Italian (sisimai)
+  assert.equal(
+    verdictOf(
+      550,
+      "5.1.1 hhtzumeItI371 Adresse d au moins un destinataire invalide. Invalid recipient. OFR_416 [416]",
+    ),
+    "mailbox_missing",
+  );
+  assert.equal(verdictOf(550, "Benutzer nicht bekannt/User unknown"), "mailbox_missing");
+  assert.equal(
+    verdictOf(
+      550,
+      "Benutzer hat das Speichervolumen ueberschritten. / User has exhausted allowed storage space.",
+    ),
+    "mailbox_full",
+  );
+  assert.equal(verdictOf(550, "Questo indirizzo non esiste"), "mailbox_missing");
+  assert.equal(verdictOf(550, "<bob@example.it>, destin. sconosciuto"), "mailbox_missing");
+  assert.equal(
+    verdictOf(550, "5.1.1 Account not found / Nie ma takiego konta, czytaj wiecej: http://l.int.pl/123"),
+    "mailbox_missing",
+  );
+  assert.equal(verdictOf(550, "5.1.1 <bob@example.com>... utilisateur inconnu !"), "mailbox_missing");
+  assert.equal(verdictOf(550, "no existe ese usuario "), "mailbox_missing");
+  // Italian PEC: "unknown OR not enabled for uncertified mail" — the box may exist and refuse us.
+  assert.equal(
+    verdictOf(
+      554,
+      "<bob@pec.example.it>: Messaggio rifiutato dal sistema. Indirizzo destinatario sconosciuto o non abilitato alla ricezione di posta non certificata",
+    ),
+    "unknown:policy_rejection",
+  );
+  // Japanese carriers answer in English; au/KDDI's address-less form is its reception filter.
+  assert.equal(verdictOf(550, "Unknown user bob@docomo.ne.jp"), "mailbox_missing");
+  assert.equal(verdictOf(550, "<bob@ezweb.ne.jp>: User unknown"), "mailbox_missing");
+  assert.equal(verdictOf(550, ": User unknown"), "unknown:policy_rejection");
+});
+
+void test("(d) enhanced code against wording: which one wins", () => {
+  // 5.7.x blames us whatever the words (Yandex puts unknown users there; still not invalid).
+  assert.equal(verdictOf(550, "5.7.1 No such user!"), "unknown:policy_rejection");
+  assert.equal(verdictOf(550, "5.7.1 user unknown"), "unknown:policy_rejection");
+  // IP/list wording beats a mailbox code.
+  assert.equal(
+    verdictOf(550, "5.1.1 Recipient rejected: blocked using zen.spamhaus.org"),
+    "unknown:ip_blocklisted",
+  );
+  assert.equal(
+    verdictOf(550, "5.1.1 <bob@example.com> Your IP has no Reverse DNS"),
+    "unknown:ip_blocklisted",
+  );
+  // Full wording beats a missing-mailbox code (Orange); a full code on missing wording is ambiguous.
+  assert.equal(verdictOf(550, "5.1.1 <bob@example.com>... mailbox full"), "mailbox_full");
+  assert.equal(verdictOf(552, "5.2.2 user unknown"), "unknown:temporary_failure");
+  // 5.2.1 needs mailbox words: rate, message and host wordings are not a disabled mailbox.
+  assert.equal(
+    verdictOf(550, "5.2.1 The user you are trying to contact is receiving mail at a rate that"),
+    "unknown:rate_limited",
+  );
+  assert.equal(
+    verdictOf(521, "5.2.1 : AOL will not accept delivery of this message"),
+    "unknown:policy_rejection",
+  );
+  assert.equal(verdictOf(550, "5.2.1 Host Unknown"), "unknown:unclassified_rejection");
+  assert.equal(verdictOf(550, "5.2.1 Mailbox not available"), "unknown:unclassified_rejection");
+  assert.equal(
+    verdictOf(550, "5.2.1 The email account that you tried to reach is disabled."),
+    "mailbox_disabled",
+  );
+  // A 5.1.1 about our MAIL FROM is policy.
+  assert.equal(
+    verdictOf(
+      550,
+      "5.1.1 <probe@mailprobe.example>: Sender address rejected: User unknown in local recipient table",
+    ),
+    "unknown:policy_rejection",
+  );
+});
+
+void test("replies the engine must decide with evidence stay unclassified", () => {
+  assert.equal(verdictOf(550, "Unrouteable address"), "unknown:unclassified_rejection"); // Exim default
+  assert.equal(verdictOf(524, "5.2.4 Mailing list expansion problem"), "unknown:unclassified_rejection"); // OpenSMTPD
+  assert.equal(verdictOf(550, "#5.1.0 Address rejected"), "unknown:unclassified_rejection"); // qmail-style code in the text
+  // OpenSMTPD says this both for an unknown user and for a sender no `match` rule accepts.
+  assert.equal(verdictOf(550, "Invalid recipient: <bob@example.com>"), "unknown:unclassified_rejection");
+  // …while Mimecast's "Invalid Recipient" is its documented unknown-recipient reply.
+  assert.equal(
+    verdictOf(
+      550,
+      "Invalid Recipient - https://community.mimecast.com/docs/DOC-1369#550 [fTJx9bYQOlq2Dg.uk1]",
+    ),
+    "mailbox_missing",
+  );
+});
+
+void test("(3) sender-blaming replies in other languages", () => {
+  assert.equal(
+    verdictOf(
+      550,
+      "opmta1mti33nd1 smtp.orange.fr svxsoAJqydXC2 Adresse IP source bloquee pour incident de spam. Client host blocked for spamming issues. OFR006_101",
+    ),
+    "unknown:ip_blocklisted",
+  );
+  assert.equal(
+    verdictOf(
+      550,
+      "mwinf5c10 ME Service refuse. Veuillez essayer plus tard. Service refused, please try later. OFR006_103 203.0.113.9 [103]",
+    ),
+    "unknown:ip_blocklisted",
+  );
+  assert.equal(
+    verdictOf(501, "5.1.0 Emetteur invalide. Invalid Sender. OFR004_405 [405]"),
+    "unknown:policy_rejection",
+  );
+  assert.equal(
+    verdictOf(550, "5.5.0 Authentification requise. Authentication Required. LPN105_402"),
+    "unknown:policy_rejection",
+  );
+  assert.equal(
+    verdictOf(
+      421,
+      "mwinf5c79 ME Trop de connexions, veuillez verifier votre configuration. Too many connections, slow down. OFR005_104 [104]",
+    ),
+    "unknown:rate_limited",
+  );
+  assert.equal(
+    verdictOf(
+      554,
+      "IP=203.0.113.9 - A problem occurred. (Ask your postmaster for help or to contact tosa@rx.t-online.de to clarify.) (BL)",
+    ),
+    "unknown:ip_blocklisted",
+  );
+});
+
+void test("a 4 KB adversarial line is classified quickly (no catastrophic backtracking)", () => {
+  const lines = [
+    "user ".repeat(820),
+    "account ".repeat(512),
+    "mailbox " + "a".repeat(4080),
+    "ip " + "0".repeat(4090),
+    "IP=" + "0".repeat(4090),
+    "user " + "x".repeat(4090),
+    "5.1.1 " + "over ".repeat(815),
+    "recipient " + "disabled? ".repeat(400),
+    "does".repeat(1020) + "n't",
+    "messages from " + "a".repeat(4000) + " will be",
+    "boite " + "b".repeat(4080) + " pleine",
+    "exceeded ".repeat(450) + "rate",
+    " ".repeat(4096),
+  ];
+  for (const code of [550, 450]) {
+    for (const text of lines) {
+      const started = performance.now();
+      classifyReply(reply(code, text));
+      const ms = performance.now() - started;
+      assert.ok(ms < 50, `${code.toString()} ${text.slice(0, 30)}…: ${ms.toFixed(1)} ms`);
+    }
+  }
 });

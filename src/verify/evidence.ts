@@ -1,0 +1,104 @@
+// Evidence beats wording. A permanent rejection whose text no rule recognises (after every rule
+// that blames our IP, sender, policy or rate has had its chance) is decided by what else the
+// same server told us:
+// - it accepted an ordinary recipient from us, in this session or recently on this host: the
+//   server takes our mail, so the refusal is about the recipient → missing;
+// - it accepted the postmaster control (RFC 5321 §4.5.1: every domain must) and rejected the
+//   random probe with the same code and text, modulo the address → missing;
+// - otherwise (postmaster refused too, or nothing to compare) it may be refusing us → unknown.
+// postmaster, abuse and hostmaster are no evidence of acceptance: many configurations exempt
+// them from the IP and policy checks that refuse everyone else.
+import type { SmtpReply } from "./smtp/reply-reader.ts";
+import { classifyReply, matchRule, type ReplyVerdict } from "./smtp/replies.ts";
+
+/** Role mailboxes that configurations commonly exempt from blocklist and policy checks (RFC 2142). */
+export const EXEMPT_LOCAL_PARTS: ReadonlySet<string> = new Set(["postmaster", "abuse", "hostmaster"]);
+
+export const isExemptAddress = (address: string): boolean =>
+  EXEMPT_LOCAL_PARTS.has(address.slice(0, address.lastIndexOf("@")).toLowerCase());
+
+export interface ServerEvidence {
+  /** Where an ordinary recipient was accepted: this session, this host within the TTL, or nowhere. */
+  acceptedOrdinary: "session" | "host" | null;
+  /** The postmaster control: accepted, permanently rejected, or not known. */
+  control: "accepted" | "rejected" | null;
+  /** The random probe's permanent rejection, when it had one, with the probe address. */
+  probeRejection: { address: string; reply: SmtpReply } | null;
+}
+
+export interface DecidedReply {
+  verdict: ReplyVerdict;
+  /**
+   * One line saying what decided, for the stored record and the logs: "rule NAME: …" (the
+   * wording decided), "evidence: …" (the server's other answers decided) or "no evidence: …".
+   */
+  evidence: string;
+}
+
+/** True when the server's other answers, not the wording, decided the verdict. */
+export const decidedByEvidence = (evidence: string): boolean => evidence.startsWith("evidence: ");
+
+const MISSING: ReplyVerdict = { kind: "mailbox_missing" };
+
+/** The reply's verdict, with an unrecognised permanent rejection decided by the server's other answers. */
+export function decideReply(address: string, reply: SmtpReply, server: ServerEvidence): DecidedReply {
+  const verdict = classifyReply(reply);
+  const said = describeReply(reply);
+  if (!(verdict.kind === "unknown" && verdict.reason === "unclassified_rejection" && reply.code >= 500)) {
+    return { verdict, evidence: `rule ${matchRule(reply)?.name ?? "none"}: ${said}` };
+  }
+  if (server.acceptedOrdinary !== null) {
+    const where = server.acceptedOrdinary === "session" ? "in this session" : "recently on this host";
+    return {
+      verdict: MISSING,
+      evidence: `evidence: ${said} while the server accepted an ordinary recipient ${where}`,
+    };
+  }
+  if (server.control === "accepted") {
+    const probe = server.probeRejection;
+    if (
+      probe !== null &&
+      (probe.address === address || sameReply(reply, address, probe.reply, probe.address))
+    ) {
+      return {
+        verdict: MISSING,
+        evidence: `evidence: ${said} while postmaster accepted; probe rejected alike`,
+      };
+    }
+    return {
+      verdict,
+      evidence: `no evidence: ${said}; postmaster accepted but the probe was not rejected alike`,
+    };
+  }
+  if (server.control === "rejected") {
+    return {
+      verdict,
+      evidence: `no evidence: ${said}; postmaster rejected too: the server may be refusing us`,
+    };
+  }
+  return { verdict, evidence: `no evidence: ${said}; nothing else from this server to go on` };
+}
+
+/** `550 5.1.1 "<text>"`, the text cut to a readable length. */
+export function describeReply(reply: SmtpReply): string {
+  const text = reply.text.replace(/\s+/g, " ").trim();
+  const short = text.length > 120 ? `${text.slice(0, 117)}...` : text;
+  return `RCPT ${reply.code.toString()} "${short}"`;
+}
+
+/** Same code and same text once the address (and per-reply ids) are taken out. */
+export function sameReply(a: SmtpReply, aAddress: string, b: SmtpReply, bAddress: string): boolean {
+  return a.code === b.code && normaliseText(a.text, aAddress) === normaliseText(b.text, bAddress);
+}
+
+function normaliseText(text: string, address: string): string {
+  const at = address.lastIndexOf("@");
+  const local = address.slice(0, at);
+  let out = text.toLowerCase().split(address.toLowerCase()).join("<addr>");
+  if (local.length >= 3) out = out.split(local.toLowerCase()).join("<local>");
+  // Queue ids, trace ids and timestamps differ from reply to reply.
+  return out
+    .replace(/\b[\w.-]*\d[\w.-]{5,}\b/g, "#")
+    .replace(/\s+/g, " ")
+    .trim();
+}

@@ -1,0 +1,99 @@
+// The engine against a real Postfix (Debian's postfix package, scripts/mta-lab.sh): a virtual
+// mailbox domain with smtpd_recipient_limit 20, the stock error limits (soft 10, hard 20),
+// reject_non_fqdn_helo_hostname, a STARTTLS-required listener and a recipient-rate-limited one.
+import assert from "node:assert/strict";
+import { interleave, numbered, type Lab } from "./support/lab.ts";
+import { commonScenarios, defineMtaSuite, type Scenario } from "./support/suite.ts";
+
+/** Log lines of one smtpd listener (by its syslog_name in master.cf). */
+const service = (syslogName: string): RegExp => new RegExp(` ${syslogName}/smtpd\\[\\d+\\]: `);
+const ofService = (syslogName: string, lines: string[]): string[] =>
+  lines.filter((l) => service(syslogName).test(l));
+const connectFrom = / connect from \S+\[127\.0\.0\.1\]/;
+
+function scenarios(lab: Lab): Scenario[] {
+  const pf = lab.postfix.domain;
+  const tls = lab.postfixTls.domain;
+  const rate = lab.postfixRate.domain;
+  const limit = lab.postfixRate.recipientRateLimit;
+  return [
+    ...commonScenarios(
+      "postfix",
+      lab.postfix,
+      "550 5.1.1 Recipient address rejected: User unknown in virtual mailbox table",
+      "postfix",
+    ),
+    {
+      name: "postfix: STARTTLS-required listener, 40 addresses (530 5.7.0 Must issue a STARTTLS command first)",
+      run: ({ engine }) =>
+        engine.verifyGroup(tls, interleave(numbered("user", 20, tls), numbered("ghost", 20, tls))),
+      check: (_results, lines) => {
+        const mine = ofService("postfix/tls-required", lines);
+        const sessions = mine.filter((l) => connectFrom.test(l)).length;
+        const secured = mine.filter((l) => /TLS connection established from/.test(l)).length;
+        assert.ok(sessions > 0, "no session reached the STARTTLS-required listener");
+        assert.equal(secured, sessions, "every session to the STARTTLS-required listener uses TLS");
+      },
+      notes: (_results, lines) => {
+        const mine = ofService("postfix/tls-required", lines);
+        const secured = mine.filter((l) => /TLS connection established from/.test(l)).length;
+        return `${secured.toString()} session(s) with TLS`;
+      },
+    },
+    {
+      name: "postfix: non-FQDN HELO (504 5.5.2 Helo command rejected: need fully-qualified hostname) → unknown, never invalid",
+      engine: { smtpHeloName: "probe" },
+      run: ({ engine }) => engine.verifyGroup(pf, [`alice@${pf}`, `nobody.here@${pf}`, `user01@${pf}`]),
+      want: () => () => "unknown",
+      notes: (results) =>
+        [...new Set(results.map((r) => `${r.status}/${String(r.unknownReason)}`))].join(", "),
+    },
+    {
+      name: `postfix: recipient rate limit ${limit.toString()}/min per client (450 4.7.1 Error: too many recipients from 127.0.0.1) → right or unknown/rate_limited`,
+      run: ({ engine }) =>
+        engine.verifyGroup(rate, interleave(numbered("user", 15, rate), numbered("ghost", 15, rate))),
+      // Past the limit every RCPT on every connection gets the 450 for the rest of the minute:
+      // nothing more is learnt, nothing may be answered wrongly.
+      tolerate: (r) =>
+        r.status === "unknown" &&
+        (r.unknownReason === "rate_limited" || r.unknownReason === "temporary_failure"),
+      check: (_results, lines) => {
+        // A per-client rate limit is not a per-connection cap: reconnecting only collects more 450s.
+        const empty = ofService("postfix/rate-limited", lines).filter((l) =>
+          / disconnect from .* rcpt=0\/\d+/.test(l),
+        );
+        assert.ok(empty.length <= 1, `sessions that only collected rate-limit refusals: ${empty.join("\n")}`);
+      },
+      notes: (results) => {
+        const unknown = results.filter((r) => r.status === "unknown");
+        const reasons = [...new Set(unknown.map((r) => String(r.unknownReason)))].join(",");
+        return `${unknown.length.toString()} unknown (${reasons || "-"})`;
+      },
+    },
+  ];
+}
+
+await defineMtaSuite({
+  title: "Postfix",
+  log: (lab) => lab.postfix.log,
+  dialect: {
+    opened: connectFrom,
+    closed: / disconnect from \S+\[127\.0\.0\.1\]/,
+    notable:
+      /improper command pipelining|too many errors|lost connection|timeout after|SSL_accept|TLS library problem|warning:|disconnect from|reject: /,
+  },
+  forbidden: [
+    { pattern: /improper command pipelining/, what: "improper command pipelining" },
+    { pattern: /too many errors/, what: "too many errors" },
+  ],
+  normalize: (line) =>
+    line
+      .replace(/^\w{3} [ \d]\d \d\d:\d\d:\d\d \S+ /, "")
+      .replace(/\[\d+\]:/, ":")
+      .replace(/ (NOQUEUE|[0-9A-F]{6,}): /, " ")
+      .replace(/<[^<>@\s]+@/g, "<…@")
+      .replace(/; from=<.*$/, "")
+      .replace(/; to=<.*$/, "")
+      .replace(/exceeded: \d+ from/, "exceeded: N from"),
+  scenarios,
+});

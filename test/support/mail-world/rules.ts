@@ -1,0 +1,138 @@
+// Rules shared by the simulated hosts (smtp-host.ts) and the ground truth (expectation.ts), so the
+// two cannot drift apart: postmaster/abuse handling, greylisting wordings, unknown-user wordings,
+// Postfix-style error limits, and the stock reply texts of real mail software.
+
+import type { DomainSpec, FixedReply, HostSpec, ServerKind } from "./types.ts";
+
+/**
+ * Real reply texts, for HostSpec/DomainSpec.unknownUserReply and blockExceptPostmaster ("%a" is
+ * the recipient address). The unknown-user ones carry no mailbox-meaning text a classifier could
+ * rely on (except Exchange's 5.1.10): a careful verifier needs evidence from the same server.
+ */
+export const STOCK_REPLIES = {
+  /** Exim's default for an unknown user of a local or virtual domain (no router accepted it). */
+  eximUnrouteable: { code: 550, text: "Unrouteable address" },
+  /** OpenSMTPD, name missing from a virtual table: lka_session.c sets "524 5.2.4 Mailing list
+   * expansion problem", smtp_session.c replies "%s: <%s>" with the recipient. */
+  opensmtpdVirtual: { code: 524, text: "5.2.4 Mailing list expansion problem: <%a>" },
+  /** OpenSMTPD, local user missing from the userbase (lka_session.c's fallback "550 Invalid recipient"). */
+  opensmtpdInvalid: { code: 550, text: "Invalid recipient: <%a>" },
+  /** Cisco Secure Email (IronPort) LDAP accept-query miss, the "qmail-ish" #-prefixed wording seen at
+   * large corporate gateways. */
+  ironportRejected: { code: 550, text: "#5.1.0 Address rejected." },
+  /** Exchange on-premises recipient filtering. */
+  exchangeNotFound: {
+    code: 550,
+    text: "5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup",
+  },
+  /** Postfix reject_rbl_client zen.spamhaus.org (names the block). */
+  spamhausBlock: {
+    code: 554,
+    text: "5.7.1 Service unavailable; Client host [127.0.0.1] blocked using zen.spamhaus.org; https://www.spamhaus.org/query/ip/127.0.0.1",
+  },
+  /** Exim's default text of an ACL "deny" without a message (does not name the block). */
+  eximAdministrativeProhibition: { code: 550, text: "Administrative prohibition" },
+  /** A terse policy refusal that does not name the block either. */
+  plainRejected: { code: 550, text: "5.7.1 Rejected" },
+} as const satisfies Record<string, FixedReply>;
+
+// ---------------------------------------------------------------------------------------------
+// Role addresses.
+
+export const POSTMASTER = "postmaster";
+export const ABUSE = "abuse";
+
+/** Kinds whose stock alias files define abuse@ (Debian's and OpenBSD's /etc/aliases). */
+const ABUSE_BY_DEFAULT: Readonly<Record<ServerKind, boolean>> = {
+  postfix: true,
+  exim: true,
+  generic: true,
+  opensmtpd: true,
+  google: false,
+  microsoft365: false,
+  outlook: false,
+  yahoo: false,
+  proofpoint: false,
+  mimecast: false,
+  exchange: false,
+};
+
+/** postmaster@ and abuse@: exempt from blockExceptPostmaster and from postgrey-style greylisting. */
+export function isRoleAddress(local: string): boolean {
+  return local === POSTMASTER || local === ABUSE;
+}
+
+/** Whether a role local part exists on this domain without being listed (lowercase local part). */
+export function roleExists(domain: DomainSpec, kind: ServerKind, local: string): boolean {
+  if (local === POSTMASTER) return domain.rejectPostmaster !== true;
+  if (local === ABUSE) return domain.acceptAbuse ?? ABUSE_BY_DEFAULT[kind];
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Greylisting wordings.
+
+const POSTGREY_DEFAULT_TEXT = "Greylisted, see http://postgrey.schweikert.ch/help/%r.html";
+
+/** Whether greylisting applies to this local part (postgrey's stock recipient whitelist). */
+export function greylistApplies(domain: DomainSpec, local: string): boolean {
+  if ((domain.greylistSeconds ?? 0) <= 0) return false;
+  return !(domain.greylistStyle === "postgrey" && isRoleAddress(local));
+}
+
+/** The refusal of a greylisted RCPT; secondsLeft until the triplet is admitted. */
+export function greylistReply(domain: DomainSpec, recipient: string, secondsLeft: number): FixedReply {
+  const at = recipient.lastIndexOf("@");
+  const fill = (template: string): string =>
+    template.replace(/%s/g, secondsLeft.toString()).replace(/%r/g, recipient.slice(at + 1));
+  switch (domain.greylistStyle ?? "generic") {
+    case "generic":
+      return { code: 451, text: fill(domain.greylistText ?? "4.7.1 Greylisted, please try again later") };
+    case "hint":
+      return {
+        code: 451,
+        text: fill(domain.greylistText ?? "4.7.1 Greylisted, please try again in %s seconds"),
+      };
+    case "postgrey": {
+      // postgrey answers "DEFER_IF_PERMIT 4.2.0 <text>" (it adds 4.2.0 when the text has no status
+      // code); Postfix turns that into "450 4.2.0 <rcpt>: Recipient address rejected: <text>".
+      let text = fill(domain.greylistText ?? POSTGREY_DEFAULT_TEXT);
+      if (!/^\d/.test(text)) text = `4.2.0 ${text}`;
+      const [, dsn = "4.2.0", rest = text] = /^(\d\.\d{1,3}\.\d{1,3})\s+(.*)$/s.exec(text) ?? [];
+      return { code: 450, text: `${dsn} <${recipient}>: Recipient address rejected: ${rest}` };
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unknown users.
+
+/** The configured unknown-user reply (domain's, else host's), "%a" filled; undefined: the persona's. */
+export function configuredUnknownUser(
+  domain: DomainSpec,
+  host: HostSpec,
+  address: string,
+): FixedReply | undefined {
+  const reply = domain.unknownUserReply ?? host.unknownUserReply;
+  return reply && { code: reply.code, text: reply.text.replace(/%a/g, address) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Postfix error limits.
+
+export interface ErrorLimits {
+  /** Error replies after which every reply waits sleepMs (Infinity: never). */
+  soft: number;
+  sleepMs: number;
+  /** Error replies after which the host says 421 and closes (Infinity: never). */
+  hard: number;
+}
+
+/** The host's error limits, or undefined when it has none (the default). */
+export function errorLimits(spec: HostSpec): ErrorLimits | undefined {
+  const postfix = spec.postfixErrorLimits === true;
+  const soft = spec.softErrorLimit ?? (postfix ? 10 : undefined);
+  const hard = spec.hardErrorLimit ?? (postfix ? 20 : undefined);
+  if (soft === undefined && hard === undefined) return undefined;
+  return { soft: soft ?? Infinity, sleepMs: spec.errorSleepMs ?? 1000, hard: hard ?? Infinity };
+}
