@@ -2,6 +2,7 @@
 // PostgreSQL figures need BENCH_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test);
 // the report benchmark seeds 1M rows into a database it creates and drops.
 import { benchBatch } from "./batch.ts";
+import { benchEngineWorld } from "./engine-world.ts";
 import { benchFiles } from "./files.ts";
 import { benchReports } from "./reports.ts";
 import { benchUploads } from "./uploads.ts";
@@ -11,6 +12,7 @@ import { benchVerifyHttp } from "./verify-http.ts";
 const only = process.argv.slice(2);
 const benches: Array<[string, () => Promise<void>]> = [
   ["engine", benchVerifyEngine],
+  ["world", benchEngineWorld],
   ["verify-http", benchVerifyHttp],
   ["batch", benchBatch],
   ["files", benchFiles],

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Real-MTA lab for the engine's integration suite (test/mta/): dnsmasq (authoritative lab.test),
-# Postfix (three listeners), Exim and OpenSMTPD from Debian packages, each on its own loopback
-# address (127.0.0.0/8 is routed to lo on Linux, so no `ip addr add` is needed).
+# Postfix (four listeners, one behind postgrey), Exim and OpenSMTPD from Debian packages, each on
+# its own loopback address (127.0.0.0/8 is routed to lo on Linux: no `ip addr add` needed).
 #
 #   scripts/mta-lab.sh up       install what is missing, write configs, start, wait, summarise
 #   scripts/mta-lab.sh down     stop exactly the processes `up` started (pid files in the state dir)
@@ -30,6 +30,10 @@ PF_ADDR=127.0.3.10
 PF_TLS_ADDR=127.0.3.11
 PF_RATE_ADDR=127.0.3.12
 PF_RATE_LIMIT=15
+PF_GREY_ADDR=127.0.3.13
+POSTGREY_ADDR=127.0.3.14
+POSTGREY_PORT=10023
+POSTGREY_DELAY=2
 EXIM_ADDR=127.0.3.20
 SMTPD_ADDR=127.0.3.30
 SMTPD_TLS_ADDR=127.0.3.31
@@ -60,7 +64,7 @@ apt_update_once() {
 
 install_system_packages() {
   local missing=() p
-  for p in postfix dnsmasq-base openssl; do pkg_installed "$p" || missing+=("$p"); done
+  for p in postfix postgrey dnsmasq-base openssl; do pkg_installed "$p" || missing+=("$p"); done
   [[ ${#missing[@]} -eq 0 ]] && return 0
   log "installing ${missing[*]}"
   # Never start services from maintainer scripts; keep an existing policy-rc.d as it is.
@@ -136,7 +140,8 @@ unpack_side_by_side() {
 render() { # template → destination, placeholders filled in
   sed -e "s|@LAB@|$LAB|g" -e "s|@DNS_ADDR@|$DNS_ADDR|g" -e "s|@DNS_PORT@|$DNS_PORT|g" \
     -e "s|@PF_ADDR@|$PF_ADDR|g" -e "s|@PF_TLS_ADDR@|$PF_TLS_ADDR|g" -e "s|@PF_RATE_ADDR@|$PF_RATE_ADDR|g" \
-    -e "s|@PF_RATE_LIMIT@|$PF_RATE_LIMIT|g" -e "s|@EXIM_ADDR@|$EXIM_ADDR|g" \
+    -e "s|@PF_RATE_LIMIT@|$PF_RATE_LIMIT|g" -e "s|@PF_GREY_ADDR@|$PF_GREY_ADDR|g" \
+    -e "s|@POSTGREY@|$POSTGREY_ADDR:$POSTGREY_PORT|g" -e "s|@EXIM_ADDR@|$EXIM_ADDR|g" \
     -e "s|@SMTPD_ADDR@|$SMTPD_ADDR|g" -e "s|@SMTPD_TLS_ADDR@|$SMTPD_TLS_ADDR|g" "$1" >"$2"
 }
 
@@ -173,7 +178,7 @@ write_configs() {
   render "$TEMPLATES/postfix-master.cf" "$LAB/postfix/etc/master.cf"
   local d m
   : >"$LAB/postfix/etc/vmailbox"
-  for d in pf.lab.test tls.lab.test rate.lab.test; do
+  for d in pf.lab.test tls.lab.test rate.lab.test grey.lab.test; do
     while read -r m; do echo "$m@$d $d/$m/" >>"$LAB/postfix/etc/vmailbox"; done < <(mailboxes)
   done
 
@@ -198,6 +203,7 @@ write_configs() {
   "postfix": { "domain": "pf.lab.test", "host": "mx.pf.lab.test", "address": "$PF_ADDR", "log": "$LAB/log/postfix.log" },
   "postfixTls": { "domain": "tls.lab.test", "host": "mx.tls.lab.test", "address": "$PF_TLS_ADDR", "log": "$LAB/log/postfix.log" },
   "postfixRate": { "domain": "rate.lab.test", "host": "mx.rate.lab.test", "address": "$PF_RATE_ADDR", "log": "$LAB/log/postfix.log", "recipientRateLimit": $PF_RATE_LIMIT },
+  "postfixGrey": { "domain": "grey.lab.test", "host": "mx.grey.lab.test", "address": "$PF_GREY_ADDR", "log": "$LAB/log/postfix.log", "greylistDelaySeconds": $POSTGREY_DELAY },
   "exim": { "domain": "exim.lab.test", "host": "mx.exim.lab.test", "address": "$EXIM_ADDR", "log": "$LAB/log/exim/mainlog" },
   "opensmtpd": { "domain": "smtpd.lab.test", "host": "mx.smtpd.lab.test", "address": "$SMTPD_ADDR", "log": "$LAB/log/opensmtpd.log" },
   "opensmtpdTls": { "domain": "smtpd-tls.lab.test", "host": "mx.smtpd-tls.lab.test", "address": "$SMTPD_TLS_ADDR", "log": "$LAB/log/opensmtpd.log" }
@@ -208,11 +214,14 @@ EOF
 # ---------------------------------------------------------------------------------------------
 # Processes
 
+# A zombie (killed, not yet reaped by PID 1) counts as gone.
+running() { [[ -r /proc/$1/stat ]] && ! awk '{exit ($3 == "Z" ? 0 : 1)}' "/proc/$1/stat" 2>/dev/null; }
+
 pid_alive() { # name → 0 when its recorded pid runs the expected program
   local f="$LAB/run/$1.pid" pid
   [[ -s $f ]] || return 1
   pid=$(head -n 1 "$f")
-  [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+  [[ $pid =~ ^[0-9]+$ ]] && running "$pid" || return 1
   tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$2"
 }
 
@@ -258,6 +267,19 @@ start_dnsmasq() {
   wait_for_port dnsmasq "$DNS_ADDR" "$DNS_PORT"
 }
 
+start_postgrey() {
+  if pid_alive postgrey postgrey; then return 0; fi
+  # A fresh database each start: every triplet is greylisted once.
+  rm -rf "$LAB/postgrey"
+  mkdir -p "$LAB/postgrey"
+  chown postgrey:postgrey "$LAB/postgrey"
+  setsid /usr/sbin/postgrey --inet="$POSTGREY_ADDR:$POSTGREY_PORT" --delay="$POSTGREY_DELAY" \
+    --dbdir="$LAB/postgrey" --auto-whitelist-clients=0 --hostname=mx.grey.lab.test \
+    </dev/null >>"$LAB/log/postgrey.out" 2>&1 &
+  echo $! >"$LAB/run/postgrey.pid"
+  wait_for_port postgrey "$POSTGREY_ADDR" "$POSTGREY_PORT"
+}
+
 start_postfix() {
   local pf_pid="$LAB/postfix/spool/pid/master.pid"
   if pid_alive postfix master; then return 0; fi
@@ -274,6 +296,7 @@ start_postfix() {
   wait_for_port postfix "$PF_ADDR" 25 220
   wait_for_port postfix "$PF_TLS_ADDR" 25 220
   wait_for_port postfix "$PF_RATE_ADDR" 25 220
+  wait_for_port postfix "$PF_GREY_ADDR" 25 220
 }
 
 start_exim() {
@@ -301,8 +324,8 @@ stop_pid() { # name program
   if pid_alive "$1" "$2"; then
     pid=$(head -n 1 "$f")
     kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
+    for i in $(seq 1 50); do running "$pid" || break; sleep 0.1; done
+    if running "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
     log "stopped $1 (pid $pid)"
   fi
   rm -f "$f"
@@ -313,14 +336,15 @@ stop_pid() { # name program
 
 check_loopback() {
   local a
-  for a in "$DNS_ADDR" "$PF_ADDR" "$EXIM_ADDR" "$SMTPD_ADDR"; do
+  for a in "$DNS_ADDR" "$PF_ADDR" "$PF_GREY_ADDR" "$EXIM_ADDR" "$SMTPD_ADDR"; do
     ip -o route get "$a" 2>/dev/null | grep -q ' dev lo ' || die "$a is not routed to lo"
   done
 }
 
 status() {
   local line name prog addr
-  for line in "dnsmasq dnsmasq $DNS_ADDR:$DNS_PORT" "postfix master $PF_ADDR:25,$PF_TLS_ADDR:25(tls),$PF_RATE_ADDR:25(rate)" \
+  for line in "dnsmasq dnsmasq $DNS_ADDR:$DNS_PORT" "postgrey postgrey $POSTGREY_ADDR:$POSTGREY_PORT" \
+    "postfix master $PF_ADDR:25,$PF_TLS_ADDR:25(tls),$PF_RATE_ADDR:25(rate),$PF_GREY_ADDR:25(grey)" \
     "exim exim4 $EXIM_ADDR:25" "opensmtpd smtpd $SMTPD_ADDR:25,$SMTPD_TLS_ADDR:25(starttls)"; do
     read -r name prog addr <<<"$line"
     if pid_alive "$name" "$prog"; then
@@ -340,6 +364,7 @@ up() {
   write_configs
   write_ns_wrapper
   start_dnsmasq
+  start_postgrey
   start_postfix
   start_exim
   start_opensmtpd
@@ -352,12 +377,14 @@ down() {
   stop_pid opensmtpd smtpd
   stop_pid exim exim4
   if pid_alive postfix master; then
-    postfix -c "$LAB/postfix/etc" stop >>"$LAB/log/postfix.out" 2>&1 || true
     local i pid
     pid=$(head -n 1 "$LAB/run/postfix.pid")
-    for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    postfix -c "$LAB/postfix/etc" stop >>"$LAB/log/postfix.out" 2>&1 || true
+    for i in $(seq 1 50); do running "$pid" || break; sleep 0.1; done
+    running "$pid" || log "stopped postfix (pid $pid)"
   fi
   stop_pid postfix master
+  stop_pid postgrey postgrey
   stop_pid dnsmasq dnsmasq
   log "down"
 }

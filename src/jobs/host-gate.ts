@@ -4,11 +4,6 @@ import type { Clock } from "../lib/clock.ts";
 import { sleep } from "../lib/sleep.ts";
 import { KeyedSemaphore, type HostGate } from "../verify/index.ts";
 
-// The engine releases once our socket has closed, but the server counts the connection until it
-// has processed our FIN: a new session started in that instant would briefly make one connection
-// too many from its point of view. A short settle time keeps us strictly within the limit.
-const RELEASE_SETTLE_MS = 50;
-
 /** The host had no free slot within the wait: the group goes back to the queue for a moment. */
 export class HostBusyError extends Error {
   override name = "HostBusyError";
@@ -95,14 +90,13 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
           return () => {
             if (released) return;
             released = true;
-            setTimeout(() => {
-              // The cluster slot first: a local waiter goes straight to the database for it.
-              releaseHostSlot(o.db, host, slot, o.holder)
-                .catch(() => {
-                  // The slot's lease runs out by itself; nothing else to do.
-                })
-                .finally(leave);
-            }, RELEASE_SETTLE_MS);
+            // The engine releases a moment after the server saw our close (its settle time).
+            // The cluster slot first: a local waiter goes straight to the database for it.
+            void releaseHostSlot(o.db, host, slot, o.holder)
+              .catch(() => {
+                // The slot's lease runs out by itself; nothing else to do.
+              })
+              .finally(leave);
           };
         }
         if (Date.now() + pause > deadline) throw new HostBusyError(host, false);

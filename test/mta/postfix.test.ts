@@ -2,6 +2,8 @@
 // mailbox domain with smtpd_recipient_limit 20, the stock error limits (soft 10, hard 20),
 // reject_non_fqdn_helo_hostname, a STARTTLS-required listener and a recipient-rate-limited one.
 import assert from "node:assert/strict";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { VerificationResult } from "../../src/verify/index.ts";
 import { interleave, numbered, type Lab } from "./support/lab.ts";
 import { commonScenarios, defineMtaSuite, type Scenario } from "./support/suite.ts";
 
@@ -16,6 +18,12 @@ function scenarios(lab: Lab): Scenario[] {
   const tls = lab.postfixTls.domain;
   const rate = lab.postfixRate.domain;
   const limit = lab.postfixRate.recipientRateLimit;
+  const grey = lab.postfixGrey.domain;
+  const delay = lab.postfixGrey.greylistDelaySeconds;
+  // The greylisting scenario's first pass (its second pass is what gets scored).
+  let firstPass: VerificationResult[] = [];
+  const greylisted = (r: VerificationResult): boolean =>
+    r.status === "unknown" && r.unknownReason === "greylisted";
   return [
     ...commonScenarios(
       "postfix",
@@ -47,6 +55,33 @@ function scenarios(lab: Lab): Scenario[] {
       want: () => () => "unknown",
       notes: (results) =>
         [...new Set(results.map((r) => `${r.status}/${String(r.unknownReason)}`))].join(", "),
+    },
+    {
+      name: `postfix: postgrey (--delay=${delay.toString()}): unknown/greylisted first, right after the delay`,
+      // A sender of its own per run: postgrey's triplets are (client /24, sender, recipient).
+      engine: { smtpMailFrom: `verify+${Date.now().toString(36)}@lab.test` },
+      run: async ({ engine }) => {
+        const list = interleave(numbered("user", 5, grey), numbered("ghost", 5, grey));
+        firstPass = await engine.verifyGroup(grey, list);
+        await sleep((delay + 1) * 1000);
+        return engine.verifyGroup(grey, list);
+      },
+      check: (_results, _lines, { truth }) => {
+        const early = firstPass.filter((r) => r.status !== truth(r.email) && !greylisted(r));
+        assert.deepEqual(
+          early.map((r) => `${r.email}: ${r.status}/${String(r.unknownReason)}`),
+          [],
+          "first pass",
+        );
+        assert.ok(firstPass.some(greylisted), "postgrey greylisted nothing on the first pass");
+      },
+      notes: () => {
+        const n = firstPass.filter(greylisted).length;
+        const after = firstPass
+          .map((r) => (r as { retryAfterMs?: number | null }).retryAfterMs)
+          .find((v) => v != null);
+        return `first pass: ${n.toString()} greylisted${after == null ? "" : ` (retry after ${after.toString()} ms)`}`;
+      },
     },
     {
       name: `postfix: recipient rate limit ${limit.toString()}/min per client (450 4.7.1 Error: too many recipients from 127.0.0.1) → right or unknown/rate_limited`,

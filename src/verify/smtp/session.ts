@@ -89,8 +89,9 @@ const MAX_HOSTS_TRIED = 5;
 // A connection that answered nobody is retried once; a second such one ends the session.
 const MAX_IDLE_CONNECTIONS = 2;
 // A server learns of our close asynchronously (Postfix's anvil counts connections from smtpd's
-// disconnect messages): a new connection opened the same instant could briefly count as a second.
-const RECONNECT_SETTLE_MS = 50;
+// disconnect messages): a new connection opened the same instant could briefly count as one too
+// many. So the next connection from this session, and the host slot, wait this long after a close.
+const SERVER_SETTLE_MS = 50;
 
 /** Runs the session. Never throws for network or protocol outcomes: they end up in `failure`. */
 export async function runSession(
@@ -142,7 +143,7 @@ export async function runSession(
       // The server must never see two of our connections from this slot: the old one is gone
       // before the new one opens.
       await endConnection(conn, politeEnd, config);
-      await sleep(RECONNECT_SETTLE_MS, req.signal);
+      await sleep(SERVER_SETTLE_MS, req.signal);
       const next = await reconnect(opened.address, config, deps, report, req.signal);
       if (next === null) break;
       conn = next;
@@ -154,7 +155,9 @@ export async function runSession(
     req.signal?.removeEventListener("abort", onAbort);
     // QUIT is polite but its 221 tells us nothing: the caller gets the report now and the
     // connection winds down in the background (the engine awaits `done` on close()).
-    report.done = endConnection(conn, politeEnd, config).finally(release);
+    report.done = endConnection(conn, politeEnd, config)
+      .then(() => sleep(SERVER_SETTLE_MS))
+      .finally(release);
   }
   if (pending.length === 0) report.failure = null;
   return report;

@@ -138,7 +138,7 @@ void test("a server demanding STARTTLS (530 5.7.0) gets it, and the RCPTs are th
       facts(ghost!),
       expected({ status: "invalid", hostName: "mx.tls.test", serverType: "unknown" }),
     );
-    assert.equal(secureRcpts, 3); // probe + 2 addresses, all over TLS
+    assert.equal(secureRcpts, 4); // postmaster control + probe + 2 addresses, all over TLS
   } finally {
     await engine.close();
     await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -413,7 +413,8 @@ void test("server types from MX names and banners, with each persona's unknown-u
   ][] = [
     ["google.test", "aspmx.l.google.com", "google", "valid", false],
     ["exim.test", "mail.exim.test", "exim", "valid", false],
-    ["generic.test", "smtp.generic.test", "unknown", "valid", false],
+    // The generic persona answers unknown users in Postfix's words ("User unknown in virtual mailbox table").
+    ["generic.test", "smtp.generic.test", "postfix", "valid", false],
     ["yahoo.test", "mta5.am0.yahoodns.net", "yahoo", "valid", false],
     ["outlook.test", "outlook-test.olc.protection.outlook.com", "outlook", "valid", false],
     ["pp.test", "mx0a-00000001.pphosted.com", "proofpoint", "valid", false],

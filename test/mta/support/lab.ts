@@ -27,6 +27,7 @@ export interface Lab {
   postfix: LabMta;
   postfixTls: LabMta;
   postfixRate: LabMta & { recipientRateLimit: number };
+  postfixGrey: LabMta & { greylistDelaySeconds: number };
   exim: LabMta;
   opensmtpd: LabMta;
   opensmtpdTls: LabMta;
