@@ -154,7 +154,7 @@ write_configs() {
   if [[ ! -s "$LAB/tls/cert.pem" ]]; then
     openssl req -x509 -newkey rsa:2048 -nodes -days 3650 \
       -subj "/CN=mx.tls.lab.test" \
-      -addext "subjectAltName=DNS:mx.pf.lab.test,DNS:mx.tls.lab.test,DNS:mx.rate.lab.test,DNS:mx.exim.lab.test,DNS:mx.smtpd.lab.test" \
+      -addext "subjectAltName=DNS:mx.pf.lab.test,DNS:mx.tls.lab.test,DNS:mx.rate.lab.test,DNS:mx.grey.lab.test,DNS:mx.exim.lab.test,DNS:mx.smtpd.lab.test,DNS:mx.smtpd-tls.lab.test" \
       -keyout "$LAB/tls/key.pem" -out "$LAB/tls/cert.pem" >/dev/null 2>&1 || die "openssl failed"
     chmod 600 "$LAB/tls/key.pem"
   fi
@@ -246,17 +246,19 @@ EOF
   chmod 755 "$LAB/run/ns-exec.sh"
 }
 
-wait_for_port() { # name addr port [banner-prefix]: bounded (10 s)
-  local i
-  for i in $(seq 1 100); do
+wait_for_port() { # name addr port [banner-prefix]: bounded (10 s); fails early if name's pid died
+  local deadline=$((SECONDS + 10)) pid=""
+  [[ -s "$LAB/run/$1.pid" ]] && pid=$(head -n 1 "$LAB/run/$1.pid")
+  while ((SECONDS < deadline)); do
     if [[ -n ${4:-} ]]; then
-      if timeout 2 bash -c "exec 3<>/dev/tcp/$2/$3; head -c ${#4} <&3" 2>/dev/null | grep -q "^$4"; then return 0; fi
+      if timeout 1 bash -c "exec 3<>/dev/tcp/$2/$3; head -c ${#4} <&3" 2>/dev/null | grep -q "^$4"; then return 0; fi
     elif timeout 1 bash -c "exec 3<>/dev/tcp/$2/$3" 2>/dev/null; then
       return 0
     fi
+    if [[ -n $pid ]] && ! running "$pid"; then die "$1 exited at start (logs: $LAB/log/)"; fi
     sleep 0.1
-    [[ $i -eq 100 ]] && die "$1 does not answer on $2:$3 (logs: $LAB/log/)"
   done
+  die "$1 does not answer on $2:$3 (logs: $LAB/log/)"
 }
 
 start_dnsmasq() {
@@ -390,16 +392,21 @@ down() {
 }
 
 run_tests() {
-  local rc=0 started=$SECONDS
-  up || rc=$?
+  local rc=0 started=$SECONDS self
+  self="$HERE/$(basename "${BASH_SOURCE[0]}")"
+  # up and down run as processes of their own (a failing step exits them, not this one); down
+  # runs however this ends (test failure, Ctrl-C, kill).
+  # shellcheck disable=SC2064 # expand $self now
+  trap "bash '$self' down || true" EXIT
+  trap 'exit 130' INT TERM
+  bash "$self" up || rc=$?
   if [[ $rc -eq 0 ]]; then
     rm -f "$LAB/log/report.txt"
     # One file at a time: the MTAs' logs are read per scenario.
     (cd "$ROOT_DIR" && MTA_LAB_DIR="$LAB" node --import tsx --test --test-concurrency=1 test/mta/*.test.ts) || rc=$?
-    [[ -s "$LAB/log/report.txt" ]] && cat "$LAB/log/report.txt"
+    if [[ -s "$LAB/log/report.txt" ]]; then cat "$LAB/log/report.txt"; fi
   fi
-  down || true
-  log "test: exit $rc after $((SECONDS - started)) s (MTA logs kept in $LAB/log)"
+  log "test: exit $rc after $((SECONDS - started)) s (MTA logs in $LAB/log)"
   return "$rc"
 }
 

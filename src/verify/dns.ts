@@ -1,6 +1,7 @@
 // The DNS port and its default implementation on node:dns (c-ares). Answers are values:
 // "no such name" and "no records" are normal outcomes, not exceptions.
 import { Resolver } from "node:dns/promises";
+import { isIPv4 } from "node:net";
 
 /** One DNS lookup's outcome. `nodata`: the name exists without records of that type. */
 export type DnsAnswer<T> =
@@ -32,8 +33,16 @@ export interface NodeDnsOptions {
   tries: number;
 }
 
-/** The default DnsPort: one c-ares Resolver with its own servers, timeout and tries. */
-export function createNodeDns(options: NodeDnsOptions): DnsPort {
+/**
+ * The default DnsPort: one c-ares Resolver with its own servers, timeout and tries. PTRs are
+ * asked of DNS as a PTR query: Resolver.reverse() (c-ares gethostbyaddr) answers from /etc/hosts
+ * first (127.0.0.1 → "localhost" whatever DNS_SERVERS say), and receivers only ever see DNS.
+ */
+export function createNodeDns(options: NodeDnsOptions): DnsPort & {
+  /** AAAA records alone (addresses() returns them only for names without an A record). */
+  addresses6(host: string): Promise<DnsAnswer<string[]>>;
+  close(): void;
+} {
   const resolver = new Resolver({ timeout: options.timeoutMs, tries: options.tries });
   if (options.servers.length > 0) resolver.setServers([...options.servers]);
 
@@ -46,8 +55,31 @@ export function createNodeDns(options: NodeDnsOptions): DnsPort {
       if (v4.kind !== "nodata") return v4;
       return answer(resolver.resolve6(host));
     },
-    reverse: (ip) => answer(resolver.reverse(ip)),
+    addresses6: (host) => answer(resolver.resolve6(host)),
+    reverse: (ip) => answer(resolver.resolvePtr(reverseName(ip))),
+    close: () => resolver.cancel(),
   };
+}
+
+/** The 32 hex nibbles of an IPv6 address (zone id dropped, embedded IPv4 converted). */
+export function expandIpv6(ip: string): string {
+  let s = ip.toLowerCase().replace(/%.*$/, "");
+  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(s);
+  if (v4 !== null) {
+    const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number];
+    s = `${s.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = "", tail] = s.split("::");
+  const h = head === "" ? [] : head.split(":");
+  const t = tail === undefined || tail === "" ? [] : tail.split(":");
+  const groups = tail === undefined ? h : [...h, ...Array<string>(8 - h.length - t.length).fill("0"), ...t];
+  return groups.map((g) => g.padStart(4, "0")).join("");
+}
+
+/** The PTR owner name of an IP: 192.0.2.1 → 1.2.0.192.in-addr.arpa; IPv6 → nibbles.ip6.arpa. */
+export function reverseName(ip: string): string {
+  if (isIPv4(ip)) return `${ip.split(".").reverse().join(".")}.in-addr.arpa`;
+  return `${[...expandIpv6(ip)].reverse().join(".")}.ip6.arpa`;
 }
 
 async function answer<T extends unknown[]>(lookup: Promise<T>): Promise<DnsAnswer<T>> {

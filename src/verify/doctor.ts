@@ -7,16 +7,17 @@
 // smtpd_helo_restrictions at RCPT time by default (smtpd_delay_reject=yes), so a non-FQDN HELO
 // gets "250" to EHLO and "504 5.5.2 <web-1>: Helo command rejected: need fully-qualified hostname"
 // only to the RCPT: checking EHLO alone would pass exactly the set-up this command exists to catch.
-import { Resolver } from "node:dns/promises";
 import { BlockList, isIP, isIPv4, isIPv6 } from "node:net";
 import { classifyHostName, normaliseHostName, type HeloNameSource } from "../lib/host-names.ts";
 import { AbortedError } from "./abort.ts";
-import { toAnswer, type DnsAnswer, type DnsPort, type MxRecord } from "./dns.ts";
+import { createNodeDns, expandIpv6, reverseName, type DnsAnswer, type DnsPort } from "./dns.ts";
 import { resolveMailHosts, type DomainResolution } from "./resolve-domain.ts";
 import { ConnectError, type ConnectPort } from "./smtp/connect.ts";
 import { SmtpClosedError, SmtpConnection, SmtpTimeoutError } from "./smtp/connection.ts";
 import { SmtpProtocolError, type SmtpReply } from "./smtp/reply-reader.ts";
 import { classifyReply } from "./smtp/replies.ts";
+
+export { reverseName };
 
 export type CheckStatus = "ok" | "warn" | "fail";
 
@@ -662,25 +663,6 @@ function isPublicIp(ip: string): boolean {
 }
 
 /** 32 hex digits of an IPv6 address ("2001:db8::1" → "20010db8000…0001"). */
-function expandIpv6(ip: string): string {
-  let s = ip.toLowerCase().replace(/%.*$/, "");
-  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(s);
-  if (v4 !== null) {
-    const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number];
-    s = `${s.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head = "", tail] = s.split("::");
-  const h = head === "" ? [] : head.split(":");
-  const t = tail === undefined || tail === "" ? [] : tail.split(":");
-  const groups = tail === undefined ? h : [...h, ...Array<string>(8 - h.length - t.length).fill("0"), ...t];
-  return groups.map((g) => g.padStart(4, "0")).join("");
-}
-
-/** The PTR owner name of an IP: 192.0.2.1 → 1.2.0.192.in-addr.arpa; IPv6 → nibbles.ip6.arpa. */
-export function reverseName(ip: string): string {
-  if (isIPv4(ip)) return `${ip.split(".").reverse().join(".")}.in-addr.arpa`;
-  return `${[...expandIpv6(ip)].reverse().join(".")}.ip6.arpa`;
-}
 
 // ---- the default DNS port -----------------------------------------------------------------------
 
@@ -691,31 +673,7 @@ export interface DoctorDnsOptions {
   tries: number;
 }
 
-/**
- * The doctor's DnsPort on node:dns. PTRs are asked of DNS as a PTR query: Resolver.reverse()
- * (c-ares gethostbyaddr) answers from /etc/hosts first, e.g. 127.0.0.1 → "localhost" whatever
- * DNS_SERVERS say, and receivers only ever see DNS.
- */
+/** The doctor's DnsPort: the engine's own (PTRs asked of DNS, never /etc/hosts). */
 export function createDoctorDns(options: DoctorDnsOptions): DoctorDnsPort & { close(): void } {
-  const resolver = new Resolver({ timeout: options.timeoutMs, tries: options.tries });
-  if (options.servers.length > 0) resolver.setServers([...options.servers]);
-  return {
-    mx: (domain) => answer<MxRecord>(resolver.resolveMx(domain)),
-    addresses: async (host) => {
-      const v4 = await answer<string>(resolver.resolve4(host));
-      return v4.kind === "nodata" ? answer<string>(resolver.resolve6(host)) : v4;
-    },
-    addresses6: (host) => answer<string>(resolver.resolve6(host)),
-    reverse: (ip) => answer<string>(resolver.resolvePtr(reverseName(ip))),
-    close: () => resolver.cancel(),
-  };
-}
-
-async function answer<T>(lookup: Promise<T[]>): Promise<DnsAnswer<T[]>> {
-  try {
-    const records = await lookup;
-    return records.length === 0 ? { kind: "nodata" } : { kind: "found", records };
-  } catch (error) {
-    return toAnswer(error);
-  }
+  return createNodeDns(options);
 }

@@ -1,6 +1,7 @@
 // The engine against a real Postfix (Debian's postfix package, scripts/mta-lab.sh): a virtual
 // mailbox domain with smtpd_recipient_limit 20, the stock error limits (soft 10, hard 20),
-// reject_non_fqdn_helo_hostname, a STARTTLS-required listener and a recipient-rate-limited one.
+// reject_non_fqdn_helo_hostname; listeners that require STARTTLS, rate-limit recipients per client,
+// and greylist (postgrey).
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { VerificationResult } from "../../src/verify/index.ts";

@@ -13,14 +13,18 @@
 import type { SmtpReply } from "./reply-reader.ts";
 
 /**
- * True for a "too many recipients" refusal:
+ * True for a "too many recipients in this transaction" refusal:
  * "452 4.5.3 Error: too many recipients" (Postfix smtpd_recipient_limit),
  * "452 Too many recipients received this message" (Exchange),
+ * "451 4.5.3 Too many recipients: Too many recipients" (OpenSMTPD max-rcpt: a 451, not a 452),
  * "552 5.5.3 Too many recipients" (pre-RFC 5321 servers, which §4.5.3.1.10 says to treat as 452).
+ * An enhanced code other than 4.5.3/5.5.3 means something else: Postfix's per-client rate limit
+ * "450 4.7.1 Error: too many recipients from 203.0.113.9" is a rate limit, not a chunk size.
  */
 export function isTooManyRecipients(reply: SmtpReply): boolean {
-  if (reply.code !== 452 && reply.code !== 552) return false;
-  return reply.enhanced === "4.5.3" || reply.enhanced === "5.5.3" || /too many recipients/i.test(reply.text);
+  if (!((reply.code >= 450 && reply.code <= 452) || reply.code === 552)) return false;
+  if (reply.enhanced !== null) return reply.enhanced === "4.5.3" || reply.enhanced === "5.5.3";
+  return /too many recipients/i.test(reply.text);
 }
 
 /** A reply the server counts as an error of ours (Postfix: every 4xx/5xx it sends). */

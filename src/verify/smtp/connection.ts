@@ -104,6 +104,8 @@ export class SmtpConnection {
       secure.destroy();
       plain.destroy();
       this.fail(error instanceof Error ? error : new Error(String(error)));
+      // Both sockets are detached from us: without this, `closed` (and so quit()) would never settle.
+      this.onClose();
       throw error;
     });
     this.socket = secure;

@@ -72,7 +72,9 @@ const GREYLIST_TEXT = /gr[ae]y-?list/i;
 const RATE_TEXT = anyOf(
   // "421 4.7.0 Too many connections", "Trop de connexions … Too many connections, slow down" (Orange), "Error: too many errors" (SFR),
   // "Too many invalid recipients from this IP" (Tiscali), "554 Too many unknown RCPT TO addresses from host" (Alice)
-  String.raw`rate limit|\bthrottl|too many (?:connections|concurrent|sessions|errors|invalid|unknown)|too many messages(?! (?:on|in) (?:the|this) (?:server|mailbox))|maximum number of connections|max message per connection|trop de connexions`,
+  // "450 4.7.1 Error: too many recipients from 203.0.113.9" (Postfix smtpd_client_recipient_rate_limit: per client,
+  // across connections — not the per-transaction "452 4.5.3 Error: too many recipients", which chunking.ts handles)
+  String.raw`too many recipients from|rate limit|\bthrottl|too many (?:connections|concurrent|sessions|errors|invalid|unknown)|too many messages(?! (?:on|in) (?:the|this) (?:server|mailbox))|maximum number of connections|max message per connection|trop de connexions`,
   // "receiving mail at a rate that prevents…" / "receiving mail too quickly" (Gmail 450 4.2.1 and 550 5.2.1 ReceivingRatePerm, Yahoo),
   // "deferred due to excessive volume" (iCloud), "[TSS04] … unexpected volume" (Yahoo), "Please try again slower" (sisimai Speeding)
   String.raw`receiving mail (?:at a rate|too quickly)|unexpected volume|excessive volume|\bTSS0\d|slow down|try again slower|frequency (?:is )?limited`,

@@ -15,7 +15,7 @@ import { isErrorReply, isTooManyRecipients, nextPace, settleWrite } from "./chun
 import { ConnectError, type ConnectFailureKind, type ConnectPort } from "./connect.ts";
 import { SmtpClosedError, SmtpConnection, SmtpTimeoutError } from "./connection.ts";
 import { SmtpProtocolError, type SmtpReply } from "./reply-reader.ts";
-import { sessionFailureReason } from "./replies.ts";
+import { classifyReply, sessionFailureReason } from "./replies.ts";
 
 export interface SessionConfig {
   port: number;
@@ -557,6 +557,13 @@ async function converse(
 
     if (closing !== undefined) return { kind: "continue", why: "closed", failure: failureOf(closing) };
     if (write.cut !== null) throw write.cut;
+    // A server that says we go too fast ("450 4.7.1 Error: too many recipients from …") will say
+    // it to every further RCPT, on this connection or a new one: stop asking, retry later.
+    const throttled = write.rcpt.find(isRateLimited);
+    if (throttled !== undefined) {
+      report.failure = failureOf(throttled);
+      return FINISHED;
+    }
     if (settled.transactionLimit !== null) {
       limits.transaction = settled.transactionLimit;
       rcptInTransaction = limits.transaction;
@@ -569,6 +576,13 @@ async function converse(
 }
 
 const failureOf = (reply: SmtpReply): SessionFailure => ({ reason: sessionFailureReason(reply), reply });
+
+function isRateLimited(reply: SmtpReply): boolean {
+  const verdict = classifyReply(reply);
+  return (
+    reply.code >= 400 && reply.code < 500 && verdict.kind === "unknown" && verdict.reason === "rate_limited"
+  );
+}
 
 interface WriteResult {
   rset: SmtpReply | null;

@@ -15,6 +15,9 @@ interface Scripted {
   close(): Promise<void>;
 }
 
+/** Appended to a scripted reply: send it, then close the connection. */
+const HANG_UP = "\u0000hang-up";
+
 /** `reply(line)` returns the reply text (lines joined with \r\n) or null to hang up. */
 async function startScripted(banner: string, reply: (line: string) => string | null): Promise<Scripted> {
   const commands: string[] = [];
@@ -37,7 +40,11 @@ async function startScripted(banner: string, reply: (line: string) => string | n
           socket.end();
           return;
         }
-        // After QUIT's 221 or a 421 a server closes the connection.
+        // After QUIT's 221 or a 421 a server closes the connection; a script can ask for it too.
+        if (answer.endsWith(HANG_UP)) {
+          socket.end(`${answer.slice(0, -HANG_UP.length)}\r\n`);
+          return;
+        }
         if (line.toUpperCase() === "QUIT" || answer.startsWith("421")) {
           socket.end(`${answer}\r\n`);
           return;
@@ -200,4 +207,34 @@ void test("a server that talks nonsense → unknown smtp_protocol_error", async 
   const r = await engine.verifyOne("bob@scripted.test");
   assert.equal(r.status, "unknown");
   assert.equal(r.unknownReason, "smtp_protocol_error");
+});
+
+void test("a STARTTLS handshake that fails: the session continues in plain text on a new connection", async (t) => {
+  let connections = 0;
+  const server = await startScripted("220 mx.scripted.test ESMTP OpenSMTPD", (line) => {
+    if (/^EHLO/i.test(line)) {
+      connections++;
+      return "250-mx.scripted.test\r\n250-PIPELINING\r\n250 STARTTLS";
+    }
+    // OpenSMTPD 6.8 on OpenSSL 3 says yes, then fails the handshake (it sends TLS alert 80 and
+    // closes); here the connection closes before any handshake.
+    if (/^STARTTLS/i.test(line)) return `220 2.0.0 Ready to start TLS${HANG_UP}`;
+    if (/^MAIL/i.test(line)) return "250 2.0.0 Ok";
+    if (/^RCPT/i.test(line))
+      return /^(bob|postmaster)@/.test(rcptTo(line))
+        ? "250 2.1.5 Destination address valid"
+        : "550 Invalid recipient";
+    return "500 5.5.1 Invalid command";
+  });
+  const engine = engineOn(server.port);
+  t.after(async () => {
+    await engine.close();
+    await server.close();
+  });
+  const [bob] = await engine.verifyGroup("scripted.test", ["bob@scripted.test"]);
+  await engine.close();
+  assert.equal(bob?.status, "valid", bob?.evidence);
+  assert.equal(connections, 2);
+  // The second connection did not try TLS again.
+  assert.equal(server.commands.filter((c) => c === "STARTTLS").length, 1);
 });
