@@ -11,6 +11,7 @@ import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { createEngine, type Engine, type VerificationResult } from "../src/verify/index.ts";
 import { generateMixedWorld, startMailWorld, type MailWorld } from "../test/support/mail-world/index.ts";
+import { withinBudget } from "./support/budget.ts";
 
 const LATENCY_MS = 20;
 const CONCURRENCY = 16;
@@ -186,16 +187,7 @@ async function run(): Promise<void> {
 }
 
 export async function benchEngineWorld(): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const budget = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`bench: over budget (${BUDGET_MS.toString()} ms)`)), BUDGET_MS);
-    timer.unref();
-  });
-  try {
-    await Promise.race([run(), budget]);
-  } finally {
-    clearTimeout(timer);
-  }
+  await withinBudget(BUDGET_MS, run);
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -1,23 +1,9 @@
 import type { Services } from "./services.ts";
 import { createPgHostGate } from "../jobs/host-gate.ts";
 import { createWorkerPool, newWorkerId, type WorkerPool } from "../jobs/runner.ts";
-import type { TaskFinishedHook } from "../tasks/finish-task.ts";
-import { toMetricsReply } from "../tasks/metrics-view.ts";
 import { createEngine } from "../verify/index.ts";
 import { createWebhookDispatcher, type WebhookDispatcher } from "../webhooks/dispatcher.ts";
-import { enqueueTaskCompleted } from "../webhooks/outbox.ts";
 import { engineOptionsFrom } from "./engine-options.ts";
-
-/** A task that finished with a webhook_url gets its completion event into the outbox, in the same transaction. */
-export const enqueueCompletionWebhook: TaskFinishedHook = async (tx, { task, uploadId, metrics, at }) => {
-  if (!task.webhookUrl || !task.userId) return;
-  await enqueueTaskCompleted(tx, {
-    userId: task.userId,
-    url: task.webhookUrl,
-    event: { taskId: task.id, uploadId, metrics: toMetricsReply(metrics) },
-    at,
-  });
-};
 
 export interface WorkerRole {
   pool: WorkerPool;
@@ -51,7 +37,6 @@ export function createWorkerRole(services: Services, opts: { workerId?: string }
     engine,
     gate,
     config: config.worker,
-    onTaskFinished: enqueueCompletionWebhook,
     workerId,
   });
   const webhooks = createWebhookDispatcher({ db, clock, logger, config: config.webhooks });

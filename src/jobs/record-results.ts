@@ -4,14 +4,9 @@ import { lockTask, type TaskRecord } from "../db/queries/tasks.ts";
 import { insertVerifications, type VerificationRecord } from "../db/queries/verifications.ts";
 import { newId } from "../lib/ids.ts";
 import { recordOfResult } from "../verifications/record-of-result.ts";
-import { finishTaskIfDone, type TaskFinishedHook } from "../tasks/finish-task.ts";
+import { finishTaskIfDone } from "../tasks/finish-task.ts";
 import type { VerificationResult } from "../verify/index.ts";
-
-/** What to do with each job of a processed group. */
-export type JobOutcome =
-  | { kind: "result"; job: JobRecord; result: VerificationResult }
-  | { kind: "retry"; job: JobRecord; runAfter: Date; error: string | null; refundAttempt: boolean }
-  | { kind: "failed"; job: JobRecord; error: string };
+import type { JobOutcome } from "./outcomes.ts";
 
 function toRecord(job: JobRecord, task: TaskRecord, r: VerificationResult, at: Date): VerificationRecord {
   return recordOfResult(r, {
@@ -38,7 +33,6 @@ export async function recordGroup(
   worker: string,
   outcomes: JobOutcome[],
   at: Date,
-  onFinished: TaskFinishedHook | null,
 ): Promise<string[]> {
   if (outcomes.length === 0) return [];
   return db.transaction(async (tx) => {
@@ -73,7 +67,7 @@ export async function recordGroup(
 
     const finished: string[] = [];
     for (const task of tasks.values()) {
-      if (await finishTaskIfDone(tx, task, at, onFinished)) finished.push(task.id);
+      if (await finishTaskIfDone(tx, task, at)) finished.push(task.id);
     }
     return finished;
   });

@@ -8,12 +8,11 @@ import { markTasksStarted } from "../db/queries/tasks.ts";
 import type { Clock } from "../lib/clock.ts";
 import { sleep } from "../lib/sleep.ts";
 import type { Logger } from "../observability/logger.ts";
-import type { TaskFinishedHook } from "../tasks/finish-task.ts";
-import { decidedByEvidence, type Engine, type VerificationResult } from "../verify/index.ts";
-import { hostBusyDelayMs, internalRetryDelayMs, retryClassOf, retryDelayMs } from "./backoff.ts";
+import { decidedByEvidence, type Engine } from "../verify/index.ts";
+import { outcomeOfResult, outcomesOfFailure, type GroupFailure, type JobOutcome } from "./outcomes.ts";
 import { HostBusyError, type PgHostGate } from "./host-gate.ts";
 import { createDomainHosts } from "./domain-hosts.ts";
-import { recordGroup, type JobOutcome } from "./record-results.ts";
+import { recordGroup } from "./record-results.ts";
 
 /** Most jobs one claim takes: one SMTP session runs them in transactions of SMTP_MAX_RCPT. */
 export const CLAIM_GROUP_MAX = 200;
@@ -26,7 +25,6 @@ export interface WorkerPoolDeps {
   engine: Engine;
   gate: PgHostGate;
   config: Readonly<WorkerConfig>;
-  onTaskFinished: TaskFinishedHook | null;
   workerId?: string;
 }
 
@@ -57,26 +55,8 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
   let loop: Promise<void> | null = null;
   let timers: NodeJS.Timeout[] = [];
 
-  function decide(job: JobRecord, result: VerificationResult, now: Date): JobOutcome {
-    const reason = result.status === "unknown" ? result.unknownReason : null;
-    if (reason === null) return { kind: "result", job, result };
-    // `cancelled` and the timeout_* reasons only arise when our own shutdown aborted the session:
-    // the address was never really tried.
-    if (retryClassOf(reason) === "interrupted") {
-      return { kind: "retry", job, runAfter: now, error: reason, refundAttempt: true };
-    }
-    const delay = retryDelayMs(reason, job.attempts, schedules, result.retryAfterMs ?? null);
-    if (delay === null) return { kind: "result", job, result };
-    return {
-      kind: "retry",
-      job,
-      runAfter: new Date(now.getTime() + delay),
-      error: reason,
-      refundAttempt: false,
-    };
-  }
-
-  async function process(jobs: JobRecord[]): Promise<void> {
+  /** Verifies one claimed group and records what became of each job. */
+  async function verifyAndRecord(jobs: JobRecord[]): Promise<void> {
     const domain = jobs[0]!.domain;
     let outcomes: JobOutcome[];
     try {
@@ -86,7 +66,7 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
         { signal: sessions.signal },
       );
       const now = clock.now();
-      outcomes = jobs.map((job, i) => decide(job, results[i]!, now));
+      outcomes = jobs.map((job, i) => outcomeOfResult(job, results[i]!, now, schedules));
       for (const r of results) {
         // The wording alone would have said unknown: keep a trace of what decided instead.
         if (decidedByEvidence(r.evidence))
@@ -98,42 +78,21 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
         domainHosts.markFreed(host);
       }
     } catch (error) {
-      const now = clock.now();
       if (error instanceof HostBusyError) domainHosts.learn(domain, error.host);
-      if (error instanceof HostBusyError || sessions.signal.aborted) {
-        // Refused locally: claims skip this host's domains while it is saturated, so the jobs can
-        // keep their place in the queue. Refused by the cluster: wait a moment before retrying.
-        const runAfter = (job: JobRecord): Date =>
-          error instanceof HostBusyError && !error.isLocal
-            ? new Date(now.getTime() + hostBusyDelayMs())
-            : error instanceof HostBusyError
-              ? job.runAfter
-              : now;
-        outcomes = jobs.map((job) => ({
-          kind: "retry" as const,
-          job,
-          runAfter: runAfter(job),
-          error: null,
-          refundAttempt: true,
-        }));
-      } else {
+      const failure = groupFailureOf(error);
+      if (failure.kind === "internal")
         log.error({ err: error, domain, jobs: jobs.length }, "verifying a group failed");
-        const message = error instanceof Error ? error.message : String(error);
-        outcomes = jobs.map((job) =>
-          job.attempts >= config.maxAttempts
-            ? { kind: "failed" as const, job, error: message }
-            : {
-                kind: "retry" as const,
-                job,
-                runAfter: new Date(now.getTime() + internalRetryDelayMs(job.attempts)),
-                error: message,
-                refundAttempt: false,
-              },
-        );
-      }
+      outcomes = outcomesOfFailure(jobs, failure, clock.now(), config.maxAttempts);
     }
-    const finished = await recordGroup(db, workerId, outcomes, clock.now(), deps.onTaskFinished);
+    const finished = await recordGroup(db, workerId, outcomes, clock.now());
     for (const taskId of finished) log.info({ taskId }, "task finished");
+  }
+
+  function groupFailureOf(error: unknown): GroupFailure {
+    if (error instanceof HostBusyError)
+      return { kind: error.isLocal ? "host_busy_locally" : "host_busy_in_cluster" };
+    if (sessions.signal.aborted) return { kind: "stopping" };
+    return { kind: "internal", message: error instanceof Error ? error.message : String(error) };
   }
 
   async function claim(): Promise<JobRecord[]> {
@@ -175,7 +134,7 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
           await sleep(config.pollIntervalMs, stopping.signal).catch(() => {});
           continue;
         }
-        track(process(jobs));
+        track(verifyAndRecord(jobs));
       } catch (err) {
         if (stopping.signal.aborted) break;
         log.error({ err }, "claiming work failed");
@@ -222,7 +181,7 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
     async runOnce() {
       const jobs = await claim();
       if (jobs.length === 0) return false;
-      await process(jobs);
+      await verifyAndRecord(jobs);
       return true;
     },
   };

@@ -2,9 +2,11 @@ import { refundCredits } from "../credits/ledger.ts";
 import type { Queryable } from "../db/client.ts";
 import { findApiKeyPurpose } from "../db/queries/api-keys.ts";
 import { countOpenJobs } from "../db/queries/jobs.ts";
-import { countUnbillableJobs, metricsOfTasks, type TaskMetrics } from "../db/queries/task-metrics.ts";
+import { countUnbillableJobs, metricsOfTasks } from "../db/queries/task-metrics.ts";
 import { markTaskFinished, type TaskRecord } from "../db/queries/tasks.ts";
 import { completeUploadOfTask, findUploadIdOfTask } from "../db/queries/uploads.ts";
+import { enqueueTaskCompleted } from "../webhooks/outbox.ts";
+import { toMetricsReply } from "./metrics-view.ts";
 
 /** The refund is attributed like the reservation it returns (spec: Authentication rule 6). */
 async function attributionOfTask(tx: Queryable, task: TaskRecord): Promise<Record<string, string>> {
@@ -13,27 +15,14 @@ async function attributionOfTask(tx: Queryable, task: TaskRecord): Promise<Recor
   return { source: "api_key", api_key_id: task.apiKeyId, ...(purpose ? { api_key_purpose: purpose } : {}) };
 }
 
-/** What happens beyond the task itself when it finishes (the webhook outbox). */
-export interface TaskFinishedHook {
-  (
-    tx: Queryable,
-    event: { task: TaskRecord; uploadId: string | null; metrics: TaskMetrics; at: Date },
-  ): Promise<void>;
-}
-
 /**
  * Finishes `task` if none of its jobs is pending or processing: sets finished_at, refunds the
- * credits of unknown (and failed) results in one grant, completes a linked upload and runs the
- * finished hook. The caller must hold the task's row lock (lockTask) in this transaction: that
+ * credits of unknown (and failed) results in one grant, completes a linked upload and queues the
+ * completion webhook (when the task has a webhook_url) in the same transaction. The caller must hold the task's row lock (lockTask) in this transaction: that
  * makes "last job done → finish" happen exactly once even when two workers record the last jobs
  * of one task at the same moment. Returns true when this call finished the task.
  */
-export async function finishTaskIfDone(
-  tx: Queryable,
-  task: TaskRecord,
-  at: Date,
-  onFinished: TaskFinishedHook | null,
-): Promise<boolean> {
+export async function finishTaskIfDone(tx: Queryable, task: TaskRecord, at: Date): Promise<boolean> {
   if (task.finishedAt !== null) return false;
   if ((await countOpenJobs(tx, task.id)) > 0) return false;
   if (!(await markTaskFinished(tx, task.id, at))) return false;
@@ -49,9 +38,18 @@ export async function finishTaskIfDone(
     });
   }
   await completeUploadOfTask(tx, task.id, at);
-  if (onFinished) {
+  if (task.webhookUrl && task.userId) {
     const metrics = (await metricsOfTasks(tx, [task.id])).get(task.id)!;
-    await onFinished(tx, { task, uploadId: await findUploadIdOfTask(tx, task.id), metrics, at });
+    await enqueueTaskCompleted(tx, {
+      userId: task.userId,
+      url: task.webhookUrl,
+      event: {
+        taskId: task.id,
+        uploadId: await findUploadIdOfTask(tx, task.id),
+        metrics: toMetricsReply(metrics),
+      },
+      at,
+    });
   }
   return true;
 }

@@ -1,7 +1,10 @@
 // The final word on an address that reached SMTP: one small function over the sub-results
 // (its RCPT verdict, the session's failure, the domain's catch-all verdict, the provider).
+import { describeReply } from "./evidence.ts";
 import type { ProviderTraits } from "./providers.ts";
+import type { SmtpReply } from "./smtp/reply-reader.ts";
 import type { ReplyVerdict } from "./smtp/replies.ts";
+import { retryHintMs } from "./smtp/retry-hint.ts";
 import type { UnknownReason, VerificationStatus } from "./types.ts";
 
 /** What the session learnt about the domain accepting anything. */
@@ -75,4 +78,41 @@ export function classifyMailbox(e: MailboxEvidence): MailboxClassification {
     return { status: "catchall", unknownReason: null, isCatchall: true, needsPhysicalVerify: true };
   }
   return settled("valid");
+}
+
+/** An address's final answer with its one-line evidence and, for a temporary unknown, the server's retry hint. */
+export interface SettledAddress extends MailboxClassification {
+  evidence: string;
+  retryAfterMs: number | null;
+}
+
+/**
+ * Settles one address of a session: its decided RCPT reply (when it got one), else the session's
+ * failure; the catch-all verdict and the provider's traits complete the picture.
+ */
+export function settleAddress(input: {
+  decided: { verdict: ReplyVerdict; evidence: string; reply: SmtpReply } | undefined;
+  failure: { reason: UnknownReason; reply?: SmtpReply } | null;
+  catchAll: CatchAllVerdict;
+  provider: ProviderTraits;
+}): SettledAddress {
+  const { decided, failure } = input;
+  const classified = classifyMailbox({
+    verdict: decided?.verdict ?? null,
+    sessionFailure: failure?.reason ?? null,
+    catchAll: input.catchAll,
+    provider: input.provider,
+  });
+  const said =
+    decided?.evidence ??
+    (failure === null
+      ? ""
+      : `session: ${failure.reason}${failure.reply === undefined ? "" : ` after ${describeReply(failure.reply).replace(/^RCPT /, "")}`}`);
+  const hintFrom = decided?.reply ?? failure?.reply;
+  return {
+    ...classified,
+    evidence:
+      said + (classified.status === "catchall" ? "; the domain accepts any address (probe accepted)" : ""),
+    retryAfterMs: classified.status === "unknown" && hintFrom !== undefined ? retryHintMs(hintFrom) : null,
+  };
 }

@@ -3,10 +3,11 @@
 // resolution and one SMTP session; concurrent verifyOne calls for one domain join one group.
 import { setMaxListeners } from "node:events";
 import { AbortedError, linkSignals, raceSignal } from "./abort.ts";
-import { classifyMailbox, type CatchAllVerdict } from "./classify.ts";
+import { settleAddress, type CatchAllVerdict } from "./classify.ts";
 import { createNodeDns } from "./dns.ts";
-import { decideReply, describeReply, isExemptAddress, type ServerEvidence } from "./evidence.ts";
+import { decideReply, serverEvidenceOf, sessionRecipients, type KnownDomainAnswers } from "./evidence.ts";
 import { createLocalHostGate } from "./host-limit.ts";
+import { DomainBatch, type RecipientSource } from "./micro-batch.ts";
 import { isDisposableDomain } from "./lists/disposable.ts";
 import { isRoleAccount } from "./lists/role-accounts.ts";
 import { defaultEngineOptions, type EngineOptions } from "./options.ts";
@@ -16,7 +17,6 @@ import { DomainResolver, type DomainResolution, type NoMailCause } from "./resol
 import { directConnect } from "./smtp/connect.ts";
 import type { SmtpReply } from "./smtp/reply-reader.ts";
 import { type ReplyVerdict } from "./smtp/replies.ts";
-import { retryHintMs } from "./smtp/retry-hint.ts";
 import { runSession, type SessionReport } from "./smtp/session.ts";
 import { createSocksConnect } from "./smtp/socks-connect.ts";
 import { checkDomainSyntax, checkSyntax, extractDomainPart, type SyntaxResult } from "./syntax.ts";
@@ -52,15 +52,8 @@ const PROBE_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
 const PROBE_LENGTH = 20;
 
 /** What a session taught about a domain, reused for later sessions within the catch-all TTL. */
-interface DomainFacts {
+interface DomainFacts extends KnownDomainAnswers {
   catchAll: Exclude<CatchAllVerdict, "undecided">;
-  control: ServerEvidence["control"];
-  probeRejection: ServerEvidence["probeRejection"];
-}
-
-/** The recipients a domain's session asks: fixed for a group, growing for a micro-batch until taken. */
-interface RecipientSource {
-  take(): readonly string[];
 }
 
 /** How far a domain's verification got: what a caller whose deadline ran out is told. */
@@ -94,7 +87,7 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
   const domainFacts = new TtlCache<string, DomainFacts>(opts.catchallCacheTtlMs, nowMs);
   // Hosts that accepted an ordinary recipient from us: their unrecognised rejections are about the recipient.
   const hostAccepts = new TtlCache<string, true>(opts.hostEvidenceTtlMs, nowMs);
-  const batches = new Map<string, DomainBatch>();
+  const batches = new Map<string, { batch: DomainBatch<VerificationResult>; progress: Progress }>();
   const closing = new AbortController();
   // Every running verification listens on it; hundreds at once are normal for a worker.
   setMaxListeners(0, closing.signal);
@@ -208,10 +201,7 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
     let canonicals: readonly string[] = [];
     const recipients = (): string[] => {
       canonicals = source.take();
-      // RFC 5321 §4.5.1: every domain accepts postmaster. Its answer tells a server that refuses
-      // us from one that refuses the recipient; a recipient named postmaster is its own control.
-      const withControl = known?.control == null && !canonicals.includes(control);
-      return [...(withControl ? [control] : []), ...(probe === null ? [] : [probe]), ...canonicals];
+      return sessionRecipients(canonicals, control, probe, known?.control != null);
     };
     const report = await runSession({ hosts, recipients, signal }, sessionConfig, { connect, hostGate });
     track(report.done);
@@ -224,7 +214,15 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
     );
     facts.serverType = serverType;
 
-    const server = serverEvidence(report, control, probe, known);
+    const host = report.hostName;
+    const server = serverEvidenceOf({
+      replies: report.replies,
+      control,
+      probe,
+      known,
+      hostAcceptedRecently: host !== null && hostAccepts.get(host) === true,
+    });
+    if (server.acceptedOrdinary === "session" && host !== null) hostAccepts.set(host, true);
     const decided = new Map<string, { verdict: ReplyVerdict; evidence: string; reply: SmtpReply }>();
     for (const [address, reply] of report.replies) {
       decided.set(address, { ...decideReply(address, reply, server), reply });
@@ -240,67 +238,14 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
     }
 
     facts.hasReverseDns = await reverseDnsOf(report, firstAddress, firstPtr, signal, ptrSeen.value);
-    const failure = report.failure === null ? null : relabelAbort(report.failure.reason);
-    const failureEvidence =
-      report.failure === null
-        ? ""
-        : `session: ${failure ?? ""}${report.failure.reply === undefined ? "" : ` after ${describeReply(report.failure.reply).replace(/^RCPT /, "")}`}`;
+    const failure =
+      report.failure === null ? null : { ...report.failure, reason: relabelAbort(report.failure.reason) };
     const provider = providerTraits(serverType);
     for (const address of canonicals) {
-      const d = decided.get(address);
-      const classified = classifyMailbox({
-        verdict: d?.verdict ?? null,
-        sessionFailure: failure,
-        catchAll,
-        provider,
-      });
-      const hintFrom = d?.reply ?? report.failure?.reply;
-      results.set(
-        address,
-        resultOf(address, domain, facts, {
-          ...classified,
-          evidence:
-            (d?.evidence ?? failureEvidence) +
-            (classified.status === "catchall" ? "; the domain accepts any address (probe accepted)" : ""),
-          retryAfterMs:
-            classified.status === "unknown" && hintFrom !== undefined ? retryHintMs(hintFrom) : null,
-        }),
-      );
+      const settled = settleAddress({ decided: decided.get(address), failure, catchAll, provider });
+      results.set(address, resultOf(address, domain, facts, settled));
     }
     return results;
-  }
-
-  /** What the session says about the server, with what earlier sessions taught. */
-  function serverEvidence(
-    report: SessionReport,
-    control: string,
-    probe: string | null,
-    known: DomainFacts | undefined,
-  ): ServerEvidence {
-    const accepted = (reply: SmtpReply): boolean => reply.code >= 200 && reply.code < 300;
-    let ordinary = false;
-    for (const [address, reply] of report.replies) {
-      if (accepted(reply) && !isExemptAddress(address)) ordinary = true;
-    }
-    const host = report.hostName;
-    if (ordinary && host !== null) hostAccepts.set(host, true);
-    const controlReply = report.replies.get(control);
-    const probeReply = probe === null ? undefined : report.replies.get(probe);
-    return {
-      acceptedOrdinary: ordinary ? "session" : host !== null && hostAccepts.get(host) ? "host" : null,
-      control:
-        controlReply === undefined
-          ? (known?.control ?? null)
-          : accepted(controlReply)
-            ? "accepted"
-            : controlReply.code >= 500
-              ? "rejected"
-              : null,
-      probeRejection:
-        probe !== null && probeReply !== undefined && probeReply.code >= 500
-          ? { address: probe, reply: probeReply }
-          : (known?.probeRejection ?? null),
-    };
   }
 
   function relabelAbort(reason: UnknownReason): UnknownReason {
@@ -373,70 +318,25 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
     }
   }
 
-  /**
-   * Concurrent single verifications of one domain share one session: a batch collects callers
-   * for a few milliseconds, and keeps collecting while it waits for a host slot, until its
-   * session takes the recipient list.
-   */
-  class DomainBatch {
-    private readonly waiting = new Map<string, number>();
-    private taken = false;
-    private readonly controller = new AbortController();
-    readonly progress = newProgress();
-    readonly results: Promise<Map<string, VerificationResult>>;
-
-    constructor(private readonly domain: string) {
-      const linked = linkSignals(this.controller.signal, closing.signal);
-      this.results = new Promise<void>((resolve) => setTimeout(resolve, opts.microBatchWindowMs))
-        .then(() => verifyDomain(domain, this, linked.signal, this.progress))
-        .finally(() => {
-          linked.dispose();
-          this.close();
-        });
-    }
-
-    get open(): boolean {
-      return !this.taken;
-    }
-
-    join(canonical: string): void {
-      this.waiting.set(canonical, (this.waiting.get(canonical) ?? 0) + 1);
-    }
-
-    /** A caller gave up. With nobody left waiting the session is cut short. */
-    leave(canonical: string): void {
-      const n = (this.waiting.get(canonical) ?? 1) - 1;
-      if (n > 0) this.waiting.set(canonical, n);
-      else if (!this.taken) this.waiting.delete(canonical);
-      else this.waiting.set(canonical, 0);
-      if ([...this.waiting.values()].every((v) => v === 0)) this.controller.abort();
-    }
-
-    get abandoned(): boolean {
-      return this.controller.signal.aborted;
-    }
-
-    take(): readonly string[] {
-      this.close();
-      return [...this.waiting.keys()];
-    }
-
-    private close(): void {
-      this.taken = true;
-      if (batches.get(this.domain) === this) batches.delete(this.domain);
-    }
-  }
-
   async function verifyOneBatched(
     canonical: string,
     domain: string,
     callOptions: VerifyCallOptions,
   ): Promise<VerificationResult> {
-    let batch = batches.get(domain);
-    if (batch === undefined || !batch.open) {
-      batch = new DomainBatch(domain);
-      batches.set(domain, batch);
+    const current = batches.get(domain);
+    if (current === undefined || !current.batch.open) {
+      const progress = newProgress();
+      const created: DomainBatch<VerificationResult> = new DomainBatch({
+        windowMs: opts.microBatchWindowMs,
+        closing: closing.signal,
+        run: (source, signal) => verifyDomain(domain, source, signal, progress),
+        onClosed: () => {
+          if (batches.get(domain)?.batch === created) batches.delete(domain);
+        },
+      });
+      batches.set(domain, { batch: created, progress });
     }
+    const { batch, progress } = batches.get(domain)!;
     batch.join(canonical);
     const linked = linkSignals(callOptions.signal, closing.signal);
     try {
@@ -452,8 +352,8 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
         const own = (await batch.results.catch(() => null))?.get(canonical);
         if (own !== undefined) return { ...own };
       }
-      const step = batch.progress.stage === "smtp" ? "timeout_smtp" : "timeout_dns";
-      return resultOf(canonical, domain, batch.progress.facts, {
+      const step = progress.stage === "smtp" ? "timeout_smtp" : "timeout_dns";
+      return resultOf(canonical, domain, progress.facts, {
         status: "unknown",
         unknownReason: abortReason(step),
         isCatchall: false,

@@ -102,3 +102,58 @@ function normaliseText(text: string, address: string): string {
     .replace(/\s+/g, " ")
     .trim();
 }
+
+/** What earlier sessions of a domain taught (cached with its catch-all verdict). */
+export interface KnownDomainAnswers {
+  control: ServerEvidence["control"];
+  probeRejection: ServerEvidence["probeRejection"];
+}
+
+/**
+ * What a session's replies say about the server, completed by what earlier sessions taught: its
+ * own control and probe answers win over cached ones; acceptance "in this session" over "recently
+ * on this host".
+ */
+export function serverEvidenceOf(input: {
+  replies: ReadonlyMap<string, SmtpReply>;
+  control: string;
+  probe: string | null;
+  known: KnownDomainAnswers | undefined;
+  hostAcceptedRecently: boolean;
+}): ServerEvidence {
+  const accepted = (reply: SmtpReply): boolean => reply.code >= 200 && reply.code < 300;
+  let ordinary = false;
+  for (const [address, reply] of input.replies) {
+    if (accepted(reply) && !isExemptAddress(address)) ordinary = true;
+  }
+  const controlReply = input.replies.get(input.control);
+  const probeReply = input.probe === null ? undefined : input.replies.get(input.probe);
+  let control = input.known?.control ?? null;
+  if (controlReply !== undefined) {
+    control = accepted(controlReply) ? "accepted" : controlReply.code >= 500 ? "rejected" : null;
+  }
+  return {
+    acceptedOrdinary: ordinary ? "session" : input.hostAcceptedRecently ? "host" : null,
+    control,
+    probeRejection:
+      input.probe !== null && probeReply !== undefined && probeReply.code >= 500
+        ? { address: input.probe, reply: probeReply }
+        : (input.known?.probeRejection ?? null),
+  };
+}
+
+/**
+ * The RCPTs a domain's session asks, in order: the postmaster control (RFC 5321 §4.5.1: every
+ * domain accepts postmaster; its answer tells a server that refuses us from one that refuses the
+ * recipient) unless its answer is known or postmaster is itself a recipient, then the catch-all
+ * probe when one is due, then the addresses.
+ */
+export function sessionRecipients(
+  canonicals: readonly string[],
+  control: string,
+  probe: string | null,
+  controlKnown: boolean,
+): string[] {
+  const withControl = !controlKnown && !canonicals.includes(control);
+  return [...(withControl ? [control] : []), ...(probe === null ? [] : [probe]), ...canonicals];
+}

@@ -11,7 +11,7 @@ import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
 import { sleep } from "../lib/sleep.ts";
 import type { Logger } from "../observability/logger.ts";
-import { webhookRetryDelayMs } from "./backoff.ts";
+import { webhookRetryDelayMs } from "../jobs/backoff.ts";
 import {
   attemptDelivery,
   describeError,
