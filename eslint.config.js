@@ -2,16 +2,90 @@
 // (floating promises, non-exhaustive switches) plus DESIGN.md §4 dependency direction.
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
+import { readdirSync } from "node:fs";
 
-const layer = (from, forbidden, message) => ({
-  files: [`src/${from}/**/*.ts`],
-  rules: {
-    "no-restricted-imports": [
-      "error",
-      { patterns: forbidden.map((f) => ({ group: [`**/${f}/**`, `**/${f}/*`], message })) },
-    ],
-  },
-});
+// DESIGN.md §4 as an allow-list: each folder under src/ may import only the folders named here
+// (its own files are always fine); every other src/ folder is denied. A new dependency edge is
+// therefore a one-line decision in this table, never an accident. Arrows point down; the
+// domain rows are the imports in use when the table was written. Evidence:
+// test/unit/lint/boundaries.test.ts.
+const SRC_FOLDERS = readdirSync(new URL("./src/", import.meta.url), { withFileTypes: true })
+  .filter((e) => e.isDirectory())
+  .map((e) => e.name)
+  .sort();
+const everythingBut = (...names) => SRC_FOLDERS.filter((f) => !names.includes(f));
+const DOMAIN_BASE = ["lib", "db", "verify", "observability"];
+const ALLOWED = {
+  lib: [],
+  verify: ["lib"],
+  config: ["lib"],
+  observability: ["lib", "config"],
+  db: ["lib", "verify"],
+  // A format library (rows in, bytes out): no storage.
+  files: ["lib", "verify"],
+  keys: [...DOMAIN_BASE],
+  credits: [...DOMAIN_BASE],
+  reports: [...DOMAIN_BASE],
+  ratelimit: [...DOMAIN_BASE],
+  auth: [...DOMAIN_BASE, "keys"],
+  users: [...DOMAIN_BASE, "credits", "keys"],
+  verifications: [...DOMAIN_BASE, "auth", "credits"],
+  tasks: [...DOMAIN_BASE, "auth", "credits", "files", "verifications", "webhooks"],
+  uploads: [...DOMAIN_BASE, "auth", "files", "tasks"],
+  jobs: [...DOMAIN_BASE, "config", "tasks", "verifications"],
+  webhooks: [...DOMAIN_BASE, "config", "jobs"],
+  // The domain through HttpDeps (http/deps.ts): never db/, config/, jobs/, app/ or cli/.
+  http: [
+    ...["lib", "observability", "verify", "auth", "credits", "files", "keys", "ratelimit"],
+    ...["reports", "tasks", "uploads", "users", "verifications", "webhooks"],
+  ],
+  // The composition root builds everything; only cli/ (the process entry) imports it.
+  app: everythingBut("app", "cli"),
+  // The process entry (DESIGN's main.ts is cli/main.ts); it builds the HTTP app through app/.
+  cli: everythingBut("cli", "http"),
+};
+{
+  const problems = [
+    ...SRC_FOLDERS.filter((f) => !(f in ALLOWED)).map((f) => `src/${f}/ has no row`),
+    ...Object.entries(ALLOWED).flatMap(([f, allowed]) => [
+      ...(SRC_FOLDERS.includes(f) ? [] : [`${f} is not a src/ folder`]),
+      ...allowed.filter((to) => !SRC_FOLDERS.includes(to)).map((to) => `${f} allows unknown ${to}`),
+    ]),
+  ];
+  if (problems.length > 0) throw new Error(`eslint.config.js layer allow-list: ${problems.join("; ")}`);
+}
+
+// Packages that belong to one layer (DESIGN.md §4): Fastify to http/ and app/, each database
+// driver to its adapter.
+const FASTIFY = { regex: "^(fastify|@fastify/[^/]+)(/|$)", allowedIn: ["http", "app"] };
+const DRIVERS = {
+  regex: "^(pg|@electric-sql/pglite)(/|$)",
+  files: ["src/db/pglite.ts", "src/db/postgres.ts"],
+};
+
+/** `no-restricted-imports` for one folder: every src/ folder not on its allow-list, plus packages. */
+function layerRules(from, { allowDrivers = false } = {}) {
+  const allowed = ALLOWED[from];
+  const may = allowed.length > 0 ? allowed.map((f) => `${f}/`).join(", ") : "nothing outside itself";
+  const patterns = SRC_FOLDERS.filter((to) => to !== from && !allowed.includes(to)).map((to) => ({
+    // A relative path that climbs to src/ and enters `to` (no subfolder shares a top-level name).
+    regex: `^(\\./)?(\\.\\./)+${to}(/|$)`,
+    message: `${from}/ may import only ${may} (DESIGN.md §4, allow-list in eslint.config.js); not ${to}/.`,
+  }));
+  if (!FASTIFY.allowedIn.includes(from))
+    patterns.push({ regex: FASTIFY.regex, message: "Only http/ and app/ import Fastify (DESIGN.md §4)." });
+  if (!allowDrivers)
+    patterns.push({
+      regex: DRIVERS.regex,
+      message: "Only db/pglite.ts and db/postgres.ts import their drivers (DESIGN.md §4).",
+    });
+  return { "no-restricted-imports": ["error", { patterns }] };
+}
+
+const layers = [
+  ...SRC_FOLDERS.map((from) => ({ files: [`src/${from}/**/*.ts`], rules: layerRules(from) })),
+  { files: DRIVERS.files, rules: layerRules("db", { allowDrivers: true }) },
+];
 
 export default tseslint.config(
   { ignores: ["node_modules", "dist", "data", ".tmp", "bin", "scripts/*.mjs", "eslint.config.js", "web"] },
@@ -37,58 +111,7 @@ export default tseslint.config(
       "@typescript-eslint/no-misused-promises": ["error", { checksVoidReturn: { arguments: false } }],
     },
   },
-  layer(
-    "verify",
-    [
-      "http",
-      "db",
-      "config",
-      "app",
-      "credits",
-      "tasks",
-      "jobs",
-      "keys",
-      "webhooks",
-      "verifications",
-      "uploads",
-      "files",
-      "cli",
-      "observability",
-    ],
-    "verify/ is a pure engine: it imports only lib/.",
-  ),
-  layer(
-    "lib",
-    [
-      "http",
-      "db",
-      "config",
-      "app",
-      "verify",
-      "credits",
-      "tasks",
-      "jobs",
-      "keys",
-      "webhooks",
-      "verifications",
-      "uploads",
-      "files",
-      "cli",
-    ],
-    "lib/ is dependency-free.",
-  ),
-  layer("credits", ["http", "app", "cli"], "Domain modules never import http/, app/ or cli/."),
-  layer("keys", ["http", "app", "cli"], "Domain modules never import http/, app/ or cli/."),
-  layer("verifications", ["http", "app", "cli"], "Domain modules never import http/, app/ or cli/."),
-  layer("tasks", ["http", "app", "cli"], "Domain modules never import http/, app/ or cli/."),
-  layer("uploads", ["http", "app", "cli"], "Domain modules never import http/, app/ or cli/."),
-  layer("jobs", ["http", "app", "cli"], "Domain modules never import http/, app/ or cli/."),
-  layer("webhooks", ["http", "app", "cli"], "Domain modules never import http/, app/ or cli/."),
-  layer(
-    "db",
-    ["http", "app", "cli", "credits", "keys", "tasks", "verifications", "uploads", "jobs", "webhooks"],
-    "db/ is below the domain.",
-  ),
+  ...layers,
   {
     files: ["test/**/*.ts", "bench/**/*.ts"],
     rules: {

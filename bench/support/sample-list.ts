@@ -1,7 +1,7 @@
 // Sample contact lists for the file benchmarks: 10,000 rows of an address plus ten other
 // columns, as csv or xlsx, and the small measuring helpers both benchmarks use.
-import { PassThrough, type Readable } from "node:stream";
-import ExcelJS from "exceljs";
+import type { Readable } from "node:stream";
+import { streamedXlsxOf } from "../../test/unit/files/xlsx-book.ts";
 
 /** The ten columns beside the address. */
 export const EXTRA = [
@@ -43,14 +43,7 @@ export async function collect(stream: Readable): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
-export async function makeXlsx(header: string[], rows: string[][]): Promise<Buffer> {
-  const out = new PassThrough();
-  const done = collect(out);
-  const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useSharedStrings: true });
-  const ws = wb.addWorksheet("Contacts");
-  ws.addRow(header).commit();
-  for (const r of rows) ws.addRow(r).commit();
-  ws.commit();
-  await wb.commit();
-  return done;
+/** The list as Excel saves it: shared strings (test/unit/files/xlsx-book.ts builds it). */
+export function makeXlsx(header: string[], rows: string[][]): Promise<Buffer> {
+  return streamedXlsxOf([header, ...rows], { sheetName: "Contacts", useSharedStrings: true });
 }

@@ -21,6 +21,7 @@ import { uploadRoutes } from "../http/routes/uploads.ts";
 import { downloadRoutes } from "../http/routes/downloads.ts";
 import { webhookRoutes } from "../http/routes/webhooks.ts";
 import { ErrorBodySchema } from "../http/schemas/common.ts";
+import { httpDepsOf } from "./http-deps.ts";
 import type { Services } from "./services.ts";
 
 export interface AppOptions {
@@ -31,6 +32,8 @@ export interface AppOptions {
 /** The HTTP application as a plugin tree; tests call inject() on it without opening a port. */
 export async function buildApp(services: Services, opts: AppOptions = {}): Promise<FastifyInstance> {
   const { config } = services;
+  // Routes and plugins get the narrow HttpDeps (no db, engine or Config), never Services.
+  const deps = httpDepsOf(services);
   // Fastify's instance types are parameterised by the logger type; pino's own Logger type would
   // make every plugin signature disagree with the default instance type.
   const logger: FastifyBaseLogger = services.logger;
@@ -52,7 +55,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   installJsonParser(app);
   installErrorHandlers(app);
   installRequestIdHeader(app);
-  installHttpMetrics(app, services.metrics);
+  installHttpMetrics(app, deps.metrics);
 
   await app.register(swagger, {
     openapi: {
@@ -70,21 +73,21 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   await app.register(swaggerUi, { routePrefix: "/docs" });
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 
-  await app.register(healthRoutes, { services });
-  await app.register(plantRoutes, { services });
+  await app.register(healthRoutes, { deps });
+  await app.register(plantRoutes, { deps });
   await app.register(async (api) => {
-    installAuthentication(api, services.authenticator, services.rateLimiter);
-    await api.register(authSessionRoutes, { services });
-    await api.register(apiKeyRoutes, { services });
-    await api.register(creditRoutes, { services });
-    await api.register(reportRoutes, { services });
-    await api.register(verifyRoutes, { services });
-    await api.register(taskRoutes, { services });
-    await api.register(uploadRoutes, { services });
-    await api.register(downloadRoutes, { services });
-    await api.register(webhookRoutes, { services });
+    installAuthentication(api, deps.authenticator, deps.rateLimiter);
+    await api.register(authSessionRoutes, { deps });
+    await api.register(apiKeyRoutes, { deps });
+    await api.register(creditRoutes, { deps });
+    await api.register(reportRoutes, { deps });
+    await api.register(verifyRoutes, { deps });
+    await api.register(taskRoutes, { deps });
+    await api.register(uploadRoutes, { deps });
+    await api.register(downloadRoutes, { deps });
+    await api.register(webhookRoutes, { deps });
   });
-  if (opts.adminToken) await app.register(adminRoutes, { services, token: opts.adminToken });
+  if (opts.adminToken) await app.register(adminRoutes, { deps, token: opts.adminToken });
 
   await app.ready();
   return app;

@@ -2,6 +2,7 @@ import type { Config } from "../config/index.ts";
 import type { Database } from "../db/client.ts";
 import { lockDataDir } from "../db/data-dir-lock.ts";
 import { migrate } from "../db/migrate.ts";
+import { hasAnyUser } from "../db/queries/users.ts";
 import { openDatabase } from "../db/open.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { RateLimitStore } from "../ratelimit/limiter.ts";
@@ -50,11 +51,11 @@ export async function openRuntime(config: Readonly<Config>, logger: Logger): Pro
 
     const rateLimitStore = await rateLimitStoreFor(config, db, closers);
     const services = buildServices({ config, db, logger, encryptionKey, jwtSecret, rateLimitStore });
-    const { rows } = await db.query<{ exists: boolean }>("select exists (select 1 from users) as exists");
+    const isFresh = !(await hasAnyUser(db));
     const openedDb = db;
     return {
       services,
-      isFresh: !rows[0]?.exists,
+      isFresh,
       async close() {
         await services.close().catch(() => {});
         for (const close of closers) await close().catch(() => {});

@@ -13,6 +13,7 @@ import { createVerificationsService, type VerificationsService } from "../verifi
 import { createReportsService, type ReportsService } from "../reports/service.ts";
 import { createTasksService, type TasksService } from "../tasks/service.ts";
 import { createUploadsService, type UploadsService } from "../uploads/service.ts";
+import { createWebhooksService, type WebhooksService } from "../webhooks/service.ts";
 import { createPgHostGate } from "../jobs/host-gate.ts";
 import { newWorkerId } from "../jobs/runner.ts";
 import { createEngine, type Engine, type EnginePorts } from "../verify/index.ts";
@@ -36,6 +37,7 @@ export interface Services {
   reports: ReportsService;
   tasks: TasksService;
   uploads: UploadsService;
+  webhooks: WebhooksService;
   /** Releases what the services hold (engine sessions, limiter stores); not the database. */
   close(): Promise<void>;
 }
@@ -108,6 +110,7 @@ export function buildServices(opts: ServiceOptions): Services {
     tasks: createTasksService(db, clock, engine),
     uploads: createUploadsService(db, clock, engine),
     reports: createReportsService(db),
+    webhooks: createWebhooksService(db),
     async close() {
       await engine.close();
       await rateLimiter.close();

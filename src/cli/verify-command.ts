@@ -1,9 +1,16 @@
 import { engineOptionsFrom } from "../app/engine-options.ts";
 import type { Config } from "../config/index.ts";
 import { resultJson } from "../verifications/record-of-result.ts";
-import { createEngine, type VerificationResult } from "../verify/index.ts";
+import {
+  cellsInOrder,
+  createEngine,
+  fieldsNamed,
+  resultCells,
+  type VerificationResult,
+} from "../verify/index.ts";
 
-const COLUMNS = [
+// The terminal table shows the fields that explain a verdict; --json has them all.
+const TABLE_FIELDS = fieldsNamed([
   "email",
   "status",
   "unknown_reason",
@@ -11,17 +18,11 @@ const COLUMNS = [
   "server_type",
   "is_catchall",
   "needs_physical_verify",
-] as const;
+]);
 
-const row = (r: VerificationResult): string[] => [
-  r.email,
-  r.status,
-  r.unknownReason ?? "",
-  r.hostName,
-  r.serverType,
-  String(r.isCatchall),
-  String(r.needsPhysicalVerify),
-];
+const COLUMNS = TABLE_FIELDS.map((f) => f.name);
+
+const row = (r: VerificationResult): string[] => cellsInOrder(resultCells(r), TABLE_FIELDS).map(String);
 
 /** Pads columns to a plain-text table. */
 export function formatTable(results: VerificationResult[]): string {

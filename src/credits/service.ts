@@ -5,6 +5,8 @@ import { AppError, notFound } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { grantCredits, type LedgerOutcome } from "./ledger.ts";
 
+export type { CreditTransaction };
+
 export interface CreditsService {
   balance(userId: string): Promise<{ userId: string; balance: number }>;
   transactions(

@@ -18,7 +18,14 @@ import {
   type ExportFormat,
 } from "../files/index.ts";
 import { AppError, notFound } from "../lib/app-error.ts";
-import type { VerificationStatus } from "../verify/index.ts";
+import {
+  cellsInOrder,
+  fieldsNamed,
+  resultCells,
+  type ResultCell,
+  type ResultFieldKey,
+  type VerificationStatus,
+} from "../verify/index.ts";
 
 const PAGE = 1_000;
 
@@ -35,37 +42,16 @@ export interface Download {
   body: Readable;
 }
 
-/** The result columns of one row. A job still running shows `pending`; a job that failed outright shows unknown. */
-function resultCells(row: ExportRow): ExportCell[] {
-  const r = row.result;
-  if (r) {
-    return [
-      r.email,
-      r.status,
-      r.isRoleBased,
-      r.isDisposable,
-      r.hasMxRecords,
-      r.hasReverseDns,
-      r.domainName,
-      r.hostName,
-      r.serverType,
-      r.isCatchall,
-      r.unknownReason ?? "",
-      r.needsPhysicalVerify,
-      r.validatedAt.toISOString(),
-    ];
-  }
-  const blank = RESULT_COLUMNS.map(() => "");
-  if (row.email === null || row.jobStatus === null) return blank; // not an address: no job
-  blank[0] = row.email;
-  if (row.jobStatus === "failed") {
-    blank[1] = "unknown";
-    blank[10] = "verification_failed";
-  } else {
-    blank[1] = "pending";
-  }
-  return blank;
+/** The result cells of one row. A job still running shows `pending`; a job that failed outright shows unknown. */
+function cellsOf(row: ExportRow): Partial<Record<ResultFieldKey, ResultCell>> {
+  if (row.result) return resultCells(row.result);
+  if (row.email === null || row.jobStatus === null) return {}; // not an address: no job
+  return row.jobStatus === "failed"
+    ? { email: row.email, status: "unknown", unknownReason: "verification_failed" }
+    : { email: row.email, status: "pending" };
 }
+
+const TXT_FIELDS = fieldsNamed(TXT_RESULT_COLUMNS);
 
 const statusOf = (row: ExportRow): string | null =>
   row.result?.status ?? (row.jobStatus === "failed" ? "unknown" : null);
@@ -107,11 +93,14 @@ export async function prepareDownload(
   async function* rows(): AsyncGenerator<ExportCell[]> {
     for await (const row of pages(db, task!.id, upload)) {
       if (!keep(row)) continue;
-      const result = resultCells(row);
+      const cells = cellsOf(row);
       if (opts.format === "txt") {
         // txt lists addresses only: a file row that held no address has nothing to show.
-        if (result[0] !== "") yield [result[0] ?? "", result[1] ?? ""];
-      } else yield upload ? joinResultRow(row.cells ?? [], upload.columnCount, result) : result;
+        if (cells.email) yield cellsInOrder(cells, TXT_FIELDS);
+      } else {
+        const result = cellsInOrder(cells);
+        yield upload ? joinResultRow(row.cells ?? [], upload.columnCount, result) : result;
+      }
     }
   }
 

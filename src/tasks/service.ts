@@ -14,7 +14,14 @@ import { AppError, notFound } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import type { Engine } from "../verify/index.ts";
 import { createTask, type CreateTaskInput, type CreatedTask } from "./create-task.ts";
+import {
+  prepareDownload as prepareTaskDownload,
+  type Download,
+  type DownloadOptions,
+} from "./export-task.ts";
 import { checkTaskEmails } from "./task-input.ts";
+
+export type { Download, DownloadOptions, TaskMetrics, TaskRecord };
 
 export interface TaskView {
   task: TaskRecord;
@@ -60,6 +67,8 @@ export interface TasksService {
     id: string,
     page: { limit: number; offset: number },
   ): Promise<{ jobs: JobView[]; total: number }>;
+  /** The results file of one of the caller's tasks, streamed; FORBIDDEN for another user's task. */
+  prepareDownload(principal: Principal, id: string, opts: DownloadOptions): Promise<Download>;
 }
 
 export function createTasksService(
@@ -126,6 +135,8 @@ export function createTasksService(
         total,
       };
     },
+
+    prepareDownload: (principal, id, opts) => prepareTaskDownload(db, principal, id, opts),
   };
 }
 

@@ -10,6 +10,8 @@ import { createTask } from "../tasks/create-task.ts";
 import { MAX_TASK_EMAILS } from "../tasks/task-input.ts";
 import type { Engine } from "../verify/index.ts";
 
+export type { UploadRecord };
+
 export interface UploadInput {
   filename: string;
   data: Buffer;

@@ -29,3 +29,19 @@ export {
   type VerificationResult,
   type VerificationStatus,
 } from "./types.ts";
+export {
+  FILE_FIELDS,
+  RESULT_FIELDS,
+  cellsInOrder,
+  fieldsNamed,
+  pickResultFields,
+  resultCells,
+  resultFieldsJson,
+  type ResultCell,
+  type ResultField,
+  type ResultFieldKey,
+  type ResultFieldKind,
+  type ResultFieldName,
+  type ResultFieldValues,
+  type ResultJson,
+} from "./result-fields.ts";

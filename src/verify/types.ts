@@ -1,17 +1,17 @@
 // Public types of the verification engine. The engine is a pure library: the outside world
 // (DNS, TCP connections, clock, randomness, per-host politeness gate) comes in through ports.
 
-export type VerificationStatus =
-  "valid" | "invalid" | "catchall" | "invalid_syntax" | "disposable_domain" | "unknown";
-
-export const VERIFICATION_STATUSES: readonly VerificationStatus[] = [
+/** The spec's result statuses, in its order (the API schema's enum follows it). */
+export const VERIFICATION_STATUSES = [
   "valid",
   "invalid",
   "catchall",
   "invalid_syntax",
   "disposable_domain",
   "unknown",
-];
+] as const;
+
+export type VerificationStatus = (typeof VERIFICATION_STATUSES)[number];
 
 /** Why a result is `unknown`. Which of them are worth a later retry is the batch pipeline's call (jobs/backoff.ts). */
 export const UNKNOWN_REASONS = [
@@ -41,7 +41,7 @@ export type UnknownReason = (typeof UNKNOWN_REASONS)[number];
 export const isUnknownReason = (value: unknown): value is UnknownReason =>
   typeof value === "string" && (UNKNOWN_REASONS as readonly string[]).includes(value);
 
-/** One verified address: the engine's output, mapped 1:1 to the spec's result fields by the HTTP layer. */
+/** One verified address: the engine's output. Its public fields, and how each is written, are in result-fields.ts. */
 export interface VerificationResult {
   /** Canonical address (trimmed, lowercased; IDN domain in punycode). For invalid_syntax: the trimmed input. */
   email: string;

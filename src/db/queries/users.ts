@@ -36,6 +36,12 @@ export async function insertUser(
   return toUser(rows[0]!);
 }
 
+/** True once any user exists; a fresh install has none. */
+export async function hasAnyUser(q: Queryable): Promise<boolean> {
+  const { rows } = await q.query<{ exists: boolean }>("select exists (select 1 from users) as exists");
+  return Boolean(rows[0]?.exists);
+}
+
 export async function findUser(q: Queryable, id: string): Promise<User | null> {
   const { rows } = await q.query<UserRow>("select * from users where id = $1", [id]);
   return rows[0] ? toUser(rows[0]) : null;

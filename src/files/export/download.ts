@@ -1,29 +1,16 @@
 // Download metadata: result columns, content types, file names and Content-Disposition.
+import { FILE_FIELDS, type ResultFieldName } from "../../verify/index.ts";
 
 /** Download formats of a task's results. */
 export const EXPORT_FORMATS = ["csv", "txt", "xlsx"] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
-/** Result columns of a download, in order (DESIGN §5). */
-export const RESULT_COLUMNS = [
-  "email",
-  "status",
-  "is_role_based",
-  "is_disposable",
-  "has_mx_records",
-  "has_reverse_dns",
-  "domain_name",
-  "host_name",
-  "server_type",
-  "is_catchall",
-  "unknown_reason",
-  "needs_physical_verify",
-  "validated_at",
-] as const;
-export type ResultColumn = (typeof RESULT_COLUMNS)[number];
+/** Result columns of a download, in order (DESIGN §5), from the result fields table. */
+export const RESULT_COLUMNS: readonly ResultFieldName[] = FILE_FIELDS.map((f) => f.name);
+export type ResultColumn = ResultFieldName;
 
 /** Columns of a txt download: `email,status` (DESIGN §5). */
-export const TXT_RESULT_COLUMNS = ["email", "status"] as const;
+export const TXT_RESULT_COLUMNS = ["email", "status"] as const satisfies readonly ResultFieldName[];
 
 const CONTENT_TYPES: Record<ExportFormat, string> = {
   csv: "text/csv; charset=utf-8",

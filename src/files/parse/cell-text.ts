@@ -1,4 +1,4 @@
-// exceljs cell values → the text a person sees in the cell.
+// Typed cell values (numbers, booleans, dates) → the text a person sees in the cell.
 
 const two = (n: number): string => n.toString().padStart(2, "0");
 
@@ -19,20 +19,10 @@ function dateText(d: Date): string {
 // Excel keeps 15 significant digits; this drops binary noise such as 0.30000000000000004.
 const numberText = (n: number): string => (Number.isFinite(n) ? String(Number(n.toPrecision(15))) : "");
 
-/** Text of an exceljs cell value: rich text joined, hyperlink text, formula result, numbers, dates. */
-export function cellText(value: unknown): string {
-  if (value === null || value === undefined) return "";
+/** Text of a typed cell value: numbers as Excel shows them, TRUE/FALSE, dates as ISO dates. */
+export function cellText(value: string | number | boolean | Date): string {
   if (typeof value === "string") return value;
   if (typeof value === "number") return numberText(value);
   if (typeof value === "boolean") return value ? "TRUE" : "FALSE";
-  if (value instanceof Date) return dateText(value);
-  if (typeof value === "object") {
-    const v = value as Record<string, unknown>;
-    if (Array.isArray(v.richText))
-      return v.richText.map((run: { text?: unknown }) => cellText(run.text)).join("");
-    if ("formula" in v || "sharedFormula" in v) return cellText(v.result);
-    if ("text" in v) return cellText(v.text);
-    if (typeof v.error === "string") return v.error;
-  }
-  return "";
+  return dateText(value);
 }

@@ -31,9 +31,11 @@ function utf16ByNulPattern(data: Buffer): "utf-16le" | "utf-16be" | null {
 }
 
 // Windows-1252 differs from ISO-8859-1 only in 0x80–0x9F (€, smart quotes, dashes, Š, Ž…).
-// Node 20's TextDecoder("windows-1252") decodes those bytes as C1 controls (nodejs/node#56542),
-// so the table is applied here. Undefined bytes (0x81, 0x8D, 0x8F, 0x90, 0x9D) map to C1 as
-// the WHATWG Encoding standard does.
+// TextDecoder("windows-1252") decodes those bytes as C1 controls on Node 20.18.3+ and on Node 22
+// from 22.13.0 up to 22.22.0 (nodejs/node#56542, #60888); it is right again from 22.22.1. Our
+// floor (>=22.13, which ESLint needs) includes the broken releases, so the table stays until the
+// floor passes the fix on every supported line. Undefined bytes (0x81, 0x8D, 0x8F, 0x90, 0x9D)
+// map to C1 as the WHATWG Encoding standard does. test/unit/files/decode-text.test.ts checks all 32.
 const CP1252_HIGH =
   "\u20AC\u0081\u201A\u0192\u201E\u2026\u2020\u2021\u02C6\u2030\u0160\u2039\u0152\u008D\u017D\u008F" +
   "\u0090\u2018\u2019\u201C\u201D\u2022\u2013\u2014\u02DC\u2122\u0161\u203A\u0153\u009D\u017E\u0178";

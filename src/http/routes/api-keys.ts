@@ -1,29 +1,19 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { ApiKeyListing } from "../../keys/service.ts";
-import type { Services } from "../../app/services.ts";
+import { Type } from "typebox";
 import { validationError } from "../../lib/app-error.ts";
+import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
 import {
   CreateApiKeyBody,
   CreatedApiKeyReply,
   ListApiKeysQuery,
   ListApiKeysReply,
+  toApiKeyListItem,
+  toCreatedApiKeyReply,
 } from "../schemas/api-keys.ts";
 import { errorResponses, IdParams } from "../schemas/common.ts";
-import { Type } from "typebox";
 
-const toListItem = ({ record, plaintext }: ApiKeyListing) => ({
-  id: record.id,
-  name: record.name,
-  purpose: record.purpose,
-  is_active: record.isActive,
-  created_at: record.createdAt.toISOString(),
-  last_used_at: record.lastUsedAt?.toISOString() ?? null,
-  prefix: record.keyPrefix,
-  ...(plaintext !== undefined ? { key: plaintext } : {}),
-});
-
-export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
   app.post(
     "/api/v1/api-keys",
     {
@@ -39,15 +29,8 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
       // minLength counts spaces, so "   " passes the schema but would be stored as an empty name.
       if (!name)
         throw validationError("Request validation failed", [{ field: "name", reason: "must not be blank" }]);
-      const { record, plaintext } = await services.apiKeys.create(p.userId, name, req.body.purpose);
-      return reply.status(201).send({
-        id: record.id,
-        user_id: record.userId,
-        key: plaintext,
-        name: record.name,
-        purpose: record.purpose,
-        created_at: record.createdAt.toISOString(),
-      });
+      const created = await deps.apiKeys.create(p.userId, name, req.body.purpose);
+      return reply.status(201).send(toCreatedApiKeyReply(created));
     },
   );
 
@@ -61,8 +44,8 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
       },
     },
     async (req) => {
-      const keys = await services.apiKeys.list(principalOf(req).userId, req.query.reveal === true);
-      return { api_keys: keys.map(toListItem) };
+      const keys = await deps.apiKeys.list(principalOf(req).userId, req.query.reveal === true);
+      return { api_keys: keys.map(toApiKeyListItem) };
     },
   );
 
@@ -76,7 +59,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
       },
     },
     async (req, reply) => {
-      await services.apiKeys.deactivate(principalOf(req).userId, req.params.id);
+      await deps.apiKeys.deactivate(principalOf(req).userId, req.params.id);
       return reply.status(204).send(null);
     },
   );

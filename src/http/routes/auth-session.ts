@@ -1,14 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Services } from "../../app/services.ts";
 import { AppError } from "../../lib/app-error.ts";
+import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
-import { SessionReply } from "../schemas/auth.ts";
+import { SessionReply, toSessionReply } from "../schemas/auth.ts";
 import { errorResponses } from "../schemas/common.ts";
 
-export const authSessionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (
-  app,
-  { services },
-) => {
+export const authSessionRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
   app.post(
     "/api/v1/auth/session",
     {
@@ -23,15 +20,10 @@ export const authSessionRoutes: FastifyPluginAsyncTypebox<{ services: Services }
       // A JWT must not mint its successor, or a leaked session token would never expire.
       if (p.source !== "api_key")
         throw new AppError("UNAUTHORIZED", "An API key is required to open a session");
-      const session = await services.jwt.issue(p.userId, services.clock.now());
+      const session = await deps.jwt.issue(p.userId, deps.clock.now());
       if (!session)
         throw new AppError("INTERNAL_ERROR", "Sessions are not configured on this server (JWT_SECRET)");
-      return {
-        token: session.token,
-        token_type: "Bearer" as const,
-        expires_at: session.expiresAt.toISOString(),
-        user_id: p.userId,
-      };
+      return toSessionReply(session, p.userId);
     },
   );
 };

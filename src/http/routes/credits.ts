@@ -1,22 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Services } from "../../app/services.ts";
-import type { CreditTransaction } from "../../db/queries/credit-transactions.ts";
+import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses } from "../schemas/common.ts";
-import { BalanceReply, TransactionsQuery, TransactionsReply } from "../schemas/credits.ts";
+import {
+  BalanceReply,
+  toTransactionReply,
+  TransactionsQuery,
+  TransactionsReply,
+} from "../schemas/credits.ts";
 
-export const toTransactionReply = (t: CreditTransaction) => ({
-  id: t.id,
-  user_id: t.userId,
-  type: t.type,
-  amount: t.amount,
-  balance_after: t.balanceAfter,
-  ...(t.reason !== null ? { reason: t.reason } : {}),
-  metadata: t.metadata,
-  created_at: t.createdAt.toISOString(),
-});
-
-export const creditRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+export const creditRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
   app.get(
     "/api/v1/credits/balance",
     {
@@ -26,7 +19,7 @@ export const creditRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
       },
     },
     async (req) => {
-      const { userId, balance } = await services.credits.balance(principalOf(req).userId);
+      const { userId, balance } = await deps.credits.balance(principalOf(req).userId);
       return { user_id: userId, balance };
     },
   );
@@ -42,7 +35,7 @@ export const creditRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
     },
     async (req) => {
       const { limit, offset } = req.query;
-      const page = await services.credits.transactions(principalOf(req).userId, { limit, offset });
+      const page = await deps.credits.transactions(principalOf(req).userId, { limit, offset });
       return { transactions: page.transactions.map(toTransactionReply), total: page.total, limit, offset };
     },
   );

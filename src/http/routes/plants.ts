@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyError } from "fastify";
-import type { Services } from "../../app/services.ts";
+import type { HttpDeps } from "../deps.ts";
 import { NewPlantBody, PlantErrorReply, PlantReply } from "../schemas/plants.ts";
 
 class PlantError extends Error {
@@ -13,7 +13,7 @@ class PlantError extends Error {
 }
 
 /** The spec's sample endpoint: bearer-authenticated, with its own flat error body. */
-export const plantRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+export const plantRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
   app.setErrorHandler(async (error: FastifyError | PlantError, req, reply) => {
     if (error instanceof PlantError)
       return reply.status(error.status).send({ error: error.status, message: error.message });
@@ -32,7 +32,7 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     const header = req.headers.authorization;
     if (!header || !/^Bearer\s+\S+$/i.test(header))
       throw new PlantError(401, "Bearer authentication required");
-    const outcome = await services.authenticator.authenticate({ authorization: header });
+    const outcome = await deps.authenticator.authenticate({ authorization: header });
     if (!outcome.ok) throw new PlantError(401, "Invalid bearer credentials");
   });
 

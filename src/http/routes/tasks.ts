@@ -1,12 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Services } from "../../app/services.ts";
 import { validationError, type FieldError } from "../../lib/app-error.ts";
 import { parseDateRange, parseRfc3339, utcDaysOf } from "../../reports/date-range.ts";
-import { emptyMetrics } from "../../tasks/service.ts";
-import { webhookUrlProblem } from "../../webhooks/url-policy.ts";
+import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses, IdParams } from "../schemas/common.ts";
 import {
+  checkWebhookUrl,
   CreatedTaskReply,
   CreateTaskBody,
   JobsQuery,
@@ -16,11 +15,11 @@ import {
   SeriesQuery,
   SeriesReply,
   TaskDetail,
+  toCreatedTaskReply,
   toJobReply,
-  toMetricsReply,
-  toTaskCore,
+  toListTasksReply,
+  toSeriesReply,
   toTaskDetail,
-  toTaskSummary,
 } from "../schemas/tasks.ts";
 
 const SERIES_DEFAULT_DAYS = 7;
@@ -39,14 +38,6 @@ function idempotencyKeyOf(header: string | string[] | undefined): string | null 
   return key;
 }
 
-/** `webhook_url` of a task: absolute http(s), and not a literal private address unless allowed. */
-export function checkWebhookUrl(url: string | undefined, allowPrivate: boolean): string | null {
-  if (url === undefined) return null;
-  const problem = webhookUrlProblem(url.trim(), allowPrivate);
-  if (problem) throw validationError("Invalid webhook_url", [{ field: "webhook_url", reason: problem }]);
-  return url.trim();
-}
-
 function readTimestamp(field: string, value: string | undefined, errors: FieldError[]): Date | undefined {
   if (value === undefined) return undefined;
   const parsed = parseRfc3339(value);
@@ -54,8 +45,8 @@ function readTimestamp(field: string, value: string | undefined, errors: FieldEr
   return parsed ?? undefined;
 }
 
-export const taskRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { tasks, config } = services;
+export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
+  const { tasks, settings } = deps;
 
   app.post(
     "/api/v1/tasks",
@@ -67,16 +58,14 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
       },
     },
     async (req, reply) => {
-      const webhookUrl = checkWebhookUrl(req.body.webhook_url, config.webhooks.allowPrivate);
+      const webhookUrl = checkWebhookUrl(req.body.webhook_url, settings.allowPrivateWebhooks);
       const idempotencyKey = idempotencyKeyOf(req.headers["idempotency-key"]);
       const { task } = await tasks.create(principalOf(req), {
         emails: req.body.emails,
         webhookUrl,
         idempotencyKey,
       });
-      return reply
-        .status(201)
-        .send({ ...toTaskCore(task), email_count: task.emailCount, domain_count: task.domainCount });
+      return reply.status(201).send(toCreatedTaskReply(task));
     },
   );
 
@@ -102,13 +91,7 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         createdAfter,
         createdBefore,
       });
-      return {
-        tasks: page.tasks.map(toTaskSummary),
-        ...(page.source ? { source: page.source } : {}),
-        count: page.total,
-        limit: q.limit,
-        offset: q.offset,
-      };
+      return toListTasksReply(page, q.limit, q.offset);
     },
   );
 
@@ -137,21 +120,13 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
     async (req) => {
       const parsed = parseDateRange(req.query, { required: false });
       if (!parsed.ok) throw validationError("Invalid date range", parsed.errors);
-      const now = services.clock.now();
+      const now = deps.clock.now();
       const range = parsed.range ?? {
         from: new Date(now.getTime() - SERIES_DEFAULT_DAYS * 86_400_000),
         to: now,
       };
       const { task, points } = await tasks.series(principalOf(req), req.params.id, range);
-      const byDay = new Map(points.map((p) => [p.date, p.metrics]));
-      return {
-        task_id: task.id,
-        source: task.source,
-        series: utcDaysOf(range).map((date) => ({
-          date,
-          ...toMetricsReply(byDay.get(date) ?? emptyMetrics()),
-        })),
-      };
+      return toSeriesReply(task, utcDaysOf(range), points);
     },
   );
 

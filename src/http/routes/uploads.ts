@@ -1,40 +1,18 @@
 import multipart from "@fastify/multipart";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
-import { Type } from "typebox";
-import type { Services } from "../../app/services.ts";
 import { AppError, validationError } from "../../lib/app-error.ts";
+import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
-import { errorResponses, Uuid } from "../schemas/common.ts";
-import { checkWebhookUrl } from "./tasks.ts";
-
-const UploadAccepted = Type.Object({
-  upload_id: Uuid,
-  task_id: Uuid,
-  filename: Type.String(),
-  email_count: Type.Integer(),
-  status: Type.String(),
-  message: Type.String(),
-  uploaded_at: Type.String({ format: "date-time" }),
-});
-
-const UploadStatus = Type.Object({
-  upload_id: Uuid,
-  task_id: Uuid,
-  filename: Type.String(),
-  email_count: Type.Integer(),
-  user_id: Type.Optional(Uuid),
-  status: Type.String(),
-  created_at: Type.String({ format: "date-time" }),
-  updated_at: Type.String({ format: "date-time" }),
-  task: Type.Object({
-    id: Uuid,
-    user_id: Type.Union([Uuid, Type.Null()]),
-    webhook_url: Type.Union([Type.String(), Type.Null()]),
-    created_at: Type.String({ format: "date-time" }),
-    updated_at: Type.String({ format: "date-time" }),
-  }),
-});
+import { errorResponses } from "../schemas/common.ts";
+import { checkWebhookUrl } from "../schemas/tasks.ts";
+import {
+  toUploadAccepted,
+  toUploadStatus,
+  UploadAccepted,
+  UploadParams,
+  UploadStatus,
+} from "../schemas/uploads.ts";
 
 interface UploadForm {
   file: { filename: string; data: Buffer } | null;
@@ -88,8 +66,8 @@ async function readForm(req: FastifyRequest, maxBytes: number): Promise<UploadFo
   return form;
 }
 
-export const uploadRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const maxBytes = services.config.maxUploadBytes;
+export const uploadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
+  const maxBytes = deps.settings.maxUploadBytes;
   await app.register(multipart, {
     limits: { fileSize: maxBytes, files: 1, fields: 10, fieldSize: 4096, parts: 12, headerPairs: 100 },
   });
@@ -114,28 +92,17 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
         ]);
       }
       if (!form.file) throw validationError("No file uploaded", [{ field: "file", reason: "is required" }]);
-      const webhookUrl = checkWebhookUrl(
-        form.fields.get("webhook_url"),
-        services.config.webhooks.allowPrivate,
-      );
+      const webhookUrl = checkWebhookUrl(form.fields.get("webhook_url"), deps.settings.allowPrivateWebhooks);
       const columnField = form.fields.has("email_column") ? "email_column" : "column";
       const column = form.fields.get(columnField);
-      const { upload, task } = await services.uploads.upload(principal, {
+      const accepted = await deps.uploads.upload(principal, {
         filename: form.file.filename,
         data: form.file.data,
         emailColumn: column === undefined || column.trim() === "" ? null : column.trim(),
         columnField,
         webhookUrl,
       });
-      return reply.status(202).send({
-        upload_id: upload.id,
-        task_id: task.id,
-        filename: upload.filename,
-        email_count: upload.emailCount,
-        status: upload.status,
-        message: `${upload.emailCount} addresses queued for verification`,
-        uploaded_at: upload.createdAt.toISOString(),
-      });
+      return reply.status(202).send(toUploadAccepted(accepted));
     },
   );
 
@@ -144,29 +111,10 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
     {
       schema: {
         tags: ["uploads"],
-        params: Type.Object({ upload_id: Uuid }),
+        params: UploadParams,
         response: { 200: UploadStatus, ...errorResponses(400, 401, 403, 404, 429, 500) },
       },
     },
-    async (req) => {
-      const { upload, task } = await services.uploads.status(principalOf(req), req.params.upload_id);
-      return {
-        upload_id: upload.id,
-        task_id: upload.taskId,
-        filename: upload.filename,
-        email_count: upload.emailCount,
-        user_id: upload.userId,
-        status: upload.status,
-        created_at: upload.createdAt.toISOString(),
-        updated_at: upload.updatedAt.toISOString(),
-        task: {
-          id: task.id,
-          user_id: task.userId,
-          webhook_url: task.webhookUrl,
-          created_at: task.createdAt.toISOString(),
-          updated_at: task.updatedAt.toISOString(),
-        },
-      };
-    },
+    async (req) => toUploadStatus(await deps.uploads.status(principalOf(req), req.params.upload_id)),
   );
 };

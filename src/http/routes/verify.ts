@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Services } from "../../app/services.ts";
 import { AppError } from "../../lib/app-error.ts";
+import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses } from "../schemas/common.ts";
 import { TimeoutReply, toVerificationReply, VerificationReply, VerifyBody } from "../schemas/verification.ts";
 
-export const verifyRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+export const verifyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
   app.post(
     "/api/v1/verify",
     {
@@ -22,7 +22,7 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
       },
     },
     async (req) => {
-      const outcome = await services.verifications.verifyRealtime(principalOf(req), req.body.email);
+      const outcome = await deps.verifications.verifyRealtime(principalOf(req), req.body.email);
       const reply = toVerificationReply(outcome.record);
       if (outcome.kind === "timed_out") {
         throw new AppError(

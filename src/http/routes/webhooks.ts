@@ -1,19 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { Type } from "typebox";
-import type { Services } from "../../app/services.ts";
-import { webhookSecretOf } from "../../webhooks/secret.ts";
+import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses } from "../schemas/common.ts";
+import { WebhookSecretReply } from "../schemas/webhooks.ts";
 
-/** The caller's Standard Webhooks signing secret. */
-export const WebhookSecretReply = Type.Object({
-  secret: Type.String({
-    pattern: "^whsec_",
-    description: "Standard Webhooks secret for verifying deliveries",
-  }),
-});
-
-export const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+export const webhookRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
   app.get(
     "/api/v1/webhooks/secret",
     {
@@ -22,6 +13,6 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
         response: { 200: WebhookSecretReply, ...errorResponses(401, 404, 429, 500) },
       },
     },
-    async (req) => ({ secret: await webhookSecretOf(services.db, principalOf(req).userId) }),
+    async (req) => ({ secret: await deps.webhooks.secretOf(principalOf(req).userId) }),
   );
 };

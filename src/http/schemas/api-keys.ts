@@ -1,4 +1,5 @@
 import { Type } from "typebox";
+import type { ApiKeyListing, CreatedApiKey } from "../../keys/service.ts";
 import { DateTime, Uuid } from "./common.ts";
 
 export const ApiKeyPurposeSchema = Type.Union(
@@ -37,3 +38,23 @@ export const ApiKeyListItem = Type.Object({
 });
 
 export const ListApiKeysReply = Type.Object({ api_keys: Type.Array(ApiKeyListItem) });
+
+export const toCreatedApiKeyReply = ({ record, plaintext }: CreatedApiKey) => ({
+  id: record.id,
+  user_id: record.userId,
+  key: plaintext,
+  name: record.name,
+  purpose: record.purpose,
+  created_at: record.createdAt.toISOString(),
+});
+
+export const toApiKeyListItem = ({ record, plaintext }: ApiKeyListing) => ({
+  id: record.id,
+  name: record.name,
+  purpose: record.purpose,
+  is_active: record.isActive,
+  created_at: record.createdAt.toISOString(),
+  last_used_at: record.lastUsedAt?.toISOString() ?? null,
+  prefix: record.keyPrefix,
+  ...(plaintext !== undefined ? { key: plaintext } : {}),
+});

@@ -7,3 +7,10 @@ export const SessionReply = Type.Object({
   expires_at: DateTime,
   user_id: Uuid,
 });
+
+export const toSessionReply = (session: { token: string; expiresAt: Date }, userId: string) => ({
+  token: session.token,
+  token_type: "Bearer" as const,
+  expires_at: session.expiresAt.toISOString(),
+  user_id: userId,
+});

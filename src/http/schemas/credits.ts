@@ -1,4 +1,5 @@
 import { Type } from "typebox";
+import type { CreditTransaction } from "../../credits/service.ts";
 import { DateTime, MAX_OFFSET, Uuid } from "./common.ts";
 
 export const BalanceReply = Type.Object({ user_id: Uuid, balance: Type.Integer() });
@@ -27,4 +28,15 @@ export const TransactionsReply = Type.Object({
   total: Type.Integer(),
   limit: Type.Integer(),
   offset: Type.Integer(),
+});
+
+export const toTransactionReply = (t: CreditTransaction) => ({
+  id: t.id,
+  user_id: t.userId,
+  type: t.type,
+  amount: t.amount,
+  balance_after: t.balanceAfter,
+  ...(t.reason !== null ? { reason: t.reason } : {}),
+  metadata: t.metadata,
+  created_at: t.createdAt.toISOString(),
 });

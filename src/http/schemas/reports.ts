@@ -1,4 +1,7 @@
 import { Type } from "typebox";
+import type { ApiKeyUsageBucket, ApiKeyUsageReport } from "../../reports/api-key-usage.ts";
+import type { CreditUsageReport, UsagePoint, UsageTotals } from "../../reports/credit-usage.ts";
+import type { MetricsCounts, VerificationMetricsReport } from "../../reports/verification-metrics.ts";
 import { DateTime, Uuid } from "./common.ts";
 
 // Query strings carry from/to as plain strings: reports/date-range.ts owns the RFC 3339, order and
@@ -118,4 +121,66 @@ export const VerificationMetricsReply = Type.Object({
   series: Type.Optional(
     Type.Array(MetricsPointSchema, { description: "Only when both from and to are given" }),
   ),
+});
+
+const toTotals = (t: UsageTotals) => ({
+  used_credits: t.usedCredits,
+  granted_credits: t.grantedCredits,
+  net_credits: t.netCredits,
+});
+
+const toPoint = (p: UsagePoint) => ({ date: p.date, ...toTotals(p) });
+
+const toBucket = (b: ApiKeyUsageBucket) =>
+  b.isUnknown
+    ? { is_unknown: true, totals: toTotals(b.totals), series: b.series.map(toPoint) }
+    : {
+        api_key_id: b.apiKeyId,
+        ...(b.key
+          ? { api_key_name: b.key.name, api_key_purpose: b.key.purpose, is_active: b.key.isActive }
+          : {}),
+        is_unknown: false,
+        totals: toTotals(b.totals),
+        series: b.series.map(toPoint),
+      };
+
+const toCounters = (c: MetricsCounts) => ({
+  total_verifications: c.totalVerifications,
+  total_tasks: c.totalTasks,
+  unique_email_addresses: c.uniqueEmailAddresses,
+  job_status: c.jobStatus,
+  verification_status: {
+    valid: c.verificationStatus.valid,
+    invalid: c.verificationStatus.invalid,
+    catchall: c.verificationStatus.catchall,
+    invalid_syntax: c.verificationStatus.invalidSyntax,
+    disposable_domain: c.verificationStatus.disposableDomain,
+    unknown: c.verificationStatus.unknown,
+  },
+  total_catchall: c.totalCatchall,
+  total_role_based: c.totalRoleBased,
+  total_disposable_domain_emails: c.totalDisposableDomainEmails,
+});
+
+export const toCreditUsageReply = (r: CreditUsageReport) => ({
+  user_id: r.userId,
+  from: r.from.toISOString(),
+  to: r.to.toISOString(),
+  totals: toTotals(r.totals),
+  series: r.series.map(toPoint),
+});
+
+export const toApiKeyUsageReply = (r: ApiKeyUsageReport) => ({
+  user_id: r.userId,
+  from: r.from.toISOString(),
+  to: r.to.toISOString(),
+  keys: r.keys.map(toBucket),
+});
+
+export const toVerificationMetricsReply = (r: VerificationMetricsReport) => ({
+  user_id: r.userId,
+  ...toCounters(r),
+  last_verification_requested_at: r.lastVerificationRequestedAt?.toISOString() ?? null,
+  last_verification_completed_at: r.lastVerificationCompletedAt?.toISOString() ?? null,
+  ...(r.series ? { series: r.series.map((p) => ({ date: p.date, ...toCounters(p) })) } : {}),
 });

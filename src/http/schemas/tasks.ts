@@ -1,8 +1,16 @@
 import { Type } from "typebox";
+import { validationError } from "../../lib/app-error.ts";
 import { toMetricsReply } from "../../tasks/metrics-view.ts";
-import type { TaskRecord } from "../../db/queries/tasks.ts";
-import type { UploadRecord } from "../../db/queries/uploads.ts";
-import type { JobView, TaskView } from "../../tasks/service.ts";
+import {
+  emptyMetrics,
+  type JobView,
+  type TaskMetrics,
+  type TaskPage,
+  type TaskRecord,
+  type TaskView,
+} from "../../tasks/service.ts";
+import type { UploadRecord } from "../../uploads/service.ts";
+import { webhookUrlProblem } from "../../webhooks/url-policy.ts";
 import { DateTime, MAX_OFFSET, Uuid } from "./common.ts";
 import { toVerificationReply, VerificationReply } from "./verification.ts";
 import { isUnknownReason } from "../../verify/index.ts";
@@ -195,3 +203,39 @@ export const toJobReply = ({ job, result }: JobView) => ({
   created_at: job.createdAt.toISOString(),
   updated_at: job.updatedAt.toISOString(),
 });
+
+export const toCreatedTaskReply = (t: TaskRecord) => ({
+  ...toTaskCore(t),
+  email_count: t.emailCount,
+  domain_count: t.domainCount,
+});
+
+export const toListTasksReply = (page: TaskPage, limit: number, offset: number) => ({
+  tasks: page.tasks.map(toTaskSummary),
+  ...(page.source ? { source: page.source } : {}),
+  count: page.total,
+  limit,
+  offset,
+});
+
+/** One point per UTC day of the range; a day without rows reports zeros. */
+export const toSeriesReply = (
+  task: TaskRecord,
+  days: string[],
+  points: Array<{ date: string; metrics: TaskMetrics }>,
+) => {
+  const byDay = new Map(points.map((p) => [p.date, p.metrics]));
+  return {
+    task_id: task.id,
+    source: task.source,
+    series: days.map((date) => ({ date, ...toMetricsReply(byDay.get(date) ?? emptyMetrics()) })),
+  };
+};
+
+/** `webhook_url` of a task: absolute http(s), and not a literal private address unless allowed. */
+export function checkWebhookUrl(url: string | undefined, allowPrivate: boolean): string | null {
+  if (url === undefined) return null;
+  const problem = webhookUrlProblem(url.trim(), allowPrivate);
+  if (problem) throw validationError("Invalid webhook_url", [{ field: "webhook_url", reason: problem }]);
+  return url.trim();
+}

@@ -1,38 +1,51 @@
-import { Type } from "typebox";
-import type { VerificationRecord } from "../../db/queries/verifications.ts";
-import { resultJson } from "../../verifications/record-of-result.ts";
+import { Type, type TLiteral, type TLiteralValue } from "typebox";
+import {
+  RESULT_FIELDS,
+  resultFieldsJson,
+  VERIFICATION_STATUSES,
+  type ResultField,
+  type ResultFieldKind,
+  type ResultFieldValues,
+} from "../../verify/index.ts";
 import { DateTime, Uuid } from "./common.ts";
 
 export const VerifyBody = Type.Object({
   email: Type.String({ maxLength: 320, description: "Address to verify (at most 320 characters)" }),
 });
 
-/** The spec's "Email verification result". */
+type Literals<T extends readonly TLiteralValue[]> = {
+  -readonly [I in keyof T]: T[I] extends TLiteralValue ? TLiteral<T[I]> : never;
+};
+
+// anyOf of one const per status; the tuple type keeps the static type the union of the statuses.
+const statusSchema = () =>
+  Type.Union(
+    VERIFICATION_STATUSES.map((s) => Type.Literal(s)) as unknown as Literals<typeof VERIFICATION_STATUSES>,
+  );
+
+/** The API schema of each kind of result field (verify/result-fields.ts). */
+const SCHEMA_OF_KIND = {
+  string: () => Type.String(),
+  status: statusSchema,
+  boolean: () => Type.Boolean(),
+  timestamp: () => DateTime,
+  nullable_string: () => Type.Union([Type.String(), Type.Null()]),
+} satisfies Record<ResultFieldKind, () => unknown>;
+
+type ResultProperties = {
+  [F in ResultField as F["name"]]: ReturnType<(typeof SCHEMA_OF_KIND)[F["kind"]]>;
+};
+
+/** The spec's "Email verification result": `id`, then the result fields in the table's order. */
 export const VerificationReply = Type.Object({
   id: Uuid,
-  email: Type.String(),
-  status: Type.Union([
-    Type.Literal("valid"),
-    Type.Literal("invalid"),
-    Type.Literal("catchall"),
-    Type.Literal("invalid_syntax"),
-    Type.Literal("disposable_domain"),
-    Type.Literal("unknown"),
-  ]),
-  is_role_based: Type.Boolean(),
-  is_disposable: Type.Boolean(),
-  has_mx_records: Type.Boolean(),
-  has_reverse_dns: Type.Boolean(),
-  domain_name: Type.String(),
-  host_name: Type.String(),
-  server_type: Type.String(),
-  is_catchall: Type.Boolean(),
-  validated_at: DateTime,
-  unknown_reason: Type.Union([Type.String(), Type.Null()]),
-  needs_physical_verify: Type.Boolean(),
+  ...(Object.fromEntries(RESULT_FIELDS.map((f) => [f.name, SCHEMA_OF_KIND[f.kind]()])) as ResultProperties),
 });
 
-export const toVerificationReply = (r: VerificationRecord) => ({ ...resultJson(r), id: r.id });
+export const toVerificationReply = (r: ResultFieldValues & { id: string }) => ({
+  id: r.id,
+  ...resultFieldsJson(r),
+});
 
 /** 408: the error body plus the partial result (DESIGN.md §5). */
 export const TimeoutReply = Type.Object({

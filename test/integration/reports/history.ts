@@ -5,7 +5,8 @@ import type { LightMyRequestResponse } from "fastify";
 import { deductCredits, grantCredits } from "../../../src/credits/ledger.ts";
 import type { Database } from "../../../src/db/client.ts";
 import type { CreditMetadata } from "../../../src/db/queries/credit-transactions.ts";
-import { insertVerification, type VerificationStatus } from "../../../src/db/queries/verifications.ts";
+import { insertVerification } from "../../../src/db/queries/verifications.ts";
+import type { VerificationStatus } from "../../../src/verify/index.ts";
 import { newId } from "../../../src/lib/ids.ts";
 
 export interface LedgerRow {

@@ -480,7 +480,7 @@ describe("formats and encodings", () => {
     assert.deepEqual(await jobsOf(body.task_id), ["ann@acme.test"]);
   });
 
-  test("xlsx (exceljs, shared strings): typed cells become text, the Email column is found", async () => {
+  test("xlsx (shared strings, as Excel saves it): typed cells become text, the Email column is found", async () => {
     const user = await ctx.createUser(10);
     const data = await xlsxOf((wb) => {
       const ws = wb.addWorksheet("Contacts");

@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { test } from "node:test";
-import ExcelJS from "exceljs";
 import { parse as parseCsvSync } from "csv-parse/sync";
 import {
   RESULT_COLUMNS,
@@ -20,7 +19,7 @@ import {
   type ExportCell,
   type ParsedList,
 } from "../../../src/files/index.ts";
-import { collect, readXlsxCells } from "./helpers.ts";
+import { collect, readXlsxCells, ValueType } from "./helpers.ts";
 
 const FORMULAS = ["=1+1", "+cmd", "-2+3", "@SUM(A1)", "\tx", "\rx", "\u0000x", "＝1+1"];
 const ESCAPED = FORMULAS.map((f) => `'${f}`);
@@ -137,7 +136,7 @@ void test("writeXlsx: strings stay strings (never formulas), typed cells stay ty
     ESCAPED.map((e) => e.replace("\u0000", "\uFFFD").replace("\r", "\n")),
   );
   assert.deepEqual(values[1], ["'=1+1", "valid", 1, true]);
-  for (const t of types.flat()) assert.notEqual(t, ExcelJS.ValueType.Formula);
+  for (const t of types.flat()) assert.notEqual(t, ValueType.Formula);
   const last = values[values.length - 1]!;
   assert.equal(last[0], "bad\uFFFDcontrol\uFFFD");
   assert.equal((last[1] as string).length, 32_767);
@@ -151,7 +150,7 @@ void test("writeXlsx: strings stay strings (never formulas), typed cells stay ty
     raw.values.slice(1).map((r) => r[0]),
     FORMULAS.slice(0, 5),
   );
-  for (const t of raw.types.flat()) assert.equal(t, ExcelJS.ValueType.String);
+  for (const t of raw.types.flat()) assert.equal(t, ValueType.String);
 });
 
 void test("writers propagate a failing row source as a stream error (the download aborts, not truncates)", async () => {

@@ -1,7 +1,10 @@
-// Test helpers: hand-made zips (for bombs and damaged archives), exceljs workbooks, stream sinks.
-import { Readable } from "node:stream";
+// Test helpers: hand-made zips (for bombs and damaged archives), test workbooks (xlsx-book.ts),
+// stream sinks.
+import type { Readable } from "node:stream";
 import { constants, deflateRawSync } from "node:zlib";
-import ExcelJS from "exceljs";
+import { readXlsxBook, type ValueType } from "./xlsx-book.ts";
+
+export { readXlsxBook, streamedXlsxOf, ValueType, xlsxOf, type Book, type BookSheet } from "./xlsx-book.ts";
 
 export interface RawEntry {
   name: string;
@@ -129,29 +132,6 @@ export function sheetXml(rows: readonly (readonly string[])[]): string {
   return `<?xml version="1.0"?><worksheet ${NS}><sheetData>${body}</sheetData></worksheet>`;
 }
 
-/** An xlsx written by exceljs (in-memory, non-streaming writer). */
-export async function xlsxOf(build: (wb: ExcelJS.Workbook) => void): Promise<Buffer> {
-  const wb = new ExcelJS.Workbook();
-  build(wb);
-  return Buffer.from(await wb.xlsx.writeBuffer());
-}
-
-/** An xlsx written by exceljs' streaming writer; by default with inline strings (no sharedStrings.xml). */
-export async function streamedXlsxOf(
-  rows: readonly (readonly (string | number)[])[],
-  { sheetName = "Sheet1", useSharedStrings = false }: { sheetName?: string; useSharedStrings?: boolean } = {},
-): Promise<Buffer> {
-  const { PassThrough } = await import("node:stream");
-  const out = new PassThrough();
-  const done = collect(out);
-  const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useSharedStrings });
-  const ws = wb.addWorksheet(sheetName);
-  for (const r of rows) ws.addRow([...r]).commit();
-  ws.commit();
-  await wb.commit();
-  return done;
-}
-
 export async function collect(stream: Readable): Promise<Buffer> {
   const parts: Buffer[] = [];
   for await (const chunk of stream)
@@ -159,24 +139,16 @@ export async function collect(stream: Readable): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
-/** Rows of an xlsx as cell texts, read with exceljs' in-memory reader (independent of our parser). */
-export async function readXlsxCells(data: Buffer): Promise<{ values: unknown[][]; types: number[][] }> {
-  const wb = new ExcelJS.Workbook();
-  await wb.xlsx.load(data as unknown as ArrayBuffer);
-  const ws = wb.worksheets[0]!;
-  const values: unknown[][] = [];
-  const types: number[][] = [];
-  ws.eachRow({ includeEmpty: false }, (row) => {
-    const v: unknown[] = [];
-    const t: number[] = [];
-    row.eachCell({ includeEmpty: true }, (cell) => {
-      v.push(cell.value);
-      t.push(cell.type);
-    });
-    values.push(v);
-    types.push(t);
-  });
-  return { values, types };
+/** First sheet of an xlsx: every row holding a cell, as values and types up to its last cell. */
+export async function readXlsxCells(
+  data: Buffer,
+): Promise<{ values: unknown[][]; types: (ValueType | null)[][] }> {
+  await Promise.resolve();
+  const rows = readXlsxBook(data)[0]!.rows.filter((r) => r.some((c) => c !== undefined));
+  return {
+    values: rows.map((r) => Array.from(r, (c) => c?.value ?? null)),
+    types: rows.map((r) => Array.from(r, (c) => c?.type ?? null)),
+  };
 }
 
 export const addresses = (n: number, domain = "example.com"): string[] =>

@@ -1,0 +1,33 @@
+import { pingDatabase } from "../db/queries/ping.ts";
+import type { HttpDeps } from "../http/deps.ts";
+import { createReadinessService } from "../observability/readiness.ts";
+import type { Services } from "./services.ts";
+
+/** Narrows the composition root's Services to what HTTP may see: no db, no engine, no Config. */
+export function httpDepsOf(services: Services): HttpDeps {
+  const { config, db } = services;
+  return {
+    settings: {
+      maxUploadBytes: config.maxUploadBytes,
+      allowPrivateWebhooks: config.webhooks.allowPrivate,
+    },
+    clock: services.clock,
+    metrics: services.metrics,
+    readiness: createReadinessService({
+      databaseKind: db.kind,
+      warnings: config.warnings,
+      ping: () => pingDatabase(db),
+    }),
+    authenticator: services.authenticator,
+    rateLimiter: services.rateLimiter,
+    jwt: services.jwt,
+    apiKeys: services.apiKeys,
+    credits: services.credits,
+    users: services.users,
+    reports: services.reports,
+    verifications: services.verifications,
+    tasks: services.tasks,
+    uploads: services.uploads,
+    webhooks: services.webhooks,
+  };
+}

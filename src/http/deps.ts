@@ -1,0 +1,45 @@
+import type { Authenticator } from "../auth/authenticate.ts";
+import type { JwtService } from "../auth/jwt.ts";
+import type { CreditsService } from "../credits/service.ts";
+import type { ApiKeysService } from "../keys/service.ts";
+import type { Clock } from "../lib/clock.ts";
+import type { Metrics } from "../observability/metrics.ts";
+import type { ReadinessService } from "../observability/readiness.ts";
+import type { RateLimiter } from "../ratelimit/limiter.ts";
+import type { ReportsService } from "../reports/service.ts";
+import type { TasksService } from "../tasks/service.ts";
+import type { UploadsService } from "../uploads/service.ts";
+import type { UsersService } from "../users/service.ts";
+import type { VerificationsService } from "../verifications/service.ts";
+import type { WebhooksService } from "../webhooks/service.ts";
+
+/** The few configuration values routes read; the rest of Config stays in app/. */
+export interface HttpSettings {
+  /** MAX_UPLOAD_BYTES: the largest file POST /api/v1/tasks/batch/upload accepts. */
+  maxUploadBytes: number;
+  /** WEBHOOK_ALLOW_PRIVATE: accept a webhook_url whose host is a literal private address. */
+  allowPrivateWebhooks: boolean;
+}
+
+/**
+ * Everything a route or HTTP plugin may use: domain services and settings. No database, no
+ * engine, no Config — a route reaches storage only through a service method (DESIGN.md §4).
+ * Built from the composition root's Services by app/http-deps.ts.
+ */
+export interface HttpDeps {
+  settings: Readonly<HttpSettings>;
+  clock: Clock;
+  metrics: Metrics;
+  readiness: ReadinessService;
+  authenticator: Authenticator;
+  rateLimiter: RateLimiter;
+  jwt: JwtService;
+  apiKeys: ApiKeysService;
+  credits: CreditsService;
+  users: UsersService;
+  reports: ReportsService;
+  verifications: VerificationsService;
+  tasks: TasksService;
+  uploads: UploadsService;
+  webhooks: WebhooksService;
+}

@@ -1,0 +1,39 @@
+import { Type } from "typebox";
+import type { CreditTransaction } from "../../credits/service.ts";
+import type { CreatedUser } from "../../users/service.ts";
+import { Uuid } from "./common.ts";
+
+// The loopback admin API the CLI calls while `serve` owns an embedded data directory. Hidden
+// from the OpenAPI document: it is not part of the public contract.
+
+export const CreateUserBody = Type.Object({
+  credits: Type.Integer({ minimum: 0 }),
+  email: Type.Union([Type.String({ format: "email" }), Type.Null()]),
+});
+
+export const CreatedUserReply = Type.Object({
+  user_id: Uuid,
+  balance: Type.Integer(),
+  api_key: Type.String(),
+  api_key_id: Uuid,
+});
+
+export const GrantCreditsBody = Type.Object({
+  user_id: Uuid,
+  amount: Type.Integer({ minimum: 1 }),
+  reason: Type.String({ minLength: 1 }),
+});
+
+export const GrantCreditsReply = Type.Object({ transaction_id: Uuid, balance_after: Type.Integer() });
+
+export const toCreatedUserReply = (created: CreatedUser) => ({
+  user_id: created.user.id,
+  balance: created.user.balance,
+  api_key: created.apiKey.plaintext,
+  api_key_id: created.apiKey.id,
+});
+
+export const toGrantCreditsReply = (t: CreditTransaction) => ({
+  transaction_id: t.id,
+  balance_after: t.balanceAfter,
+});

@@ -1,0 +1,49 @@
+import { Type } from "typebox";
+import { validationError } from "../../lib/app-error.ts";
+import { VERIFICATION_STATUSES, type VerificationStatus } from "../../verify/index.ts";
+
+// The id is checked in the handler, not by the schema: `task_id` in the query overrides it, and
+// each names its own field in the VALIDATION_ERROR.
+export const DownloadParams = Type.Object({ id: Type.String() });
+
+export const DownloadQuery = Type.Object({
+  format: Type.Optional(Type.String({ description: "csv (default), txt or xlsx" })),
+  task_id: Type.Optional(Type.String({ description: "UUID; overrides the path id" })),
+  status: Type.Optional(
+    Type.String({ description: "Comma-separated statuses to keep, e.g. valid,catchall" }),
+  ),
+  escape_formulas: Type.Optional(
+    Type.Boolean({
+      default: true,
+      description: "Prefix cells starting with = + - @ TAB CR with ' (set false for machine use)",
+    }),
+  ),
+});
+
+export const DOWNLOAD_CONTENT_TYPES = [
+  "text/csv",
+  "text/plain",
+  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+];
+
+export const DownloadReply = Type.Unsafe<NodeJS.ReadableStream>({
+  type: "string",
+  format: "binary",
+  description: "The results file",
+});
+
+/** `?status=valid,catchall` → the statuses to keep; null keeps every row. */
+export function statusFilterOf(raw: string | undefined): Set<VerificationStatus> | null {
+  if (raw === undefined || raw.trim() === "") return null;
+  const wanted = raw.split(",").map((s) => s.trim().toLowerCase());
+  const unknown = wanted.filter((s) => !(VERIFICATION_STATUSES as readonly string[]).includes(s));
+  if (unknown.length > 0) {
+    throw validationError("Invalid status filter", [
+      {
+        field: "status",
+        reason: `unknown status ${unknown.join(", ")}; use ${VERIFICATION_STATUSES.join(", ")}`,
+      },
+    ]);
+  }
+  return new Set(wanted as VerificationStatus[]);
+}

@@ -1,0 +1,142 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { VerificationReply } from "../../../src/http/schemas/verification.ts";
+import {
+  cellsInOrder,
+  FILE_FIELDS,
+  fieldsNamed,
+  pickResultFields,
+  RESULT_FIELDS,
+  resultCells,
+  resultFieldsJson,
+} from "../../../src/verify/result-fields.ts";
+import type { VerificationResult } from "../../../src/verify/types.ts";
+
+const result: VerificationResult = {
+  email: "ann@example.test",
+  status: "unknown",
+  isRoleBased: false,
+  isDisposable: true,
+  hasMxRecords: true,
+  hasReverseDns: false,
+  domainName: "example.test",
+  hostName: "mx.example.test",
+  serverType: "postfix",
+  isCatchall: false,
+  validatedAt: new Date("2024-05-06T07:08:09.010Z"),
+  unknownReason: "greylisted",
+  needsPhysicalVerify: true,
+  evidence: "450 4.2.0 greylisted",
+  retryAfterMs: 300_000,
+};
+
+/** The engine's properties that are not public result fields. */
+const INTERNAL = ["evidence", "retryAfterMs"];
+
+const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+void test("every public property of a VerificationResult is in the table exactly once", () => {
+  const keys = RESULT_FIELDS.map((f) => f.key);
+  assert.equal(new Set(keys).size, keys.length);
+  assert.deepEqual(
+    [...keys].sort(),
+    Object.keys(result)
+      .filter((k) => !INTERNAL.includes(k))
+      .sort(),
+  );
+  assert.equal(new Set(RESULT_FIELDS.map((f) => f.name)).size, RESULT_FIELDS.length);
+});
+
+void test("each field's name is its key in snake_case", () => {
+  for (const f of RESULT_FIELDS) assert.equal(f.name, snake(f.key));
+});
+
+void test("the table follows the spec's result field order (the API's JSON order)", () => {
+  assert.deepEqual(
+    RESULT_FIELDS.map((f) => f.name),
+    "email,status,is_role_based,is_disposable,has_mx_records,has_reverse_dns,domain_name,host_name,server_type,is_catchall,validated_at,unknown_reason,needs_physical_verify".split(
+      ",",
+    ),
+  );
+});
+
+void test("download columns are DESIGN §5's list: validated_at last", () => {
+  assert.deepEqual(
+    FILE_FIELDS.map((f) => f.name),
+    "email,status,is_role_based,is_disposable,has_mx_records,has_reverse_dns,domain_name,host_name,server_type,is_catchall,unknown_reason,needs_physical_verify,validated_at".split(
+      ",",
+    ),
+  );
+});
+
+void test("resultFieldsJson: snake_case keys in table order, RFC 3339 time, null reason kept", () => {
+  const json = resultFieldsJson(result);
+  assert.deepEqual(
+    Object.keys(json),
+    RESULT_FIELDS.map((f) => f.name),
+  );
+  assert.deepEqual(json, {
+    email: "ann@example.test",
+    status: "unknown",
+    is_role_based: false,
+    is_disposable: true,
+    has_mx_records: true,
+    has_reverse_dns: false,
+    domain_name: "example.test",
+    host_name: "mx.example.test",
+    server_type: "postfix",
+    is_catchall: false,
+    validated_at: "2024-05-06T07:08:09.010Z",
+    unknown_reason: "greylisted",
+    needs_physical_verify: true,
+  });
+  assert.equal(resultFieldsJson({ ...result, unknownReason: null }).unknown_reason, null);
+});
+
+void test("file cells: booleans stay typed, a null reason is blank, missing cells are blank", () => {
+  assert.deepEqual(cellsInOrder(resultCells({ ...result, unknownReason: null })), [
+    "ann@example.test",
+    "unknown",
+    false,
+    true,
+    true,
+    false,
+    "example.test",
+    "mx.example.test",
+    "postfix",
+    false,
+    "",
+    true,
+    "2024-05-06T07:08:09.010Z",
+  ]);
+  assert.deepEqual(cellsInOrder({ email: "x@y.test", status: "pending" }, fieldsNamed(["status", "email"])), [
+    "pending",
+    "x@y.test",
+  ]);
+  assert.deepEqual(
+    cellsInOrder({}),
+    FILE_FIELDS.map(() => ""),
+  );
+});
+
+void test("pickResultFields drops the engine's internal properties", () => {
+  const picked = pickResultFields(result);
+  assert.ok(!("evidence" in picked) && !("retryAfterMs" in picked));
+  assert.deepEqual(
+    Object.keys(picked),
+    RESULT_FIELDS.map((f) => f.key),
+  );
+});
+
+void test("the API schema is id plus the table's fields, all required", () => {
+  const names = ["id", ...RESULT_FIELDS.map((f) => f.name)];
+  assert.deepEqual(Object.keys(VerificationReply.properties), names);
+  assert.deepEqual(VerificationReply.required, names);
+  assert.deepEqual(VerificationReply.properties.unknown_reason, {
+    anyOf: [{ type: "string" }, { type: "null" }],
+  });
+  assert.deepEqual(
+    VerificationReply.properties.status.anyOf.map((s) => s.const),
+    ["valid", "invalid", "catchall", "invalid_syntax", "disposable_domain", "unknown"],
+  );
+});
