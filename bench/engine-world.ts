@@ -53,6 +53,7 @@ function engineFor(world: MailWorld): Engine {
     smtpHeloName: "bench.mailprobe.test",
     smtpMailFrom: "bounce@mailprobe.test",
     maxSessionsPerHost: PER_HOST,
+    smtpAllowPrivateHosts: true,
   });
 }
 

@@ -48,6 +48,7 @@ function engineFor(world: MailWorld): Engine {
     smtpCommandTimeoutMs: 3000,
     smtpHeloName: "bench.mailprobe.test",
     smtpMailFrom: "bounce@mailprobe.test",
+    smtpAllowPrivateHosts: true,
   });
 }
 

@@ -46,6 +46,7 @@ async function measure(label: string, db: Database, dnsServer: string, smtpPort:
     DNS_SERVERS: dnsServer,
     SMTP_PORT: String(smtpPort),
     SMTP_HELO_NAME: "bench.mailprobe.test",
+    SMTP_ALLOW_PRIVATE_HOSTS: "true",
   });
   const services = buildServices({
     config,

@@ -3,7 +3,12 @@ import swaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { installAuthentication } from "../http/plugins/auth.ts";
-import { installErrorHandlers } from "../http/plugins/error-handler.ts";
+import {
+  clientErrorHandler,
+  frameworkErrorHandler,
+  installErrorHandlers,
+} from "../http/plugins/error-handler.ts";
+import { installInputGuard } from "../http/plugins/input-guard.ts";
 import { installJsonParser } from "../http/plugins/json-body.ts";
 import { installHttpMetrics } from "../http/plugins/http-metrics.ts";
 import { installRequestIdHeader, requestIdFrom } from "../http/plugins/request-id.ts";
@@ -48,12 +53,17 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     connectionTimeout: 130_000,
     keepAliveTimeout: 72_000,
     return503OnClosing: true,
+    // Router and HTTP-parser refusals (bad percent-encoding, over-long path params, oversized
+    // headers) answer the spec's error envelope too.
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.addSchema(ErrorBodySchema);
   installValidators(app, [ErrorBodySchema]);
   installJsonParser(app);
   installErrorHandlers(app);
+  installInputGuard(app);
   installRequestIdHeader(app);
   installHttpMetrics(app, deps.metrics);
 

@@ -1,5 +1,6 @@
 import type { VerifyConfig } from "../config/index.ts";
-import { defaultEngineOptions, type EngineOptions } from "../verify/index.ts";
+import { defaultEngineOptions, type EngineOptions, type EnginePorts } from "../verify/index.ts";
+import { classifyAddress } from "../webhooks/address-policy.ts";
 
 /** The engine never reads configuration itself; this is the one mapping from Config to it. */
 export function engineOptionsFrom(v: Readonly<VerifyConfig>): EngineOptions {
@@ -22,5 +23,14 @@ export function engineOptionsFrom(v: Readonly<VerifyConfig>): EngineOptions {
     microBatchWindowMs: defaultEngineOptions.microBatchWindowMs,
     catchallCacheTtlMs: v.catchallCacheTtlMs,
     smtpProxy: v.smtpProxy,
+    smtpAllowPrivateHosts: v.smtpAllowPrivateHosts,
   };
 }
+
+/**
+ * The outbound guard every engine (and the doctor) gets: the one webhooks use
+ * (DESIGN.md §5 "Outbound guard"); SMTP_ALLOW_PRIVATE_HOSTS is the engine option above.
+ */
+export const guardPorts: Pick<EnginePorts, "addressPolicy"> = Object.freeze({
+  addressPolicy: classifyAddress,
+});

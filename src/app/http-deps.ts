@@ -10,6 +10,7 @@ export function httpDepsOf(services: Services): HttpDeps {
     settings: {
       maxUploadBytes: config.maxUploadBytes,
       allowPrivateWebhooks: config.webhooks.allowPrivate,
+      metricsToken: config.metricsToken,
     },
     clock: services.clock,
     metrics: services.metrics,

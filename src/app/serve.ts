@@ -1,4 +1,5 @@
-import type { Config } from "../config/index.ts";
+import { resolve } from "node:path";
+import { DEFAULT_DATA_DIR, type Config } from "../config/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import { newAdminToken, loopbackUrl, publishAdminEndpoint } from "./admin-endpoint.ts";
 import { buildApp } from "./build-app.ts";
@@ -11,6 +12,18 @@ export interface ServeOptions {
   say: (line: string) => void;
   /** Run the batch worker pool and webhook dispatcher in this process too. */
   withWorker: boolean;
+}
+
+/**
+ * What the first-key hint must set for the CLI to reach this server's data: without the server's
+ * DATA_DIR the CLI silently created a second, empty database in ./data (issue 11).
+ */
+function cliEnvPrefix(config: Readonly<Config>): string {
+  if (config.databaseUrl !== null || config.dataDir === resolve(DEFAULT_DATA_DIR)) return "";
+  const dir = /^[\w./@%+=:,-]+$/.test(config.dataDir)
+    ? config.dataDir
+    : `'${config.dataDir.replace(/'/g, `'\\''`)}'`;
+  return `DATA_DIR=${dir} `;
 }
 
 /**
@@ -40,7 +53,8 @@ export async function serve(config: Readonly<Config>, logger: Logger, opts: Serv
   opts.say(`mailprobe: listening on ${address} (ready in ${Math.round(performance.now() - startedAt)} ms)`);
   if (runtime.isFresh) {
     opts.say("mailprobe: no users yet. Create one and get its first API key with:");
-    opts.say("    npx mailprobe users create --credits 100");
+    opts.say(`    ${cliEnvPrefix(config)}npx mailprobe users create --credits 100`);
+    if (!embedded) opts.say("  (with this server's DATABASE_URL in the environment)");
     opts.say(
       "  then call: curl -H 'Authorization: Bearer <key>' " +
         loopbackUrl(config.host, config.port) +

@@ -17,7 +17,7 @@ import { createWebhooksService, type WebhooksService } from "../webhooks/service
 import { createPgHostGate } from "../jobs/host-gate.ts";
 import { newWorkerId } from "../jobs/runner.ts";
 import { createEngine, type Engine, type EnginePorts } from "../verify/index.ts";
-import { engineOptionsFrom } from "./engine-options.ts";
+import { engineOptionsFrom, guardPorts } from "./engine-options.ts";
 
 /** Everything a request handler or a worker may call. Built once per process (or per test). */
 export interface Services {
@@ -82,6 +82,7 @@ export function buildServices(opts: ServiceOptions): Services {
   const engine = createEngine(engineOptionsFrom(config.verify), {
     clock,
     hostGate: realtimeGate,
+    ...guardPorts,
     ...opts.enginePorts,
   });
   const rateLimiter = createRateLimiter(
@@ -104,6 +105,7 @@ export function buildServices(opts: ServiceOptions): Services {
     verifications: createVerificationsService(db, clock, engine, {
       timeoutMs: config.verify.verifyTimeoutMs,
       cacheTtlMs: config.verify.resultCacheTtlMs,
+      maxInFlightPerUser: config.verify.maxInFlightPerUser,
       onEvidenceDecision: (r) =>
         logger.info({ domain: r.domainName, email: r.email, evidence: r.evidence }, "decided by evidence"),
     }),

@@ -3,7 +3,7 @@ import { createPgHostGate } from "../jobs/host-gate.ts";
 import { createWorkerPool, newWorkerId, type WorkerPool } from "../jobs/runner.ts";
 import { createEngine } from "../verify/index.ts";
 import { createWebhookDispatcher, type WebhookDispatcher } from "../webhooks/dispatcher.ts";
-import { engineOptionsFrom } from "./engine-options.ts";
+import { engineOptionsFrom, guardPorts } from "./engine-options.ts";
 
 export interface WorkerRole {
   pool: WorkerPool;
@@ -16,7 +16,10 @@ export interface WorkerRole {
  * The batch side of a process: the verification worker pool (with its own engine, whose host
  * gate enforces the cluster-wide per-MX-host limit) and the webhook dispatcher.
  */
-export function createWorkerRole(services: Services, opts: { workerId?: string } = {}): WorkerRole {
+export function createWorkerRole(
+  services: Services,
+  opts: { workerId?: string; recordRetryDelaysMs?: readonly number[] } = {},
+): WorkerRole {
   const { config, db, clock, logger } = services;
   const workerId = opts.workerId ?? newWorkerId();
   const gate = createPgHostGate({
@@ -29,7 +32,7 @@ export function createWorkerRole(services: Services, opts: { workerId?: string }
     // once), so a short wait usually ends with the slot; past it, the group is requeued.
     maxWaitMs: 5_000,
   });
-  const engine = createEngine(engineOptionsFrom(config.verify), { clock, hostGate: gate });
+  const engine = createEngine(engineOptionsFrom(config.verify), { clock, hostGate: gate, ...guardPorts });
   const pool = createWorkerPool({
     db,
     clock,
@@ -38,6 +41,7 @@ export function createWorkerRole(services: Services, opts: { workerId?: string }
     gate,
     config: config.worker,
     workerId,
+    recordRetryDelaysMs: opts.recordRetryDelaysMs,
   });
   const webhooks = createWebhookDispatcher({ db, clock, logger, config: config.webhooks });
   return {

@@ -13,14 +13,16 @@ export interface CredentialHeaders {
 const single = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
 
 /** Reads the credential from `Authorization: Bearer …` (preferred) or `X-API-Key`. */
-export function readCredential(headers: CredentialHeaders): { token: string } | "missing" | "malformed" {
+export function readCredential(
+  headers: CredentialHeaders,
+): { token: string; via: "bearer" | "x-api-key" } | "missing" | "malformed" {
   const auth = single(headers.authorization)?.trim();
   if (auth) {
     const m = /^Bearer\s+(\S+)$/i.exec(auth);
-    return m ? { token: m[1]! } : "malformed";
+    return m ? { token: m[1]!, via: "bearer" } : "malformed";
   }
   const key = single(headers["x-api-key"])?.trim();
-  return key ? { token: key } : "missing";
+  return key ? { token: key, via: "x-api-key" } : "missing";
 }
 
 export interface Authenticator {
@@ -44,20 +46,27 @@ export function createAuthenticator(apiKeys: ApiKeysService, jwt: JwtService): A
             apiKeyId: key.id,
             apiKeyPurpose: key.purpose,
             credentialId: `key:${key.id}`,
+            sessionKeyId: null,
           },
         };
       }
-      if (credential.split(".").length === 3) {
-        const userId = await jwt.verify(credential);
-        if (userId) {
+      // X-API-Key carries API keys only; a JWT is a Bearer credential (spec, Authentication 1-2).
+      if (read.via === "bearer" && credential.split(".").length === 3) {
+        const verified = await jwt.verify(credential);
+        // A session dies with the key that opened it (checked on each request, cached ≤ 1 s).
+        if (
+          verified &&
+          (verified.apiKeyId === null || (await apiKeys.isActiveKeyOf(verified.userId, verified.apiKeyId)))
+        ) {
           return {
             ok: true,
             principal: {
-              userId,
+              userId: verified.userId,
               source: "frontend",
               apiKeyId: null,
               apiKeyPurpose: null,
-              credentialId: `user:${userId}`,
+              credentialId: verified.apiKeyId ? `session:${verified.apiKeyId}` : `jwt:${verified.userId}`,
+              sessionKeyId: verified.apiKeyId,
             },
           };
         }

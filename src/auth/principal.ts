@@ -1,3 +1,5 @@
+import { forbidden } from "../lib/app-error.ts";
+
 /** Who is calling, as established by authentication. */
 export interface Principal {
   userId: string;
@@ -5,8 +7,41 @@ export interface Principal {
   source: "api_key" | "frontend";
   apiKeyId: string | null;
   apiKeyPurpose: string | null;
-  /** Identity of the credential itself, the unit of rate limiting. */
+  /** Identity of the credential itself, the unit of rate limiting (with the user, see auth plugin). */
   credentialId: string;
+  /** For a dashboard session: the API key that opened it (the session dies with it). */
+  sessionKeyId?: string | null;
+}
+
+/**
+ * DESIGN §5 "Key scopes": `zapier`, `n8n` and `google sheets` keys are integration keys (verify,
+ * tasks, uploads, downloads, reports); `custom` keys and sessions also manage keys.
+ */
+export const INTEGRATION_PURPOSES: readonly string[] = ["zapier", "n8n", "google sheets"];
+
+/** May this caller list, create, reveal or delete API keys? */
+export const mayManageKeys = (p: Principal): boolean =>
+  p.source === "frontend" || (p.apiKeyPurpose !== null && !INTEGRATION_PURPOSES.includes(p.apiKeyPurpose));
+
+/** Throws 403 FORBIDDEN unless the caller may manage keys. */
+export function requireKeyManagement(p: Principal): void {
+  if (!mayManageKeys(p))
+    throw forbidden(
+      `An integration key (purpose "${p.apiKeyPurpose}") cannot manage API keys; use a "custom" key or a session`,
+    );
+}
+
+/**
+ * The id of the key that may open a dashboard session for this caller; 403 FORBIDDEN unless the
+ * caller is a `custom` key.
+ */
+export function sessionOpenerKeyOf(p: Principal): string {
+  if (p.source !== "api_key" || !p.apiKeyId)
+    // A session must not mint its successor, or a leaked session token would never expire.
+    throw forbidden("Only an API key can open a session");
+  if (!mayManageKeys(p))
+    throw forbidden(`An integration key (purpose "${p.apiKeyPurpose}") cannot open a session`);
+  return p.apiKeyId;
 }
 
 /** Ledger metadata attributing a credit movement to the caller (spec: Authentication rule 6). */

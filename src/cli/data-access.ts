@@ -1,8 +1,11 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import type { Config } from "../config/index.ts";
 import { findAdminEndpoint, type AdminEndpoint } from "../app/admin-endpoint.ts";
 import { openRuntime } from "../app/runtime.ts";
 import { dataDirOwner } from "../db/data-dir-lock.ts";
 import { sleep } from "../lib/sleep.ts";
+import type { ApiKeyPurpose, ApiKeyRecord } from "../keys/service.ts";
 import type { Logger } from "../observability/logger.ts";
 
 /** What the data commands need, wherever the data lives. */
@@ -16,8 +19,35 @@ export interface DataAccess {
     amount: number,
     reason: string,
   ): Promise<{ transactionId: string; balanceAfter: number }>;
+  createKey(userId: string, name: string, purpose: ApiKeyPurpose): Promise<CliCreatedKey>;
+  listKeys(userId: string): Promise<CliApiKey[]>;
+  revokeKey(userId: string, keyId: string): Promise<void>;
   close(): Promise<void>;
 }
+
+/** An API key as the `keys` commands print it (the API's listing fields). */
+export interface CliApiKey {
+  id: string;
+  name: string;
+  purpose: string;
+  is_active: boolean;
+  created_at: string;
+  last_used_at: string | null;
+  prefix: string;
+}
+
+/** A created key: shown once, with its plaintext. */
+export type CliCreatedKey = Pick<CliApiKey, "id" | "name" | "purpose" | "created_at"> & { key: string };
+
+const cliKeyOf = (r: ApiKeyRecord): CliApiKey => ({
+  id: r.id,
+  name: r.name,
+  purpose: r.purpose,
+  is_active: r.isActive,
+  created_at: r.createdAt.toISOString(),
+  last_used_at: r.lastUsedAt?.toISOString() ?? null,
+  prefix: r.keyPrefix,
+});
 
 export class CliError extends Error {
   override name = "CliError";
@@ -29,7 +59,8 @@ async function adminCall<T>(endpoint: AdminEndpoint, path: string, body: unknown
     headers: { "content-type": "application/json", "x-admin-token": endpoint.token },
     body: JSON.stringify(body),
   });
-  const json = (await res.json()) as T & {
+  const text = await res.text();
+  const json = (text ? JSON.parse(text) : {}) as T & {
     error?: { message: string; details?: Array<{ field: string; reason: string }> };
   };
   if (!res.ok) {
@@ -63,13 +94,29 @@ function viaAdminApi(endpoint: AdminEndpoint): DataAccess {
       );
       return { transactionId: r.transaction_id, balanceAfter: r.balance_after };
     },
+    async createKey(userId, name, purpose) {
+      const r = await adminCall<CliCreatedKey>(endpoint, "/admin/v1/api-keys", {
+        user_id: userId,
+        name,
+        purpose,
+      });
+      return { id: r.id, name: r.name, purpose: r.purpose, created_at: r.created_at, key: r.key };
+    },
+    async listKeys(userId) {
+      return (
+        await adminCall<{ api_keys: CliApiKey[] }>(endpoint, "/admin/v1/api-keys/list", { user_id: userId })
+      ).api_keys;
+    },
+    async revokeKey(userId, keyId) {
+      await adminCall(endpoint, "/admin/v1/api-keys/revoke", { user_id: userId, id: keyId });
+    },
     async close() {},
   };
 }
 
 async function direct(config: Readonly<Config>, logger: Logger): Promise<DataAccess> {
   const runtime = await openRuntime(config, logger);
-  const { users, credits } = runtime.services;
+  const { users, credits, apiKeys } = runtime.services;
   return {
     async createUser(amount, email) {
       const created = await users.create({ credits: amount, email });
@@ -79,8 +126,30 @@ async function direct(config: Readonly<Config>, logger: Logger): Promise<DataAcc
       const t = await credits.grant(userId, amount, reason);
       return { transactionId: t.id, balanceAfter: t.balanceAfter };
     },
+    async createKey(userId, name, purpose) {
+      const { record, plaintext } = await apiKeys.create(userId, name, purpose);
+      const { id, purpose: p, created_at } = cliKeyOf(record);
+      return { id, name: record.name, purpose: p, created_at, key: plaintext };
+    },
+    async listKeys(userId) {
+      return (await apiKeys.list(userId, false)).map((k) => cliKeyOf(k.record));
+    },
+    revokeKey: (userId, keyId) => apiKeys.deactivate(userId, keyId),
     close: () => runtime.close(),
   };
+}
+
+/**
+ * A data command run without the server's DATA_DIR used to create a second, empty database
+ * silently (and the user it created was invisible to the server). The embedded database lives in
+ * DATA_DIR/pgdata (db/open.ts).
+ */
+function warnIfNewDatabase(dataDir: string, warn: (line: string) => void): void {
+  if (existsSync(join(dataDir, "pgdata"))) return;
+  warn(
+    `${dataDir} holds no database; creating a new one there. ` +
+      "If a server runs with another DATA_DIR, set DATA_DIR to its directory to use its data.",
+  );
 }
 
 /**
@@ -88,14 +157,21 @@ async function direct(config: Readonly<Config>, logger: Logger): Promise<DataAcc
  * data directory, go through its admin API (waiting briefly for a server that is still starting);
  * otherwise open the directory ourselves.
  */
-export async function openDataAccess(config: Readonly<Config>, logger: Logger): Promise<DataAccess> {
+export async function openDataAccess(
+  config: Readonly<Config>,
+  logger: Logger,
+  warn: (line: string) => void = (line) => void process.stderr.write(`mailprobe: warning: ${line}\n`),
+): Promise<DataAccess> {
   if (config.databaseUrl) return direct(config, logger);
   const deadline = Date.now() + 60_000;
   for (;;) {
     const endpoint = await findAdminEndpoint(config.dataDir);
     if (endpoint) return viaAdminApi(endpoint);
     const owner = await dataDirOwner(config.dataDir);
-    if (owner === null) return direct(config, logger);
+    if (owner === null) {
+      warnIfNewDatabase(config.dataDir, warn);
+      return direct(config, logger);
+    }
     if (Date.now() > deadline)
       throw new CliError(`process ${owner} holds ${config.dataDir} but exposes no admin API`);
     await sleep(250);

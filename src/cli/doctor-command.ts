@@ -1,3 +1,4 @@
+import { guardPorts } from "../app/engine-options.ts";
 import type { Config } from "../config/index.ts";
 import {
   createDoctorDns,
@@ -42,6 +43,7 @@ export async function runDoctorCommand(
         dns,
         connect:
           v.smtpProxy === null ? directConnect : createSocksConnect(v.smtpProxy, v.smtpConnectTimeoutMs),
+        ...guardPorts,
       },
     );
   } finally {

@@ -6,6 +6,7 @@ import { ConfigError, loadConfig, type Config } from "../config/index.ts";
 import { migrate } from "../db/migrate.ts";
 import { openDatabase } from "../db/open.ts";
 import { lockDataDir } from "../db/data-dir-lock.ts";
+import { API_KEY_PURPOSES, type ApiKeyPurpose } from "../keys/service.ts";
 import { isUuid } from "../lib/ids.ts";
 import { createLogger } from "../observability/logger.ts";
 import { CliError, openDataAccess } from "./data-access.ts";
@@ -35,6 +36,17 @@ function positiveInt(value: string): number {
 function uuidArg(value: string): string {
   if (!isUuid(value)) throw new InvalidArgumentError("must be a user id (UUID)");
   return value;
+}
+
+function keyIdArg(value: string): string {
+  if (!isUuid(value)) throw new InvalidArgumentError("must be an API key id (UUID)");
+  return value;
+}
+
+function purposeArg(value: string): ApiKeyPurpose {
+  const purpose = API_KEY_PURPOSES.find((p) => p === value);
+  if (!purpose) throw new InvalidArgumentError(`must be one of ${API_KEY_PURPOSES.join(", ")}`);
+  return purpose;
 }
 
 function buildProgram(): Command {
@@ -122,6 +134,57 @@ function buildProgram(): Command {
         say(
           `granted ${amount} credits to ${userId}: balance ${t.balanceAfter} (transaction ${t.transactionId})`,
         );
+      } finally {
+        await data.close();
+      }
+    });
+
+  const keys = program.command("keys").description("manage a user's API keys (operators)");
+  keys
+    .command("create")
+    .description("create an API key for a user; prints it once")
+    .argument("<user_id>", "user id (UUID)", uuidArg)
+    .option("--name <name>", "key name", "cli")
+    .option("--purpose <purpose>", `one of ${API_KEY_PURPOSES.join(", ")}`, purposeArg, "custom")
+    .option("--json", "print JSON")
+    .action(async (userId: string, opts: { name: string; purpose: ApiKeyPurpose; json?: boolean }) => {
+      if (!opts.name.trim()) throw new CliError("--name must not be blank");
+      const data = await openDataAccess(loadConfig(process.env), dataCommandLogger());
+      try {
+        const k = await data.createKey(userId, opts.name.trim(), opts.purpose);
+        if (opts.json) say(JSON.stringify(k));
+        else for (const f of ["id", "name", "purpose", "key"] as const) say(`${f}: ${k[f]}`);
+      } finally {
+        await data.close();
+      }
+    });
+  keys
+    .command("list")
+    .description("list a user's API keys (never their plaintext)")
+    .argument("<user_id>", "user id (UUID)", uuidArg)
+    .option("--json", "print JSON")
+    .action(async (userId: string, opts: { json?: boolean }) => {
+      const data = await openDataAccess(loadConfig(process.env), dataCommandLogger());
+      try {
+        const list = await data.listKeys(userId);
+        if (opts.json) say(JSON.stringify(list));
+        else
+          for (const k of list)
+            say([k.id, k.is_active ? "active" : "revoked", k.purpose, k.prefix, k.name].join("\t"));
+      } finally {
+        await data.close();
+      }
+    });
+  keys
+    .command("revoke")
+    .description("deactivate one of a user's API keys (its sessions end too; the last active key is kept)")
+    .argument("<user_id>", "user id (UUID)", uuidArg)
+    .argument("<key_id>", "API key id (UUID)", keyIdArg)
+    .action(async (userId: string, keyId: string) => {
+      const data = await openDataAccess(loadConfig(process.env), dataCommandLogger());
+      try {
+        await data.revokeKey(userId, keyId);
+        say(`revoked ${keyId}`);
       } finally {
         await data.close();
       }

@@ -1,4 +1,4 @@
-import { engineOptionsFrom } from "../app/engine-options.ts";
+import { engineOptionsFrom, guardPorts } from "../app/engine-options.ts";
 import type { Config } from "../config/index.ts";
 import { resultJson } from "../verifications/record-of-result.ts";
 import {
@@ -48,7 +48,7 @@ export async function verifyAddresses(
   config: Readonly<Config>,
   addresses: string[],
 ): Promise<VerificationResult[]> {
-  const engine = createEngine(engineOptionsFrom(config.verify));
+  const engine = createEngine(engineOptionsFrom(config.verify), guardPorts);
   try {
     const byDomain = new Map<string, number[]>();
     addresses.forEach((a, i) => {

@@ -2,6 +2,7 @@ import { hostname as osHostname } from "node:os";
 import { resolve } from "node:path";
 import { boolVar, ConfigError, enumVar, intVar, keyVar, optionalVar, stringVar, urlVar } from "./env-vars.ts";
 import type { HeloNameSource } from "../lib/host-names.ts";
+import { dnsServersVar } from "./dns-servers.ts";
 import { resolveSmtpIdentity, type ConfigWarning } from "./smtp-identity.ts";
 
 export { ConfigError, type ConfigWarning };
@@ -43,6 +44,8 @@ export interface Config {
   maxUploadBytes: number;
   /** Trust X-Forwarded-* from a reverse proxy. */
   trustProxy: boolean;
+  /** METRICS_TOKEN: when set, GET /metrics requires `Authorization: Bearer <token>`. */
+  metricsToken: string | null;
   logLevel: LogLevel;
   /** Grace period for in-flight work at SIGTERM before the process exits anyway. */
   shutdownTimeoutMs: number;
@@ -83,10 +86,14 @@ export interface WebhookConfig {
   timeoutMs: number;
   /** Give up retrying a delivery this long after it was created. */
   retryWindowMs: number;
+  /** Deliveries one dispatcher has in flight at once. */
+  concurrency: number;
+  /** Deliveries in flight to one receiver host at once, across dispatchers. */
+  maxPerHost: number;
 }
 
 export interface VerifyConfig {
-  /** Resolvers as host or host:port; empty = the system's. */
+  /** Resolver addresses (IPv4[:port], IPv6, [IPv6]:port); empty = the system's. */
   dnsServers: string[];
   dnsTimeoutMs: number;
   dnsTries: number;
@@ -112,16 +119,23 @@ export interface VerifyConfig {
   catchallCacheTtlMs: number;
   /** socks5:// URL for SMTP egress, or null. */
   smtpProxy: string | null;
+  /** Probe mail hosts on loopback/private/link-local addresses (test worlds, labs); off: refused. */
+  smtpAllowPrivateHosts: boolean;
   /** Deadline of one realtime verification; past it the answer is 408 with partial results. */
   verifyTimeoutMs: number;
   /** How long a definitive result is reused for the same address (0 disables the cache). */
   resultCacheTtlMs: number;
+  /** Distinct addresses one user may have in fresh realtime verification at once, per process. */
+  maxInFlightPerUser: number;
 }
 
 /** What loadConfig may ask of the machine (tests pin it). */
 export interface ConfigHost {
   hostname: () => string;
 }
+
+/** DATA_DIR when unset, relative to the working directory. */
+export const DEFAULT_DATA_DIR = "./data";
 
 const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
@@ -141,7 +155,7 @@ export function loadConfig(
   return Object.freeze({
     port: intVar(env, "PORT", 8080, 0, 65535),
     host: stringVar(env, "HOST", "0.0.0.0"),
-    dataDir: resolve(stringVar(env, "DATA_DIR", "./data")),
+    dataDir: resolve(stringVar(env, "DATA_DIR", DEFAULT_DATA_DIR)),
     databaseUrl: urlVar(env, "DATABASE_URL", ["postgres:", "postgresql:"]),
     databasePoolSize: intVar(env, "DATABASE_POOL_SIZE", 10, 1, 1000),
     encryptionKey: keyVar(env, "ENCRYPTION_KEY"),
@@ -155,6 +169,7 @@ export function loadConfig(
     bodyLimitBytes: intVar(env, "BODY_LIMIT_BYTES", 5 * 1024 * 1024, 1024),
     maxUploadBytes: intVar(env, "MAX_UPLOAD_BYTES", 10 * 1024 * 1024, 1024),
     trustProxy: boolVar(env, "TRUST_PROXY", false),
+    metricsToken: optionalVar(env, "METRICS_TOKEN"),
     logLevel: enumVar(env, "LOG_LEVEL", LOG_LEVELS, "info"),
     shutdownTimeoutMs: intVar(env, "SHUTDOWN_TIMEOUT_MS", 30_000, 0, 600_000),
     verify: loadVerifyConfig(env, smtp),
@@ -163,6 +178,8 @@ export function loadConfig(
       allowPrivate: boolVar(env, "WEBHOOK_ALLOW_PRIVATE", false),
       timeoutMs: intVar(env, "WEBHOOK_TIMEOUT_MS", 10_000, 100, 120_000),
       retryWindowMs: intVar(env, "WEBHOOK_RETRY_HOURS", 24, 0, 24 * 30) * 3_600_000,
+      concurrency: intVar(env, "WEBHOOK_CONCURRENCY", 8, 1, 1000),
+      maxPerHost: intVar(env, "WEBHOOK_MAX_PER_HOST", 2, 1, 1000),
     }),
     warnings: Object.freeze(smtp.warnings),
   });
@@ -193,28 +210,13 @@ function loadWorkerConfig(env: Record<string, string | undefined>): Readonly<Wor
   });
 }
 
-function hostPortList(env: Record<string, string | undefined>, name: string): string[] {
-  const raw = optionalVar(env, name);
-  if (raw === null) return [];
-  return raw.split(",").map((entry) => {
-    const item = entry.trim();
-    // host, host:port, [v6]:port or a bare IPv6 address
-    if (
-      !/^(\[[0-9a-fA-F:.]+\](:\d{1,5})?|[0-9a-fA-F:]+:[0-9a-fA-F:]+|[A-Za-z0-9.-]+(:\d{1,5})?)$/.test(item)
-    ) {
-      throw new ConfigError(`${name} must be a comma-separated list of host or host:port, got "${item}"`);
-    }
-    return item;
-  });
-}
-
 function loadVerifyConfig(
   env: Record<string, string | undefined>,
   smtp: { heloName: string; heloNameSource: HeloNameSource; mailFrom: string },
 ): Readonly<VerifyConfig> {
   const smtpProxy = urlVar(env, "SMTP_PROXY", ["socks5:", "socks5h:", "socks:"]);
   return Object.freeze({
-    dnsServers: hostPortList(env, "DNS_SERVERS"),
+    dnsServers: dnsServersVar(env, "DNS_SERVERS"),
     dnsTimeoutMs: intVar(env, "DNS_TIMEOUT_MS", 2_000, 50, 60_000),
     dnsTries: intVar(env, "DNS_TRIES", 2, 1, 10),
     dnsCacheTtlMs: intVar(env, "DNS_CACHE_TTL_MS", 300_000, 0, 86_400_000),
@@ -232,7 +234,9 @@ function loadVerifyConfig(
     maxSessionsPerHost: intVar(env, "SMTP_MAX_CONNECTIONS_PER_HOST", 2, 1, 100),
     catchallCacheTtlMs: intVar(env, "CATCHALL_CACHE_TTL_MS", 3_600_000, 0, 7 * 86_400_000),
     smtpProxy,
+    smtpAllowPrivateHosts: boolVar(env, "SMTP_ALLOW_PRIVATE_HOSTS", false),
     verifyTimeoutMs: intVar(env, "VERIFY_TIMEOUT_MS", 30_000, 100, 600_000),
     resultCacheTtlMs: intVar(env, "VERIFY_CACHE_TTL_SECONDS", 86_400, 0, 30 * 86_400) * 1000,
+    maxInFlightPerUser: intVar(env, "VERIFY_MAX_IN_FLIGHT_PER_USER", 10, 1, 10_000),
   });
 }

@@ -47,6 +47,34 @@ export const SQLSTATE = {
   invalidTextRepresentation: "22P02",
 } as const;
 
+/**
+ * The database could not be reached or dropped the connection (a restart, a failover, the network):
+ * nothing is wrong with the statement, and the same work succeeds once the database is back. The
+ * PostgreSQL adapter raises it for driver errors that carry no SQLSTATE ("Connection terminated
+ * unexpectedly", ECONNREFUSED) and for the server's connection-class codes.
+ */
+export class DatabaseUnavailableError extends Error {
+  override name = "DatabaseUnavailableError";
+  /** The SQLSTATE or errno code of the underlying error, when it had one. */
+  readonly code: string | undefined;
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.code = sqlState(cause);
+  }
+}
+
+// SQLSTATE class 08 (connection exception) and the server going away or not accepting yet:
+// 57P01 admin_shutdown (`pg_ctl stop -m fast`), 57P02 crash_shutdown, 57P03 cannot_connect_now
+// ("the database system is starting up"), 53300 too_many_connections.
+const UNAVAILABLE_STATES = new Set(["57P01", "57P02", "57P03", "53300"]);
+
+/** True when `error` says the database is out of reach for now (see DatabaseUnavailableError). */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (error instanceof DatabaseUnavailableError) return true;
+  const code = sqlState(error);
+  return code !== undefined && (code.startsWith("08") || UNAVAILABLE_STATES.has(code));
+}
+
 export function sqlState(error: unknown): string | undefined {
   if (typeof error === "object" && error !== null && "code" in error) {
     const code = error.code;

@@ -1,6 +1,6 @@
 import pg from "pg";
 import type { Database, Transaction } from "./client.ts";
-import { NUMBER_TYPE_OIDS, parseNumber } from "./client.ts";
+import { DatabaseUnavailableError, isDatabaseUnavailable, NUMBER_TYPE_OIDS, parseNumber } from "./client.ts";
 
 const types = {
   getTypeParser(oid: number, format?: "text" | "binary") {
@@ -9,14 +9,34 @@ const types = {
   },
 };
 
+/**
+ * Server errors keep their SQLSTATE (callers branch on it); a lost or refused connection becomes a
+ * DatabaseUnavailableError. pg raises those without a SQLSTATE ("Connection terminated
+ * unexpectedly", ECONNREFUSED), and programming errors (bad parameters) as TypeError/RangeError.
+ */
+function translate(error: unknown): unknown {
+  if (error instanceof pg.DatabaseError)
+    return isDatabaseUnavailable(error) ? new DatabaseUnavailableError(error) : error;
+  if (error instanceof TypeError || error instanceof RangeError) return error;
+  return new DatabaseUnavailableError(error);
+}
+
 function wrap(client: pg.Pool | pg.PoolClient): Transaction {
   return {
     async query<R>(text: string, params: readonly unknown[] = []) {
-      const res = await client.query(text, params as unknown[]);
-      return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
+      try {
+        const res = await client.query(text, params as unknown[]);
+        return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
+      } catch (error) {
+        throw translate(error);
+      }
     },
     async exec(sql: string) {
-      await client.query(sql);
+      try {
+        await client.query(sql);
+      } catch (error) {
+        throw translate(error);
+      }
     },
   };
 }
@@ -36,21 +56,41 @@ export function openPostgres(
     pool,
     query: (text, params) => base.query(text, params),
     async transaction(fn) {
-      const client = await pool.connect();
+      let client: pg.PoolClient;
       try {
-        await client.query("begin");
-        const result = await fn(wrap(client));
-        await client.query("commit");
+        client = await pool.connect();
+      } catch (error) {
+        throw translate(error);
+      }
+      // The pool listens for errors only on idle clients. A checked-out client whose connection
+      // drops (a server restart: 57P01, then "Connection terminated unexpectedly") emits 'error',
+      // and with no listener that kills the process (issue 11: 6 of 6 restart rounds).
+      let broken: Error | undefined;
+      const onClientError = (e: Error): void => {
+        broken ??= e;
+        onError(e);
+      };
+      client.on("error", onClientError);
+      const tx = wrap(client);
+      try {
+        await tx.query("begin");
+        const result = await fn(tx);
+        await tx.query("commit");
         return result;
       } catch (error) {
-        await client.query("rollback").catch(() => {});
+        if (!broken)
+          await client.query("rollback").catch((e: unknown) => {
+            broken = e instanceof Error ? e : new Error(String(e));
+          });
         throw error;
       } finally {
-        client.release();
+        client.removeListener("error", onClientError);
+        // A broken client is discarded, not handed to the next caller.
+        client.release(broken);
       }
     },
     async exec(sql) {
-      await pool.query(sql);
+      await base.exec(sql);
     },
     async close() {
       // Idempotent like the PGlite adapter's (pg itself throws "Called end on pool more than

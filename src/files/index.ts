@@ -8,7 +8,7 @@ export {
 } from "./parse/parse-list-file.ts";
 export type { ListFileProblem, ListFileProblemCode } from "./parse/problems.ts";
 export type { ListEntry, SkippedCounts } from "./parse/table.ts";
-export { isEmailHeaderName } from "./parse/table.ts";
+export { DEFAULT_MAX_COLUMNS, isEmailHeaderName } from "./parse/table.ts";
 export type { ListFormat } from "./parse/sniff.ts";
 export type { TextEncodingName } from "./parse/decode-text.ts";
 export type { Delimiter } from "./parse/delimiter.ts";
@@ -25,6 +25,7 @@ export {
   contentDisposition,
   contentTypeFor,
   downloadFilename,
+  filledWidth,
   joinResultRow,
   rfc5987Value,
   type ExportFormat,

@@ -19,6 +19,8 @@ export interface HttpSettings {
   maxUploadBytes: number;
   /** WEBHOOK_ALLOW_PRIVATE: accept a webhook_url whose host is a literal private address. */
   allowPrivateWebhooks: boolean;
+  /** METRICS_TOKEN: the bearer token GET /metrics requires; null leaves it open. */
+  metricsToken: string | null;
 }
 
 /**

@@ -8,6 +8,7 @@ export const STATUS_BY_CODE = {
   INSUFFICIENT_CREDITS: 402,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
+  CONFLICT: 409,
   VERIFICATION_TIMEOUT: 408,
   DEPENDENCY_FAILED: 424,
   DEPENDENCY_TIMEOUT: 504,
@@ -18,9 +19,15 @@ export const STATUS_BY_CODE = {
 } as const satisfies Record<ErrorCode, number>;
 
 export interface ErrorBody {
-  error: { code: ErrorCode; message: string; details?: FieldError[] };
+  error: { code: ErrorCode; message: string; details?: FieldError[]; details_truncated?: number };
   [extra: string]: unknown;
 }
+
+/**
+ * Most `details` one error response lists; `error.details_truncated` counts the rest. Before this
+ * cap a 5 MB body of 2.6 M non-strings answered a 140 MB error listing every item (issue 11).
+ */
+export const MAX_ERROR_DETAILS = 20;
 
 export interface MappedError {
   status: number;
@@ -32,7 +39,7 @@ export interface MappedError {
 
 const GENERIC_500 = "An internal error occurred";
 
-interface AjvIssue {
+export interface AjvIssue {
   instancePath: string;
   keyword: string;
   message?: string;
@@ -87,8 +94,19 @@ const body = (
   extra?: Record<string, unknown>,
 ): ErrorBody => ({
   ...extra,
-  error: { code, message, ...(details && details.length > 0 ? { details } : {}) },
+  error: { code, message, ...cappedDetails(details) },
 });
+
+function cappedDetails(
+  details: FieldError[] | undefined,
+): Pick<ErrorBody["error"], "details" | "details_truncated"> {
+  if (!details || details.length === 0) return {};
+  if (details.length <= MAX_ERROR_DETAILS) return { details };
+  return {
+    details: details.slice(0, MAX_ERROR_DETAILS),
+    details_truncated: details.length - MAX_ERROR_DETAILS,
+  };
+}
 
 /** Maps anything thrown in a request to the spec's error body. */
 export function mapError(error: unknown): MappedError {
@@ -132,6 +150,12 @@ export function mapError(error: unknown): MappedError {
       );
     case "FST_ERR_CTP_BODY_TOO_LARGE":
       return clientError("Request body is too large", "body", "exceeds the size limit");
+    // Router errors (Fastify's frameworkErrors): the default answers echo the raw path in a
+    // non-spec body. A too-long path segment can only be an invalid id, hence 400 like one.
+    case "FST_ERR_BAD_URL":
+      return clientError("Malformed URL", "url", "must be valid percent-encoded UTF-8");
+    case "FST_ERR_MAX_PARAM_LENGTH":
+      return clientError("A path segment is too long", "url", "has a path parameter that is too long");
     default:
       break;
   }
@@ -143,6 +167,31 @@ export function mapError(error: unknown): MappedError {
     return clientError(fe.message ?? "Bad request", "request", "is invalid");
   }
   return { status: 500, body: body("INTERNAL_ERROR", GENERIC_500), isServerFault: true };
+}
+
+/**
+ * Errors Node's HTTP parser raises before Fastify sees a request (the socket's `clientError`):
+ * headers over http.maxHeaderSize (Node answers 431 by default), malformed HTTP, a request that
+ * did not arrive in time. Answered in the spec's envelope as 400 VALIDATION_ERROR, like an
+ * over-limit body, so VALIDATION_ERROR keeps its one status (no 431 or 414 beside it).
+ */
+export function mapClientError(error: { code?: string }, maxHeaderBytes: number): MappedError {
+  switch (error.code) {
+    case "HPE_HEADER_OVERFLOW":
+      return clientError(
+        "Request headers are too large",
+        "headers",
+        `must total at most ${maxHeaderBytes} bytes`,
+      );
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return clientError(
+        "The request did not arrive in time",
+        "request",
+        "must be sent within the request timeout",
+      );
+    default:
+      return clientError("Malformed HTTP request", "request", "is not a valid HTTP/1.1 request");
+  }
 }
 
 function clientError(message: string, field: string, reason: string): MappedError {

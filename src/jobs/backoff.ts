@@ -13,6 +13,23 @@ export function internalRetryDelayMs(attempt: number, rand: () => number = Math.
 }
 
 /**
+ * Pause of a polling loop (claims, webhook rounds) after `failures` consecutive failed rounds, e.g.
+ * while the database restarts: doubling from `baseMs`, capped at 10 s so the loop notices the
+ * database is back within seconds, with ±25 % jitter so a fleet of workers doesn't reconnect in
+ * lockstep.
+ */
+export function outageBackoffMs(failures: number, baseMs: number, rand: () => number = Math.random): number {
+  const ceiling = Math.min(10_000, Math.max(1, baseMs) * 2 ** Math.max(0, failures - 1));
+  return Math.round(ceiling * (0.75 + rand() / 2));
+}
+
+/**
+ * Waits before retrying a failed result write (attempt n = 1, 2, …); past the table the group is
+ * given back to the queue. About 12 s in all: a `pg_ctl restart` is over in one or two seconds.
+ */
+export const RECORD_RETRY_DELAYS_MS: readonly number[] = [250, 1_000, 3_000, 8_000];
+
+/**
  * How an `unknown` answer is retried:
  * - `deferred`: the server asked us to come back (greylisting, 4xx rate limits, other 4xx):
  *   on its hint, or VERIFY_RETRY_DELAYS (greylisting windows are 5–15 minutes);
@@ -42,6 +59,7 @@ const CLASS_OF: Readonly<Record<UnknownReason, RetryClass>> = {
   smtp_protocol_error: "final",
   unclassified_rejection: "final",
   address_literal: "final",
+  private_host_refused: "final",
 };
 
 export const retryClassOf = (reason: UnknownReason): RetryClass => CLASS_OF[reason];

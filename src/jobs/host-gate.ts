@@ -16,6 +16,22 @@ export class HostBusyError extends Error {
   }
 }
 
+/**
+ * The slot table could not be read or written (the database is down or restarting): no session
+ * was opened, so the address was not tried and the attempt does not count.
+ */
+export class SlotsUnavailableError extends Error {
+  override name = "SlotsUnavailableError";
+  constructor(
+    readonly host: string,
+    cause: unknown,
+  ) {
+    super(`SMTP slots of ${host} unavailable: ${cause instanceof Error ? cause.message : String(cause)}`, {
+      cause,
+    });
+  }
+}
+
 export interface PgHostGateOptions {
   db: Database;
   clock: Clock;
@@ -36,7 +52,7 @@ export interface PgHostGateOptions {
 }
 
 export interface PgHostGate extends HostGate {
-  /** Renews every slot this process holds. */
+  /** Renews the slots this process's sessions hold. */
   heartbeat(): Promise<void>;
   /** True while this process already holds or awaits as many sessions to `host` as the limit allows. */
   isSaturated(host: string): boolean;
@@ -51,6 +67,8 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
   // slots could only queue, each idling a session slot of the pool: refuse them at once instead,
   // so the pool works on other domains meanwhile.
   const local = new KeyedSemaphore(o.slotsPerHost);
+  // Slots held by a running session, by "host slot": the heartbeat renews these only.
+  const held = new Map<string, { host: string; slot: number }>();
   return {
     isSaturated: (host) => local.holders(host) >= o.slotsPerHost,
     async acquire(host, signal) {
@@ -65,7 +83,12 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
       }
     },
     async heartbeat() {
-      await extendHostSlots(o.db, o.holder, new Date(o.clock.now().getTime() + o.leaseMs));
+      await extendHostSlots(
+        o.db,
+        o.holder,
+        [...held.values()],
+        new Date(o.clock.now().getTime() + o.leaseMs),
+      );
     },
   };
 
@@ -84,12 +107,17 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
           holder: o.holder,
           now,
           expiresAt: new Date(now.getTime() + o.leaseMs),
+        }).catch((error: unknown) => {
+          throw new SlotsUnavailableError(host, error);
         });
         if (slot !== null) {
+          const key = `${host} ${slot}`;
+          held.set(key, { host, slot });
           let released = false;
           return () => {
             if (released) return;
             released = true;
+            held.delete(key);
             // The engine releases a moment after the server saw our close (its settle time).
             // The cluster slot first: a local waiter goes straight to the database for it.
             void releaseHostSlot(o.db, host, slot, o.holder)

@@ -1,6 +1,6 @@
 // What to do with each job of a processed group: pure decisions over the engine's answers (or
-// the error that stopped it), the job's attempts and the retry schedules. The runner applies them.
-import type { JobRecord } from "../db/queries/jobs.ts";
+// the error that stopped it), the job's counters and the retry schedules. The runner applies them.
+import type { JobRecord, RetrySchedule } from "../db/queries/jobs.ts";
 import type { VerificationResult } from "../verify/index.ts";
 import {
   hostBusyDelayMs,
@@ -13,8 +13,21 @@ import {
 /** What to do with each job of a processed group. */
 export type JobOutcome =
   | { kind: "result"; job: JobRecord; result: VerificationResult }
-  | { kind: "retry"; job: JobRecord; runAfter: Date; error: string | null; refundAttempt: boolean }
+  | {
+      kind: "retry";
+      job: JobRecord;
+      runAfter: Date;
+      error: string | null;
+      /** The claim's attempt is undone: the address was not really tried. */
+      refundAttempt: boolean;
+      /** The schedule this retry takes a step of (its counter goes up by one). */
+      schedule: RetrySchedule | null;
+    }
   | { kind: "failed"; job: JobRecord; error: string };
+
+/** Retries of `job` already scheduled on `schedule`. */
+const retriesMade = (job: JobRecord, schedule: RetrySchedule): number =>
+  schedule === "deferred" ? job.deferredRetries : job.unreachableRetries;
 
 /** A job's answer: stored, or rescheduled when it is `unknown` for a reason worth a retry. */
 export function outcomeOfResult(
@@ -28,9 +41,18 @@ export function outcomeOfResult(
   // `cancelled` and the timeout_* reasons only arise when our own shutdown aborted the session:
   // the address was never really tried.
   if (retryClassOf(reason) === "interrupted") {
-    return { kind: "retry", job, runAfter: now, error: reason, refundAttempt: true };
+    return { kind: "retry", job, runAfter: now, error: reason, refundAttempt: true, schedule: null };
   }
-  const delay = retryDelayMs(reason, job.attempts, schedules, result.retryAfterMs ?? null);
+  const retryClass = retryClassOf(reason);
+  if (retryClass !== "deferred" && retryClass !== "unreachable") return { kind: "result", job, result };
+  // Indexed by the retries of this cause, not by `attempts`: a re-claim after a crash or an
+  // expired lease, or a retry for another cause, must not cut the greylisting schedule short.
+  const delay = retryDelayMs(
+    reason,
+    retriesMade(job, retryClass) + 1,
+    schedules,
+    result.retryAfterMs ?? null,
+  );
   if (delay === null) return { kind: "result", job, result };
   return {
     kind: "retry",
@@ -38,6 +60,7 @@ export function outcomeOfResult(
     runAfter: new Date(now.getTime() + delay),
     error: reason,
     refundAttempt: false,
+    schedule: retryClass,
   };
 }
 
@@ -49,6 +72,8 @@ export type GroupFailure =
   | { kind: "host_busy_in_cluster" }
   /** Our own shutdown cut it short. */
   | { kind: "stopping" }
+  /** The per-host slot table could not be reached (the database is down): the address was not tried. */
+  | { kind: "slots_unavailable" }
   /** A bug or an infrastructure fault: back off, and give up after `maxAttempts`. */
   | { kind: "internal"; message: string };
 
@@ -69,13 +94,29 @@ export function outcomesOfFailure(
         runAfter: job.runAfter,
         error: null,
         refundAttempt: true,
+        schedule: null,
       }));
-    case "host_busy_in_cluster": {
+    case "host_busy_in_cluster":
+    case "slots_unavailable": {
       const runAfter = new Date(now.getTime() + hostBusyDelayMs(rand));
-      return jobs.map((job) => ({ kind: "retry", job, runAfter, error: null, refundAttempt: true }));
+      return jobs.map((job) => ({
+        kind: "retry",
+        job,
+        runAfter,
+        error: null,
+        refundAttempt: true,
+        schedule: null,
+      }));
     }
     case "stopping":
-      return jobs.map((job) => ({ kind: "retry", job, runAfter: now, error: null, refundAttempt: true }));
+      return jobs.map((job) => ({
+        kind: "retry",
+        job,
+        runAfter: now,
+        error: null,
+        refundAttempt: true,
+        schedule: null,
+      }));
     case "internal":
       return jobs.map((job) =>
         job.attempts >= maxAttempts
@@ -86,7 +127,40 @@ export function outcomesOfFailure(
               runAfter: new Date(now.getTime() + internalRetryDelayMs(job.attempts, rand)),
               error: failure.message,
               refundAttempt: false,
+              schedule: null,
             },
       );
   }
+}
+
+/**
+ * Jobs whose outcome could not be recorded even after retries: they must not stay `processing`.
+ * Back to the queue at once with the attempt refunded when the database was out of reach (the
+ * verification was fine, only the write was lost); otherwise (a fault of ours) like an internal
+ * failure: back off, and fail the job after `maxAttempts` so a write that can never succeed
+ * cannot loop forever.
+ */
+export function outcomesOfUnrecorded(
+  jobs: readonly JobRecord[],
+  cause: { databaseUnavailable: boolean; message: string },
+  now: Date,
+  maxAttempts: number,
+  rand: () => number = Math.random,
+): JobOutcome[] {
+  if (cause.databaseUnavailable)
+    return jobs.map((job) => ({
+      kind: "retry",
+      job,
+      runAfter: now,
+      error: job.lastError,
+      refundAttempt: true,
+      schedule: null,
+    }));
+  return outcomesOfFailure(
+    jobs,
+    { kind: "internal", message: `recording failed: ${cause.message}` },
+    now,
+    maxAttempts,
+    rand,
+  );
 }

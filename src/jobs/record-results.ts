@@ -1,5 +1,12 @@
 import type { Database } from "../db/client.ts";
-import { completeJobs, failJobs, jobsHeldBy, rescheduleJobs, type JobRecord } from "../db/queries/jobs.ts";
+import {
+  completeJobs,
+  failJobs,
+  jobsHeldBy,
+  rescheduleJobs,
+  type JobRecord,
+  type Reschedule,
+} from "../db/queries/jobs.ts";
 import { lockTask, type TaskRecord } from "../db/queries/tasks.ts";
 import { insertVerifications, type VerificationRecord } from "../db/queries/verifications.ts";
 import { newId } from "../lib/ids.ts";
@@ -60,9 +67,7 @@ export async function recordGroup(
     }
     await insertVerifications(tx, records);
     await completeJobs(tx, done, worker, at);
-    const retries = mine.filter((o) => o.kind === "retry");
-    await rescheduleJobs(tx, retries.filter((o) => o.refundAttempt).map(retryRow), worker, at, true);
-    await rescheduleJobs(tx, retries.filter((o) => !o.refundAttempt).map(retryRow), worker, at, false);
+    await rescheduleJobs(tx, mine.filter((o) => o.kind === "retry").map(rescheduleOf), worker, at);
     for (const o of mine) if (o.kind === "failed") await failJobs(tx, [o.job.id], o.error, worker, at);
 
     const finished: string[] = [];
@@ -73,8 +78,11 @@ export async function recordGroup(
   });
 }
 
-const retryRow = (o: JobOutcome & { kind: "retry" }) => ({
+/** The row that puts a job back in the queue for a retry outcome. */
+export const rescheduleOf = (o: JobOutcome & { kind: "retry" }): Reschedule => ({
   id: o.job.id,
   runAfter: o.runAfter,
   error: o.error,
+  refundAttempt: o.refundAttempt,
+  schedule: o.schedule,
 });

@@ -2,17 +2,30 @@ import { setMaxListeners } from "node:events";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { WorkerConfig } from "../config/index.ts";
-import type { Database } from "../db/client.ts";
-import { claimDomainGroup, extendLeases, releaseExpiredLeases, type JobRecord } from "../db/queries/jobs.ts";
+import { isDatabaseUnavailable, type Database } from "../db/client.ts";
+import {
+  claimDomainGroup,
+  extendLeases,
+  releaseExpiredLeases,
+  rescheduleJobs,
+  type JobRecord,
+} from "../db/queries/jobs.ts";
 import { markTasksStarted } from "../db/queries/tasks.ts";
 import type { Clock } from "../lib/clock.ts";
 import { sleep } from "../lib/sleep.ts";
 import type { Logger } from "../observability/logger.ts";
 import { decidedByEvidence, type Engine } from "../verify/index.ts";
-import { outcomeOfResult, outcomesOfFailure, type GroupFailure, type JobOutcome } from "./outcomes.ts";
-import { HostBusyError, type PgHostGate } from "./host-gate.ts";
+import { outageBackoffMs, RECORD_RETRY_DELAYS_MS } from "./backoff.ts";
+import {
+  outcomeOfResult,
+  outcomesOfFailure,
+  outcomesOfUnrecorded,
+  type GroupFailure,
+  type JobOutcome,
+} from "./outcomes.ts";
+import { HostBusyError, SlotsUnavailableError, type PgHostGate } from "./host-gate.ts";
 import { createDomainHosts } from "./domain-hosts.ts";
-import { recordGroup } from "./record-results.ts";
+import { recordGroup, rescheduleOf } from "./record-results.ts";
 
 /** Most jobs one claim takes: one SMTP session runs them in transactions of SMTP_MAX_RCPT. */
 export const CLAIM_GROUP_MAX = 200;
@@ -26,6 +39,8 @@ export interface WorkerPoolDeps {
   gate: PgHostGate;
   config: Readonly<WorkerConfig>;
   workerId?: string;
+  /** Waits between retries of a failed result write (default RECORD_RETRY_DELAYS_MS; tests shorten it). */
+  recordRetryDelaysMs?: readonly number[];
 }
 
 export interface WorkerPool {
@@ -52,11 +67,25 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
   setMaxListeners(10_000, stopping.signal, sessions.signal);
   const domainHosts = createDomainHosts((host) => deps.gate.isSaturated(host));
   const schedules = { deferredMs: config.retryDelaysMs, unreachableMs: config.unreachableRetryDelaysMs };
+  const recordRetryDelaysMs = deps.recordRetryDelaysMs ?? RECORD_RETRY_DELAYS_MS;
+  // Jobs claimed by this pool and not yet recorded or handed back: the only ones the heartbeat
+  // renews. Renewing "every job locked by this worker" kept a group whose write had failed
+  // `processing` for as long as the process ran (issue 11 item 8).
+  const inFlight = new Set<string>();
   let loop: Promise<void> | null = null;
   let timers: NodeJS.Timeout[] = [];
 
   /** Verifies one claimed group and records what became of each job. */
   async function verifyAndRecord(jobs: JobRecord[]): Promise<void> {
+    try {
+      await settle(await verify(jobs));
+    } finally {
+      // Recorded, handed back, or (if even that failed) left to its lease, which no heartbeat renews.
+      for (const job of jobs) inFlight.delete(job.id);
+    }
+  }
+
+  async function verify(jobs: JobRecord[]): Promise<JobOutcome[]> {
     const domain = jobs[0]!.domain;
     let outcomes: JobOutcome[];
     try {
@@ -84,13 +113,57 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
         log.error({ err: error, domain, jobs: jobs.length }, "verifying a group failed");
       outcomes = outcomesOfFailure(jobs, failure, clock.now(), config.maxAttempts);
     }
-    const finished = await recordGroup(db, workerId, outcomes, clock.now());
-    for (const taskId of finished) log.info({ taskId }, "task finished");
+    return outcomes;
+  }
+
+  /**
+   * Records the outcomes, retrying a failed write with backoff (a database restart is over in
+   * seconds); if it still fails, gives the jobs back to the queue in one small statement. Never
+   * throws: every job leaves `processing` here, or its lease runs out unrenewed.
+   */
+  async function settle(outcomes: JobOutcome[]): Promise<void> {
+    let lastError: unknown;
+    for (let attempt = 0; attempt <= recordRetryDelaysMs.length; attempt++) {
+      if (attempt > 0) await sleep(recordRetryDelaysMs[attempt - 1]!);
+      try {
+        const finished = await recordGroup(db, workerId, outcomes, clock.now());
+        for (const taskId of finished) log.info({ taskId }, "task finished");
+        return;
+      } catch (error) {
+        lastError = error;
+        log.warn({ err: error, jobs: outcomes.length, attempt: attempt + 1 }, "recording a group failed");
+      }
+    }
+    const jobs = outcomes.map((o) => o.job);
+    const cause = {
+      databaseUnavailable: isDatabaseUnavailable(lastError),
+      message: lastError instanceof Error ? lastError.message : String(lastError),
+    };
+    const fallback = outcomesOfUnrecorded(jobs, cause, clock.now(), config.maxAttempts);
+    try {
+      if (cause.databaseUnavailable) {
+        const retries = fallback.flatMap((o) => (o.kind === "retry" ? [rescheduleOf(o)] : []));
+        await rescheduleJobs(db, retries, workerId, clock.now());
+      } else {
+        // May fail the last jobs of a task: recordGroup also finishes it.
+        await recordGroup(db, workerId, fallback, clock.now());
+      }
+      log.error(
+        { err: lastError, jobs: jobs.length },
+        "results could not be recorded; jobs returned to the queue",
+      );
+    } catch (error) {
+      log.error(
+        { err: error, jobs: jobs.length },
+        "results could not be recorded; jobs return when their lease runs out",
+      );
+    }
   }
 
   function groupFailureOf(error: unknown): GroupFailure {
     if (error instanceof HostBusyError)
       return { kind: error.isLocal ? "host_busy_locally" : "host_busy_in_cluster" };
+    if (error instanceof SlotsUnavailableError) return { kind: "slots_unavailable" };
     if (sessions.signal.aborted) return { kind: "stopping" };
     return { kind: "internal", message: error instanceof Error ? error.message : String(error) };
   }
@@ -107,22 +180,31 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
     // A host whose session just ended has a free slot: give it to another of its domains first,
     // so the busiest providers (the bottleneck of a list) never sit idle.
     const preferred = domainHosts.domainsOfFreedHosts();
-    let jobs = preferred.length > 0 ? await claimDomainGroup(db, { ...base, onlyDomains: preferred }) : [];
-    if (jobs.length === 0) jobs = await claimDomainGroup(db, base);
-    if (jobs.length > 0) await markTasksStarted(db, [...new Set(jobs.map((j) => j.taskId))], now);
+    // One transaction: if marking the tasks started fails, the claim is undone too, so no job is
+    // left leased to a group that never runs.
+    const jobs = await db.transaction(async (tx) => {
+      let claimed =
+        preferred.length > 0 ? await claimDomainGroup(tx, { ...base, onlyDomains: preferred }) : [];
+      if (claimed.length === 0) claimed = await claimDomainGroup(tx, base);
+      if (claimed.length > 0) await markTasksStarted(tx, [...new Set(claimed.map((j) => j.taskId))], now);
+      return claimed;
+    });
+    for (const job of jobs) inFlight.add(job.id);
     return jobs;
   }
 
   function track(p: Promise<void>): void {
     const tracked = p
       .catch((err: unknown) =>
-        log.error({ err }, "recording a group failed; its leases will expire and it will be retried"),
+        log.error({ err }, "processing a group failed; its leases will expire and it will be retried"),
       )
       .finally(() => active.delete(tracked));
     active.add(tracked);
   }
 
   async function mainLoop(): Promise<void> {
+    // Consecutive failed claims (the database is down): the wait grows until it answers again.
+    let failures = 0;
     while (!stopping.signal.aborted) {
       try {
         if (active.size >= config.concurrency) {
@@ -130,6 +212,8 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
           continue;
         }
         const jobs = await claim();
+        if (failures > 0) log.info({ failures }, "claiming works again");
+        failures = 0;
         if (jobs.length === 0) {
           await sleep(config.pollIntervalMs, stopping.signal).catch(() => {});
           continue;
@@ -137,17 +221,23 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
         track(verifyAndRecord(jobs));
       } catch (err) {
         if (stopping.signal.aborted) break;
-        log.error({ err }, "claiming work failed");
-        await sleep(config.pollIntervalMs * 4, stopping.signal).catch(() => {});
+        failures++;
+        log.error({ err, failures }, "claiming work failed");
+        await sleep(outageBackoffMs(failures, config.pollIntervalMs * 2), stopping.signal).catch(() => {});
       }
     }
   }
 
   const every = (ms: number, fn: () => Promise<unknown>): NodeJS.Timeout => {
-    const t = setInterval(
-      () => void fn().catch((err: unknown) => log.warn({ err }, "periodic job failed")),
-      ms,
-    );
+    // A tick still waiting on the database (a connect during an outage) is not joined by another.
+    let running = false;
+    const t = setInterval(() => {
+      if (running) return;
+      running = true;
+      void fn()
+        .catch((err: unknown) => log.warn({ err }, "periodic job failed"))
+        .finally(() => (running = false));
+    }, ms);
     t.unref();
     return t;
   };
@@ -159,8 +249,7 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
       timers = [
         every(Math.max(1_000, config.leaseMs / 3), async () => {
           const until = new Date(clock.now().getTime() + config.leaseMs);
-          await extendLeases(db, workerId, until);
-          await deps.gate.heartbeat();
+          await Promise.all([extendLeases(db, workerId, [...inFlight], until), deps.gate.heartbeat()]);
         }),
         every(Math.max(1_000, config.leaseMs / 2), () => releaseExpiredLeases(db, clock.now())),
       ];

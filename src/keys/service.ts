@@ -1,14 +1,17 @@
 import type { Database, Queryable } from "../db/client.ts";
 import {
+  countActiveApiKeysOfUser,
   deactivateApiKey,
   findApiKeyByHash,
+  findApiKeyById,
   insertApiKey,
   listApiKeysOfUser,
+  lockKeyOwner,
   touchApiKey,
   type ApiKeyPurpose,
   type ApiKeyRecord,
 } from "../db/queries/api-keys.ts";
-import { AppError, notFound } from "../lib/app-error.ts";
+import { AppError, conflict, notFound } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
 import { safeEqual } from "../lib/tokens.ts";
@@ -16,6 +19,15 @@ import { decryptSecret, encryptSecret } from "./key-cipher.ts";
 import { generateApiKey, hashApiKey, looksLikeApiKey } from "./key-material.ts";
 
 export const API_KEY_PURPOSES: readonly ApiKeyPurpose[] = ["zapier", "n8n", "google sheets", "custom"];
+
+/** Most active keys one user may hold (DESIGN §5 "Key scopes"): creating one more → 409 CONFLICT. */
+export const MAX_ACTIVE_KEYS_PER_USER = 50;
+
+/**
+ * How long "is the key behind this session still active?" is remembered per key id. A revoked
+ * key's sessions stop within this time on every process (at once on the one that revoked it).
+ */
+export const SESSION_KEY_CHECK_TTL_MS = 1_000;
 export type { ApiKeyPurpose, ApiKeyRecord };
 
 export interface CreatedApiKey {
@@ -31,10 +43,14 @@ export interface ApiKeyListing {
 
 export interface ApiKeysService {
   create(userId: string, name: string, purpose: ApiKeyPurpose, q?: Queryable): Promise<CreatedApiKey>;
+  /** With reveal, active keys carry their plaintext; a deactivated key's is never returned. */
   list(userId: string, reveal: boolean): Promise<ApiKeyListing[]>;
+  /** Deactivates (idempotent); refuses the user's last active key (409 CONFLICT). */
   deactivate(userId: string, id: string): Promise<void>;
   /** The active key matching the plaintext, or null. */
   authenticate(plaintext: string): Promise<ApiKeyRecord | null>;
+  /** Is this key active and the user's? Cached for SESSION_KEY_CHECK_TTL_MS (checked per session request). */
+  isActiveKeyOf(userId: string, id: string): Promise<boolean>;
 }
 
 export function createApiKeysService(
@@ -64,22 +80,36 @@ export function createApiKeysService(
     touchApiKey(db, id, now).catch(() => {});
   };
 
+  // Session → key liveness, remembered briefly so a session request costs no query most of the time.
+  const liveness = new Map<string, { userId: string; active: boolean; at: number }>();
+  const forget = (id: string): void => void liveness.delete(id);
+
+  const insert = async (q: Queryable, userId: string, name: string, purpose: ApiKeyPurpose) => {
+    const key = requireKey();
+    if (!(await lockKeyOwner(q, userId))) throw notFound("User");
+    if ((await countActiveApiKeysOfUser(q, userId)) >= MAX_ACTIVE_KEYS_PER_USER)
+      throw conflict(
+        `A user may hold at most ${MAX_ACTIVE_KEYS_PER_USER} active API keys; delete one before creating another`,
+      );
+    const id = newId();
+    const generated = generateApiKey();
+    const record = await insertApiKey(q, {
+      id,
+      userId,
+      name,
+      purpose,
+      keyHash: generated.hash,
+      keyPrefix: generated.prefix,
+      keyCiphertext: encryptSecret(key, generated.plaintext, id),
+      createdAt: clock.now(),
+    });
+    return { record, plaintext: generated.plaintext };
+  };
+
   return {
-    async create(userId, name, purpose, q = db) {
-      const key = requireKey();
-      const id = newId();
-      const generated = generateApiKey();
-      const record = await insertApiKey(q, {
-        id,
-        userId,
-        name,
-        purpose,
-        keyHash: generated.hash,
-        keyPrefix: generated.prefix,
-        keyCiphertext: encryptSecret(key, generated.plaintext, id),
-        createdAt: clock.now(),
-      });
-      return { record, plaintext: generated.plaintext };
+    async create(userId, name, purpose, q) {
+      // Inside the caller's transaction when given one (users.create), else in a transaction of its own.
+      return q ? insert(q, userId, name, purpose) : db.transaction((tx) => insert(tx, userId, name, purpose));
     },
 
     async list(userId, reveal) {
@@ -87,6 +117,7 @@ export function createApiKeysService(
       if (!reveal) return records.map((record) => ({ record }));
       const key = requireKey();
       return records.map((record) => {
+        if (!record.isActive) return { record };
         try {
           return { record, plaintext: decryptSecret(key, record.keyCiphertext, record.id) };
         } catch {
@@ -96,7 +127,18 @@ export function createApiKeysService(
     },
 
     async deactivate(userId, id) {
-      if (!(await deactivateApiKey(db, userId, id, clock.now()))) throw notFound("API key");
+      await db.transaction(async (tx) => {
+        await lockKeyOwner(tx, userId);
+        const record = await findApiKeyById(tx, id);
+        if (!record || record.userId !== userId) throw notFound("API key");
+        if (record.isActive && (await countActiveApiKeysOfUser(tx, userId)) <= 1)
+          throw conflict(
+            "This is the user's last active API key: without it no request could authenticate. " +
+              "Create another key first, then delete this one",
+          );
+        await deactivateApiKey(tx, userId, id, clock.now());
+      });
+      forget(id);
     },
 
     async authenticate(plaintext) {
@@ -108,6 +150,18 @@ export function createApiKeysService(
       if (!record || !safeEqual(record.keyHash, hash) || !record.isActive) return null;
       touch(record.id);
       return record;
+    },
+
+    async isActiveKeyOf(userId, id) {
+      const now = Date.now();
+      let entry = liveness.get(id);
+      if (!entry || now - entry.at >= SESSION_KEY_CHECK_TTL_MS) {
+        const record = await findApiKeyById(db, id);
+        entry = { userId: record?.userId ?? "", active: record?.isActive ?? false, at: now };
+        if (liveness.size > 10_000) liveness.clear();
+        liveness.set(id, entry);
+      }
+      return entry.active && entry.userId === userId;
     },
   };
 }

@@ -7,6 +7,7 @@ export const ERROR_CODES = [
   "INSUFFICIENT_CREDITS",
   "FORBIDDEN",
   "NOT_FOUND",
+  "CONFLICT",
   "VERIFICATION_TIMEOUT",
   "DEPENDENCY_FAILED",
   "DEPENDENCY_TIMEOUT",
@@ -52,3 +53,7 @@ export const validationError = (message: string, details?: FieldError[]): AppErr
   new AppError("VALIDATION_ERROR", message, details);
 
 export const notFound = (what: string): AppError => new AppError("NOT_FOUND", `${what} not found`);
+
+export const forbidden = (message: string): AppError => new AppError("FORBIDDEN", message);
+
+export const conflict = (message: string): AppError => new AppError("CONFLICT", message);

@@ -18,12 +18,22 @@ export interface ReadinessOptions {
   warnings: readonly ConfigWarning[];
   /** One round trip to the database; the composition root supplies it so this module needs no db/. */
   ping: () => Promise<void>;
+  /** A ping slower than this counts as unreachable (a hung connect must not hang /readyz). */
+  timeoutMs?: number;
 }
 
 export function createReadinessService(opts: ReadinessOptions): ReadinessService {
   return {
     async check() {
-      await opts.ping();
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error("database ping timed out")), opts.timeoutMs ?? 5_000);
+      });
+      try {
+        await Promise.race([opts.ping(), timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
       return { database: opts.databaseKind, warnings: opts.warnings };
     },
   };

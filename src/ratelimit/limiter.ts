@@ -7,10 +7,14 @@ import {
   type RateLimiterAbstract,
 } from "rate-limiter-flexible";
 
-/** Admission control for one credential (or client address). */
+export type Admission = { allowed: true } | { allowed: false; retryAfterMs: number };
+
+/** Admission control for one credential, user or client address. */
 export interface RateLimiter {
   /** Allowed, or refused with the time until a retry can succeed. */
-  consume(key: string): Promise<{ allowed: true } | { allowed: false; retryAfterMs: number }>;
+  consume(key: string): Promise<Admission>;
+  /** Whether `key` is refused right now (its allowance is spent), without spending any of it. */
+  peek(key: string): Promise<Admission>;
   close(): Promise<void>;
 }
 
@@ -61,10 +65,8 @@ function limiterFor(
 export function createRateLimiter(opts: RateLimitOptions, store: RateLimitStore): RateLimiter {
   const sustained = limiterFor(store, "rl_s", opts.perSecond, 1);
   const extra = Math.max(0, opts.burst - opts.perSecond);
-  const limiter =
-    extra > 0
-      ? new BurstyRateLimiter(sustained, limiterFor(store, "rl_b", extra, BURST_REFILL_SECONDS))
-      : sustained;
+  const burst = extra > 0 ? limiterFor(store, "rl_b", extra, BURST_REFILL_SECONDS) : null;
+  const limiter = burst ? new BurstyRateLimiter(sustained, burst) : sustained;
   return {
     async consume(key) {
       try {
@@ -74,6 +76,15 @@ export function createRateLimiter(opts: RateLimitOptions, store: RateLimitStore)
         if (e instanceof RateLimiterRes) return { allowed: false, retryAfterMs: e.msBeforeNext };
         throw e;
       }
+    },
+    async peek(key) {
+      // Refused requests are counted too, so "spent" is: more consumed than allowed in both buckets.
+      const s = await sustained.get(key);
+      if (!s || s.consumedPoints <= opts.perSecond) return { allowed: true };
+      if (!burst) return { allowed: false, retryAfterMs: s.msBeforeNext };
+      const b = await burst.get(key);
+      if (!b || b.consumedPoints <= extra) return { allowed: true };
+      return { allowed: false, retryAfterMs: Math.min(s.msBeforeNext, b.msBeforeNext) };
     },
     async close() {},
   };

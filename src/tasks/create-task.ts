@@ -22,7 +22,10 @@ const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 const IDEMPOTENCY_SCOPE = "tasks.create";
 
 export interface CreateTaskInput {
-  /** Trimmed addresses as submitted (duplicates allowed; they are verified and billed once). */
+  /**
+   * Trimmed addresses as submitted (duplicates allowed; they are verified and billed once). Its
+   * length is the task's `submitted_count`; the distinct ones are `email_count`.
+   */
   emails: string[];
   webhookUrl: string | null;
   idempotencyKey: string | null;
@@ -109,6 +112,7 @@ export async function createTask(
       source: principal.source,
       apiKeyId: principal.apiKeyId,
       emailCount: planned.jobs.length,
+      submittedCount: input.emails.length,
       domainCount: planned.domainCount,
       isFileBacked: input.isFileBacked ?? false,
       createdAt: now,

@@ -7,7 +7,9 @@ import { findUploadsOfTasks, type UploadRecord } from "../db/queries/uploads.ts"
 import {
   buildResultHeader,
   contentTypeFor,
+  DEFAULT_MAX_COLUMNS,
   downloadFilename,
+  filledWidth,
   joinResultRow,
   RESULT_COLUMNS,
   TXT_RESULT_COLUMNS,
@@ -17,7 +19,7 @@ import {
   type ExportCell,
   type ExportFormat,
 } from "../files/index.ts";
-import { AppError, notFound } from "../lib/app-error.ts";
+import { AppError, notFound, validationError } from "../lib/app-error.ts";
 import {
   cellsInOrder,
   fieldsNamed,
@@ -42,10 +44,20 @@ export interface Download {
   body: Readable;
 }
 
-/** The result cells of one row. A job still running shows `pending`; a job that failed outright shows unknown. */
+/**
+ * Status of an upload row whose email cell is blank or not an address (no job, not billed):
+ * DESIGN §5, every row of a download has a status.
+ */
+export const SKIPPED_STATUS = "skipped";
+
+/**
+ * The result cells of one row. A job still running shows `pending`; a job that failed outright
+ * shows unknown; a row without an address shows `skipped`.
+ */
 function cellsOf(row: ExportRow): Partial<Record<ResultFieldKey, ResultCell>> {
   if (row.result) return resultCells(row.result);
-  if (row.email === null || row.jobStatus === null) return {}; // not an address: no job
+  if (row.email === null) return { status: SKIPPED_STATUS };
+  if (row.jobStatus === null) return { email: row.email, status: SKIPPED_STATUS }; // no job (not expected)
   return row.jobStatus === "failed"
     ? { email: row.email, status: "unknown", unknownReason: "verification_failed" }
     : { email: row.email, status: "pending" };
@@ -56,16 +68,56 @@ const TXT_FIELDS = fieldsNamed(TXT_RESULT_COLUMNS);
 const statusOf = (row: ExportRow): string | null =>
   row.result?.status ?? (row.jobStatus === "failed" ? "unknown" : null);
 
-/** Every row of the task, page by page (keyset on position/row index: constant memory, any size). */
-async function* pages(db: Database, taskId: string, upload: UploadRecord | null): AsyncGenerator<ExportRow> {
-  for (let after = -1; ;) {
-    const rows = upload
-      ? await exportUploadRows(db, upload.id, taskId, after, PAGE)
-      : await exportTaskJobs(db, taskId, after, PAGE);
+const page = (
+  db: Database,
+  taskId: string,
+  upload: UploadRecord | null,
+  after: number,
+): Promise<ExportRow[]> =>
+  upload ? exportUploadRows(db, upload.id, taskId, after, PAGE) : exportTaskJobs(db, taskId, after, PAGE);
+
+/**
+ * Every row of the task, page by page (keyset on position/row index: constant memory, any size),
+ * starting with `first`, the first page, already read.
+ */
+async function* pages(
+  db: Database,
+  taskId: string,
+  upload: UploadRecord | null,
+  first: ExportRow[],
+): AsyncGenerator<ExportRow> {
+  for (let rows = first; ;) {
     yield* rows;
     if (rows.length < PAGE) return;
-    after = rows[rows.length - 1]!.key;
+    rows = await page(db, taskId, upload, rows[rows.length - 1]!.key);
   }
+}
+
+/**
+ * How many original columns the download shows: the widest real (non-blank) header or cell.
+ * Uploads since the column bound store exactly that as `columnCount` (≤ DEFAULT_MAX_COLUMNS); an
+ * upload stored before it may claim a million columns for one row of empty csv fields, so its
+ * width is measured on the stored rows. One that really is wider cannot be downloaded with its
+ * columns: refused before anything is sent.
+ */
+async function originalWidth(
+  db: Database,
+  taskId: string,
+  upload: UploadRecord,
+  first: ExportRow[],
+): Promise<number> {
+  if (upload.columnCount <= DEFAULT_MAX_COLUMNS) return upload.columnCount;
+  let width = filledWidth(upload.header);
+  for await (const row of pages(db, taskId, upload, first)) width = Math.max(width, filledWidth(row.cells));
+  if (width > DEFAULT_MAX_COLUMNS) {
+    throw validationError("The upload is too wide to download with its original columns", [
+      {
+        field: "format",
+        reason: `the uploaded file has ${width.toLocaleString("en-US")} columns, more than the ${DEFAULT_MAX_COLUMNS.toLocaleString("en-US")} a download holds; use format=txt`,
+      },
+    ]);
+  }
+  return width;
 }
 
 /**
@@ -90,8 +142,13 @@ export async function prepareDownload(
     return status !== null && opts.statuses.has(status as VerificationStatus);
   };
 
+  // Everything that can fail is tried before the stream exists, so that it is still an ordinary
+  // error response: the task, the owner, the first page (the database answers) and the width.
+  const first = await page(db, task.id, upload, -1);
+  const width = upload && opts.format !== "txt" ? await originalWidth(db, task.id, upload, first) : 0;
+
   async function* rows(): AsyncGenerator<ExportCell[]> {
-    for await (const row of pages(db, task!.id, upload)) {
+    for await (const row of pages(db, task!.id, upload, first)) {
       if (!keep(row)) continue;
       const cells = cellsOf(row);
       if (opts.format === "txt") {
@@ -99,7 +156,7 @@ export async function prepareDownload(
         if (cells.email) yield cellsInOrder(cells, TXT_FIELDS);
       } else {
         const result = cellsInOrder(cells);
-        yield upload ? joinResultRow(row.cells ?? [], upload.columnCount, result) : result;
+        yield upload ? joinResultRow(row.cells ?? [], width, result) : result;
       }
     }
   }
@@ -108,7 +165,7 @@ export async function prepareDownload(
     opts.format === "txt"
       ? [...TXT_RESULT_COLUMNS]
       : upload
-        ? buildResultHeader(upload.header, upload.columnCount)
+        ? buildResultHeader(upload.header, width)
         : [...RESULT_COLUMNS];
   const input = { header, rows: rows(), escapeFormulas: opts.escapeFormulas };
   const body =

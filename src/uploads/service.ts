@@ -6,6 +6,7 @@ import { parseListFile } from "../files/index.ts";
 import { AppError, notFound, validationError } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
+import { unstorableTextReason } from "../lib/storable-text.ts";
 import { createTask } from "../tasks/create-task.ts";
 import { MAX_TASK_EMAILS } from "../tasks/task-input.ts";
 import type { Engine } from "../verify/index.ts";
@@ -27,6 +28,25 @@ export interface UploadsService {
   status(principal: Principal, uploadId: string): Promise<{ upload: UploadRecord; task: TaskRecord }>;
 }
 
+/**
+ * The parser sniffs only the first KB for binary content, so a NUL further in reached the
+ * database as cell text (a 500 before issue 11): any cell PostgreSQL cannot store refuses the file.
+ */
+function refuseUnstorableCells(list: { header: string[] | null; rows: string[][] }): void {
+  for (const cells of list.header ? [list.header, ...list.rows] : list.rows) {
+    for (const cell of cells) {
+      const reason = unstorableTextReason(cell);
+      if (!reason) continue;
+      throw validationError(
+        reason.includes("NUL")
+          ? "The file contains a NUL character (a zero byte), which a text list cannot hold: it is binary or corrupt. Upload a .csv, .txt or .xlsx list."
+          : "The file contains text that is not valid Unicode. Save it again as UTF-8 and upload it.",
+        [{ field: "file", reason: `cells ${reason}` }],
+      );
+    }
+  }
+}
+
 export function createUploadsService(
   db: Database,
   clock: Clock,
@@ -46,9 +66,13 @@ export function createUploadsService(
         ]);
       }
       const list = parsed.list;
+      refuseUnstorableCells(list);
       let upload: UploadRecord | null = null;
+      // Every address-shaped cell, duplicates included (the task dedupes; DESIGN §5): RFC-invalid
+      // ones become `invalid_syntax` jobs, as in a JSON task. The other rows are skipped.
+      const submitted = list.entries.flatMap((e) => (e.email === null ? [] : [e.email]));
       const { task } = await createTask(db, clock, engine, principal, {
-        emails: list.emails,
+        emails: submitted,
         webhookUrl: input.webhookUrl,
         idempotencyKey: null,
         isFileBacked: true,
@@ -61,6 +85,8 @@ export function createUploadsService(
             filename: input.filename,
             format: list.format,
             emailCount: created.emailCount,
+            submittedCount: submitted.length,
+            skippedCount: list.rows.length - submitted.length,
             header: list.header,
             emailColumn: list.emailColumn,
             columnCount: list.columnCount,

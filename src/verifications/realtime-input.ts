@@ -1,7 +1,7 @@
+import { MAX_EMAIL_INPUT_LENGTH } from "../lib/address-shape.ts";
 import { validationError } from "../lib/app-error.ts";
 
-/** Longest address accepted at the API edge (the spec's 400 rule; RFC 5321's own limit is 254). */
-export const MAX_EMAIL_INPUT_LENGTH = 320;
+export { MAX_EMAIL_INPUT_LENGTH };
 
 /**
  * The request-level checks of POST /verify. Only input that is not an address at all is a 400:

@@ -14,6 +14,7 @@ import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
 import { decidedByEvidence, type Engine, type VerificationResult } from "../verify/index.ts";
 import { freeRepeatWindowStart, realtimeChargeKey } from "./charge-rules.ts";
+import { createInFlightLimiter } from "./in-flight.ts";
 import { readRealtimeEmail } from "./realtime-input.ts";
 import { recordOfResult, resultOfRecord } from "./record-of-result.ts";
 
@@ -22,6 +23,11 @@ export interface RealtimeVerificationOptions {
   timeoutMs: number;
   /** Reuse window of a definitive result (0 = always verify afresh). */
   cacheTtlMs: number;
+  /**
+   * Distinct addresses one user may have in fresh verification at once, in this process
+   * (VERIFY_MAX_IN_FLIGHT_PER_USER); beyond it 429 RATE_LIMITED. Cached answers do not count.
+   */
+  maxInFlightPerUser: number;
   /** Told of fresh results that the server's other answers, not their wording, decided. */
   onEvidenceDecision?: (result: VerificationResult) => void;
 }
@@ -37,12 +43,17 @@ export interface VerificationsService {
 
 const TIMEOUT_REASONS = new Set(["timeout_dns", "timeout_smtp"]);
 
+/** Retry-After of a request refused for too many in flight: most verifications end within seconds. */
+const IN_FLIGHT_RETRY_AFTER_SECONDS = 1;
+
 export function createVerificationsService(
   db: Database,
   clock: Clock,
   engine: Engine,
   opts: RealtimeVerificationOptions,
 ): VerificationsService {
+  const inFlight = createInFlightLimiter(opts.maxInFlightPerUser);
+
   /** What the engine would call this address: the canonical key of caches, windows and charges. */
   const canonicalOf = (email: string): string => {
     const syntax = engine.checkSyntax(email);
@@ -71,11 +82,31 @@ export function createVerificationsService(
     now: Date,
   ): Promise<{ result: VerificationResult; cached: VerificationRecord | null }> {
     if (opts.cacheTtlMs > 0 && engine.checkSyntax(input).ok) {
-      const cached = await findCachedVerification(db, canonical, new Date(now.getTime() - opts.cacheTtlMs));
+      const cached = await findCachedVerification(
+        db,
+        principal.userId,
+        canonical,
+        new Date(now.getTime() - opts.cacheTtlMs),
+      );
       if (cached) return { result: resultOfRecord(cached), cached };
     }
     await assertCanPay(principal.userId, canonical, now);
-    const result = await engine.verifyOne(input, { signal: AbortSignal.timeout(opts.timeoutMs) });
+    const release = inFlight.tryAcquire(principal.userId, canonical);
+    if (!release) {
+      throw new AppError(
+        "RATE_LIMITED",
+        `Too many verifications in progress: at most ${opts.maxInFlightPerUser.toString()} addresses per account ` +
+          "at once (VERIFY_MAX_IN_FLIGHT_PER_USER); retry when one has finished",
+        undefined,
+        { headers: { "retry-after": IN_FLIGHT_RETRY_AFTER_SECONDS.toString() } },
+      );
+    }
+    let result: VerificationResult;
+    try {
+      result = await engine.verifyOne(input, { signal: AbortSignal.timeout(opts.timeoutMs) });
+    } finally {
+      release();
+    }
     if (decidedByEvidence(result.evidence)) opts.onEvidenceDecision?.(result);
     return { result, cached: null };
   }
@@ -101,6 +132,8 @@ export function createVerificationsService(
         canonical,
         freeRepeatWindowStart(now),
       );
+      // A free repeat served from the user's own stored result is that result: nothing to store.
+      if (isFreeRepeat && cached) return cached;
       if (!isFreeRepeat) {
         const outcome = await deductCredits(tx, {
           userId: principal.userId,

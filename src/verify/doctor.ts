@@ -7,10 +7,11 @@
 // smtpd_helo_restrictions at RCPT time by default (smtpd_delay_reject=yes), so a non-FQDN HELO
 // gets "250" to EHLO and "504 5.5.2 <web-1>: Helo command rejected: need fully-qualified hostname"
 // only to the RCPT: checking EHLO alone would pass exactly the set-up this command exists to catch.
-import { BlockList, isIP, isIPv4, isIPv6 } from "node:net";
+import { isIP, isIPv4, isIPv6 } from "node:net";
 import { classifyHostName, normaliseHostName, type HeloNameSource } from "../lib/host-names.ts";
 import { AbortedError } from "./abort.ts";
 import { createNodeDns, expandIpv6, reverseName, type DnsAnswer, type DnsPort } from "./dns.ts";
+import type { AddressPolicy } from "./ports.ts";
 import { resolveMailHosts, type DomainResolution } from "./resolve-domain.ts";
 import { ConnectError, type ConnectPort } from "./smtp/connect.ts";
 import { SmtpClosedError, SmtpConnection, SmtpTimeoutError } from "./smtp/connection.ts";
@@ -55,6 +56,11 @@ export interface DoctorPorts {
   connect: ConnectPort;
   /** Orders MX hosts of equal preference; default Math.random. */
   random?: () => number;
+  /**
+   * The outbound guard (the engine's `addressPolicy`): a non-public egress address means NAT, so
+   * FCrDNS failures soften to warnings. Without one, every address is judged as it is.
+   */
+  addressPolicy?: AddressPolicy;
 }
 
 export interface DoctorOptions {
@@ -104,7 +110,7 @@ export async function runDoctor(opts: DoctorOptions, ports: DoctorPorts): Promis
     checkMailFromDomain(dns, opts.mailFrom, mailDomain, ports.random ?? Math.random),
     checkSmtp(dns, ports, opts, target),
   ]);
-  const fcrdns = await checkFcrdns(dns, opts, smtp);
+  const fcrdns = await checkFcrdns(dns, opts, smtp, ports.addressPolicy ?? null);
   const checks: DoctorCheck[] = [dnsCheck, checkHeloName(opts), smtp.check, fcrdns, mailFromCheck];
   return {
     ok: checks.every((c) => c.status !== "fail"),
@@ -471,7 +477,12 @@ function egressOf(smtp: SmtpOutcome, viaProxy: boolean): DoctorReport["egress"] 
   return null;
 }
 
-async function checkFcrdns(dns: DoctorDnsPort, opts: DoctorOptions, smtp: SmtpOutcome): Promise<DoctorCheck> {
+async function checkFcrdns(
+  dns: DoctorDnsPort,
+  opts: DoctorOptions,
+  smtp: SmtpOutcome,
+  policy: AddressPolicy | null,
+): Promise<DoctorCheck> {
   const egress = egressOf(smtp, opts.viaProxy);
   if (egress === null) {
     return !smtp.connected
@@ -487,7 +498,7 @@ async function checkFcrdns(dns: DoctorDnsPort, opts: DoctorOptions, smtp: SmtpOu
   // A private egress address (a local socket behind NAT, or an MX on our own network) is not what
   // receivers on the internet see, so a missing or mismatched PTR proves nothing: failures
   // soften to warnings and say why.
-  const isPrivate = !isPublicIp(ip);
+  const isPrivate = policy !== null && !policy(ip).public;
   const privateNote = isPrivate
     ? ` (${ip} is not a public address: receivers on the internet see another address; check that one with dig -x)`
     : "";
@@ -633,33 +644,6 @@ function boundedDns(dns: DoctorDnsPort, stepMs: number): DoctorDnsPort {
     addresses6: bound((h) => dns.addresses6(h)),
     reverse: bound((ip) => dns.reverse(ip)),
   };
-}
-
-// Not public: where a local socket address means NAT (RFC 1918, CGNAT, loopback, link-local,
-// IPv6 ULA / link-local / loopback).
-const NOT_PUBLIC = new BlockList();
-for (const [network, prefix] of [
-  ["0.0.0.0", 8],
-  ["10.0.0.0", 8],
-  ["100.64.0.0", 10],
-  ["127.0.0.0", 8],
-  ["169.254.0.0", 16],
-  ["172.16.0.0", 12],
-  ["192.168.0.0", 16],
-] as const) {
-  NOT_PUBLIC.addSubnet(network, prefix, "ipv4");
-}
-for (const [network, prefix] of [
-  ["::1", 128],
-  ["fc00::", 7],
-  ["fe80::", 10],
-] as const) {
-  NOT_PUBLIC.addSubnet(network, prefix, "ipv6");
-}
-
-function isPublicIp(ip: string): boolean {
-  const family = isIPv4(ip) ? "ipv4" : isIPv6(ip) ? "ipv6" : null;
-  return family !== null && !NOT_PUBLIC.check(ip, family);
 }
 
 /** 32 hex digits of an IPv6 address ("2001:db8::1" → "20010db8000…0001"). */

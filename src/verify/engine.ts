@@ -7,11 +7,12 @@ import { settleAddress, type CatchAllVerdict } from "./classify.ts";
 import { createNodeDns } from "./dns.ts";
 import { decideReply, serverEvidenceOf, sessionRecipients, type KnownDomainAnswers } from "./evidence.ts";
 import { createLocalHostGate } from "./host-limit.ts";
+import { refusalEvidence, vetMailHosts } from "./host-policy.ts";
 import { DomainBatch, type RecipientSource } from "./micro-batch.ts";
 import { isDisposableDomain } from "./lists/disposable.ts";
 import { isRoleAccount } from "./lists/role-accounts.ts";
 import { defaultEngineOptions, type EngineOptions } from "./options.ts";
-import { systemClock, type EnginePorts } from "./ports.ts";
+import { noAddressPolicy, systemClock, type EnginePorts } from "./ports.ts";
 import { detectServerType, providerTraits, type ServerType } from "./providers.ts";
 import { DomainResolver, type DomainResolution, type NoMailCause } from "./resolve-domain.ts";
 import { directConnect } from "./smtp/connect.ts";
@@ -83,6 +84,8 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
     (opts.smtpProxy !== null ? createSocksConnect(opts.smtpProxy, opts.smtpConnectTimeoutMs) : directConnect);
   // No host ever sees more than maxSessionsPerHost sessions from an engine without a gate of its own.
   const hostGate = ports.hostGate ?? createLocalHostGate(opts.maxSessionsPerHost);
+  // The outbound guard: without a policy plugged in, no mail host is known to be public (fail closed).
+  const addressPolicy = ports.addressPolicy ?? noAddressPolicy;
   const resolver = new DomainResolver({ dns, nowMs, random, cacheTtlMs: opts.dnsCacheTtlMs });
   const domainFacts = new TtlCache<string, DomainFacts>(opts.catchallCacheTtlMs, nowMs);
   // Hosts that accepted an ordinary recipient from us: their unrecognised rejections are about the recipient.
@@ -185,9 +188,16 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       case "mail_hosts":
         break;
     }
+    // Only hosts with a public address are probed (unless allowed: test worlds, labs).
+    let hosts = resolution.hosts;
+    if (!opts.smtpAllowPrivateHosts) {
+      const vetted = vetMailHosts(hosts, addressPolicy);
+      if (vetted.allowed.length === 0)
+        return finishAll("unknown", "private_host_refused", refusalEvidence(vetted.refused));
+      hosts = vetted.allowed;
+    }
     progress.stage = "smtp";
 
-    const hosts = resolution.hosts;
     const firstAddress = hosts[0]?.addresses[0];
     // PTR runs alongside SMTP: it never changes the verdict, so it shouldn't cost a round trip.
     const firstPtr =

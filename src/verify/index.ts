@@ -3,7 +3,16 @@ export { createEngine, type Engine, type VerifyCallOptions } from "./engine.ts";
 export { KeyedSemaphore, createLocalHostGate } from "./host-limit.ts";
 export { decidedByEvidence } from "./evidence.ts";
 export { defaultEngineOptions, type EngineOptions } from "./options.ts";
-export { openHostGate, systemClock, type ClockPort, type EnginePorts, type HostGate } from "./ports.ts";
+export {
+  noAddressPolicy,
+  openHostGate,
+  systemClock,
+  type AddressPolicy,
+  type AddressVerdict,
+  type ClockPort,
+  type EnginePorts,
+  type HostGate,
+} from "./ports.ts";
 export { createNodeDns, type DnsAnswer, type DnsPort, type MxRecord, type NodeDnsOptions } from "./dns.ts";
 export type { DomainResolution, MailHost, NoMailCause } from "./resolve-domain.ts";
 export { directConnect, ConnectError, type ConnectPort, type ConnectFailureKind } from "./smtp/connect.ts";

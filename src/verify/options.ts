@@ -43,6 +43,11 @@ export interface EngineOptions {
   catchallCacheTtlMs: number;
   /** `socks5://[user:pass@]host:port` to tunnel SMTP through, or null for direct connections. */
   smtpProxy: string | null;
+  /**
+   * Connect to mail hosts whose address the guard (the `addressPolicy` port) calls non-public:
+   * loopback, private, link-local, reserved. Off in production; test worlds and labs set it.
+   */
+  smtpAllowPrivateHosts: boolean;
 }
 
 export const defaultEngineOptions: Readonly<EngineOptions> = Object.freeze({
@@ -64,4 +69,5 @@ export const defaultEngineOptions: Readonly<EngineOptions> = Object.freeze({
   microBatchWindowMs: 5,
   catchallCacheTtlMs: 3_600_000,
   smtpProxy: null,
+  smtpAllowPrivateHosts: false,
 });

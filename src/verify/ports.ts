@@ -14,6 +14,20 @@ export interface HostGate {
   acquire(host: string, signal?: AbortSignal): Promise<() => void>;
 }
 
+/** The outbound guard's verdict on one IP address: may we connect, and which range it is in. */
+export interface AddressVerdict {
+  public: boolean;
+  /** The range's name ("unicast", "loopback", "private", "linkLocal", …), for evidence and logs. */
+  range: string;
+}
+
+/**
+ * The outbound guard (DESIGN.md §5): the app plugs in the one shared with webhooks
+ * (webhooks/address-policy.ts). Mail hosts whose address is not public are never connected to,
+ * unless the engine option `smtpAllowPrivateHosts` is set (test worlds, labs).
+ */
+export type AddressPolicy = (ip: string) => AddressVerdict;
+
 export interface EnginePorts {
   dns: DnsPort;
   connect: ConnectPort;
@@ -21,9 +35,16 @@ export interface EnginePorts {
   /** Uniform in [0, 1), like Math.random. */
   random: () => number;
   hostGate: HostGate;
+  addressPolicy: AddressPolicy;
 }
 
 export const systemClock: ClockPort = { now: () => new Date() };
+
+/**
+ * The default guard when none is plugged in: nothing is known to be public, so nothing is
+ * connected to (fail closed; the engine keeps no range table of its own).
+ */
+export const noAddressPolicy: AddressPolicy = () => ({ public: false, range: "unclassified" });
 
 /** No limit: every acquire succeeds at once. */
 export const openHostGate: HostGate = {

@@ -34,6 +34,9 @@ export const UNKNOWN_REASONS = [
   "cancelled",
   // An address literal (user@[192.0.2.1]): valid syntax, but never probed by policy.
   "address_literal",
+  // Every address of every mail host is loopback/private/link-local/reserved: refused by the
+  // outbound guard (DESIGN.md §5), never connected to.
+  "private_host_refused",
 ] as const;
 
 export type UnknownReason = (typeof UNKNOWN_REASONS)[number];

@@ -11,7 +11,7 @@ import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
 import { sleep } from "../lib/sleep.ts";
 import type { Logger } from "../observability/logger.ts";
-import { webhookRetryDelayMs } from "../jobs/backoff.ts";
+import { outageBackoffMs, webhookRetryDelayMs } from "../jobs/backoff.ts";
 import {
   attemptDelivery,
   describeError,
@@ -26,9 +26,9 @@ import { serializeWebhookPayload } from "./payload.ts";
 export interface WebhookDispatcher {
   /** Starts the background loop (idempotent). */
   start(): void;
-  /** Stops claiming and waits for the round in flight (bounded by the attempt timeout). */
+  /** Stops claiming and waits for the deliveries in flight (bounded by the attempt timeout). */
   stop(): Promise<void>;
-  /** one claim+deliver round; returns deliveries attempted */
+  /** One claim (into the free slots) and the attempts it started; returns deliveries attempted. */
   runOnce(): Promise<number>;
 }
 
@@ -43,15 +43,21 @@ export interface WebhookDispatcherDeps {
   db: Database;
   clock: Clock;
   logger: Logger;
-  config: Readonly<WebhookConfig>;
+  /** `concurrency` and `maxPerHost` default to 8 and 2 (WEBHOOK_CONCURRENCY, WEBHOOK_MAX_PER_HOST). */
+  config: Readonly<
+    Pick<WebhookConfig, "allowPrivate" | "timeoutMs" | "retryWindowMs"> &
+      Partial<Pick<WebhookConfig, "concurrency" | "maxPerHost">>
+  >;
   /** Replaces the HTTP client (tests). */
   fetchImpl?: WebhookHttpPost;
   /** Replaces DNS resolution (tests); default dns.promises.lookup(host, { all: true }). */
   resolve?: (host: string) => Promise<string[]>;
   /** Idle wait between rounds when nothing was due; default 1 s. */
   pollIntervalMs?: number;
-  /** Deliveries claimed and sent at once per round; default 8. */
+  /** Deliveries in flight at once in this dispatcher; default config.concurrency. */
   concurrency?: number;
+  /** Deliveries in flight at once per user, cluster-wide; default half the concurrency (at least 1). */
+  maxPerUser?: number;
   /** Jitter source for the backoff, in [0, 1). */
   random?: () => number;
   metrics?: WebhookMetrics;
@@ -67,12 +73,22 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDis
   const post = deps.fetchImpl ?? postWithUndici;
   const resolve: ResolveHost = deps.resolve ?? systemResolve;
   const pollIntervalMs = deps.pollIntervalMs ?? 1_000;
-  const concurrency = Math.max(1, deps.concurrency ?? 8);
+  // Scheduling (DESIGN §5 "Webhook"): deliveries run side by side, each in a slot of its own; a
+  // slot is refilled as soon as its attempt ends. The claim keeps a slow receiver to its host's
+  // slots and a busy user to its share, and lets users take turns (claimWebhookDeliveries).
+  const concurrency = Math.max(1, deps.concurrency ?? config.concurrency ?? 8);
+  const maxPerHost = Math.max(1, config.maxPerHost ?? 2);
+  const maxPerUser = Math.max(1, deps.maxPerUser ?? Math.ceil(concurrency / 2));
   const random = deps.random ?? Math.random;
   const metrics = deps.metrics ?? noopWebhookMetrics;
   const log = logger.child({ component: "webhooks" });
 
   let loop: { stop: AbortController; done: Promise<void> } | null = null;
+  /** Attempts running now (claimed, not yet recorded). */
+  const inFlight = new Set<Promise<void>>();
+  /** Set when an attempt ends: the loop claims again at once instead of waiting for the poll. */
+  let slotFreed = false;
+  let wake: AbortController | null = null;
 
   async function deliverOne(d: ClaimedWebhookDelivery): Promise<void> {
     const attemptedAt = clock.now();
@@ -126,36 +142,66 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDis
     );
   }
 
-  async function runOnce(): Promise<number> {
+  /** Runs one attempt in a slot; the slot frees (and wakes the loop) when it is recorded. */
+  function occupySlot(d: ClaimedWebhookDelivery): Promise<void> {
+    const attempt = deliverOne(d)
+      // Recording failed (database down): the lease expires and the sweep retries the delivery.
+      .catch((error: unknown) => log.error({ err: error }, "recording a webhook attempt failed"))
+      .finally(() => {
+        inFlight.delete(attempt);
+        slotFreed = true;
+        wake?.abort();
+      });
+    inFlight.add(attempt);
+    return attempt;
+  }
+
+  /** Sweeps expired leases and claims due deliveries into the free slots; returns their attempts. */
+  async function fillSlots(): Promise<Promise<void>[]> {
+    const free = concurrency - inFlight.size;
+    if (free <= 0) return [];
     const now = clock.now();
     const released = await releaseExpiredWebhookLeases(db, now);
     if (released > 0) log.warn({ released }, "webhook leases expired; deliveries returned to the queue");
-    // Claim (one short statement), deliver (no transaction open), record (one statement each).
+    // Claim (one short transaction), deliver (no transaction open), record (one statement each).
     const claimed = await claimWebhookDeliveries(db, {
       now,
-      limit: concurrency,
+      limit: free,
       lockedUntil: new Date(now.getTime() + config.timeoutMs + LEASE_SLACK_MS),
+      maxPerHost,
+      maxPerUser,
     });
-    const results = await Promise.allSettled(claimed.map(deliverOne));
-    for (const r of results) {
-      // Recording failed (database down): the lease expires and the sweep retries the delivery.
-      if (r.status === "rejected")
-        log.error({ err: r.reason as unknown }, "recording a webhook attempt failed");
-    }
-    return claimed.length;
+    return claimed.map(occupySlot);
+  }
+
+  async function runOnce(): Promise<number> {
+    const started = await fillSlots();
+    await Promise.all(started);
+    return started.length;
   }
 
   async function run(signal: AbortSignal): Promise<void> {
+    // Consecutive failed rounds (the database is down or restarting): the wait grows until it answers.
+    let failures = 0;
     while (!signal.aborted) {
-      let attempted = 0;
+      slotFreed = false;
       try {
-        attempted = await runOnce();
+        // The attempts run on in their slots; the loop hears of each end through slotFreed/wake.
+        void (await fillSlots());
+        failures = 0;
       } catch (error) {
-        log.error({ err: error }, "webhook dispatch round failed");
+        failures++;
+        log.error({ err: error, failures }, "webhook dispatch round failed");
       }
-      // A full round suggests more is due: go again at once; otherwise wait for the next poll.
-      if (attempted < concurrency) await sleep(pollIntervalMs, signal).catch(() => {});
+      // Claim again when a slot frees (an attempt ended) or at the next poll, whichever is first.
+      if ((slotFreed && failures === 0) || signal.aborted) continue;
+      // During an outage only the backoff ends the wait: a freed slot can't claim anything either.
+      wake = failures === 0 ? new AbortController() : null;
+      const waitMs = failures > 0 ? outageBackoffMs(failures, pollIntervalMs) : pollIntervalMs;
+      await sleep(waitMs, wake === null ? signal : AbortSignal.any([signal, wake.signal])).catch(() => {});
+      wake = null;
     }
+    await Promise.all(inFlight);
   }
 
   return {

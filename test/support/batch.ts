@@ -30,6 +30,8 @@ export function worldEnv(
     SMTP_COMMAND_TIMEOUT_MS: "2000",
     SMTP_HELO_NAME: "probe.mailprobe.test",
     WORKER_POLL_INTERVAL_MS: "50",
+    // The simulator's hosts live on 127.x addresses, which the outbound guard refuses by default.
+    SMTP_ALLOW_PRIVATE_HOSTS: "true",
     ...extra,
   };
 }

@@ -176,7 +176,7 @@ function describe(world: MailWorld): string {
     `  SMTP port ${world.smtpPort.toString()}, one loopback address per host`,
     "",
     "Point mailprobe at it:",
-    `  DNS_SERVERS=${dns} SMTP_PORT=${world.smtpPort.toString()} npm start`,
+    `  DNS_SERVERS=${dns} SMTP_PORT=${world.smtpPort.toString()} SMTP_ALLOW_PRIVATE_HOSTS=true npm start`,
     "",
     table([["host", "address"], ...hosts]),
     "",

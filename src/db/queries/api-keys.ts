@@ -91,3 +91,25 @@ export async function findApiKeyPurpose(q: Queryable, id: string): Promise<ApiKe
   ]);
   return rows[0]?.purpose ?? null;
 }
+
+export async function findApiKeyById(q: Queryable, id: string): Promise<ApiKeyRecord | null> {
+  const { rows } = await q.query<ApiKeyRow>("select * from api_keys where id = $1", [id]);
+  return rows[0] ? toApiKey(rows[0]) : null;
+}
+
+export async function countActiveApiKeysOfUser(q: Queryable, userId: string): Promise<number> {
+  const { rows } = await q.query<{ n: number }>(
+    "select count(*)::int as n from api_keys where user_id = $1 and is_active",
+    [userId],
+  );
+  return rows[0]?.n ?? 0;
+}
+
+/**
+ * Locks the user's row for the rest of the transaction, so the checks of the key cap and of the
+ * last active key cannot race with another create or delete. False when the user does not exist.
+ */
+export async function lockKeyOwner(q: Queryable, userId: string): Promise<boolean> {
+  const { rows } = await q.query("select id from users where id = $1 for update", [userId]);
+  return rows.length > 0;
+}

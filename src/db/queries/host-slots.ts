@@ -40,7 +40,21 @@ export async function releaseHostSlot(
   );
 }
 
-/** Heartbeat of every slot this process holds. */
-export async function extendHostSlots(q: Queryable, holder: string, expiresAt: Date): Promise<void> {
-  await q.query("update smtp_host_slots set expires_at = $2 where holder = $1", [holder, expiresAt]);
+/**
+ * Heartbeat of the slots this process's sessions hold, by name: a slot whose release failed (the
+ * database was down) must be left to expire, not renewed for as long as the process runs.
+ */
+export async function extendHostSlots(
+  q: Queryable,
+  holder: string,
+  slots: ReadonlyArray<{ host: string; slot: number }>,
+  expiresAt: Date,
+): Promise<void> {
+  if (slots.length === 0) return;
+  await q.query(
+    `update smtp_host_slots s set expires_at = $2
+       from unnest($3::text[], $4::integer[]) as h(host, slot)
+      where s.host = h.host and s.slot = h.slot and s.holder = $1`,
+    [holder, expiresAt, slots.map((s) => s.host), slots.map((s) => s.slot)],
+  );
 }

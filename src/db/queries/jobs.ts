@@ -10,7 +10,12 @@ export interface JobRecord {
   emailAddress: string;
   domain: string;
   status: JobStatus;
+  /** Claims so far (a crash or an expired lease counts too): bounds internal failures. */
   attempts: number;
+  /** Retries scheduled for a deferring answer (greylisting, 4xx): indexes VERIFY_RETRY_DELAYS. */
+  deferredRetries: number;
+  /** Retries scheduled for an unreachable host or failed DNS: indexes VERIFY_UNREACHABLE_RETRY_DELAYS. */
+  unreachableRetries: number;
   runAfter: Date;
   /** Why the last attempt did not settle the job (an unknown reason for retries, an error for failures). */
   lastError: string | null;
@@ -28,6 +33,8 @@ interface JobRow {
   domain: string;
   status: JobStatus;
   attempts: number;
+  deferred_retries: number;
+  unreachable_retries: number;
   run_after: Date;
   last_error: string | null;
   email_id: string | null;
@@ -44,6 +51,8 @@ export const toJob = (r: JobRow): JobRecord => ({
   domain: r.domain,
   status: r.status,
   attempts: r.attempts,
+  deferredRetries: r.deferred_retries,
+  unreachableRetries: r.unreachable_retries,
   runAfter: r.run_after,
   lastError: r.last_error,
   emailId: r.email_id,
@@ -123,11 +132,21 @@ export async function claimDomainGroup(
   return rows.map(toJob);
 }
 
-/** Heartbeat: keeps this worker's leases alive during long sessions. */
-export async function extendLeases(q: Queryable, worker: string, until: Date): Promise<number> {
+/**
+ * Heartbeat: keeps the leases of the jobs this worker is working on alive during long sessions.
+ * Only the ids given: a job still locked by us but no longer in flight (its result could not be
+ * recorded) must be left to expire, or it would stay `processing` for as long as we run.
+ */
+export async function extendLeases(
+  q: Queryable,
+  worker: string,
+  ids: string[],
+  until: Date,
+): Promise<number> {
+  if (ids.length === 0) return 0;
   const { rowCount } = await q.query(
-    "update email_jobs set locked_until = $2 where locked_by = $1 and status = 'processing'",
-    [worker, until],
+    "update email_jobs set locked_until = $2 where id = any($3::uuid[]) and locked_by = $1 and status = 'processing'",
+    [worker, until, ids],
   );
   return rowCount;
 }
@@ -142,30 +161,46 @@ export async function releaseExpiredLeases(q: Queryable, now: Date): Promise<num
   return rowCount;
 }
 
-/** Puts jobs back (retry later). `refundAttempt` undoes the claim's count when no work was done. */
+/** The retry schedule a rescheduled job consumes a step of (null: none, e.g. a busy host). */
+export type RetrySchedule = "deferred" | "unreachable";
+
+export interface Reschedule {
+  id: string;
+  runAfter: Date;
+  error: string | null;
+  /** Undo the claim's attempt: no work was done (busy host, our own shutdown, a lost write). */
+  refundAttempt: boolean;
+  schedule: RetrySchedule | null;
+}
+
+/** Puts jobs this worker holds back to pending (retry later), in one statement. */
 export async function rescheduleJobs(
   q: Queryable,
-  jobs: Array<{ id: string; runAfter: Date; error: string | null }>,
+  jobs: Reschedule[],
   worker: string,
   now: Date,
-  refundAttempt: boolean,
-): Promise<void> {
-  if (jobs.length === 0) return;
-  await q.query(
+): Promise<number> {
+  if (jobs.length === 0) return 0;
+  const { rowCount } = await q.query(
     `update email_jobs j
         set status = 'pending', locked_by = null, locked_until = null, run_after = r.run_after,
-            last_error = r.error, updated_at = $2, attempts = j.attempts - (case when $4 then 1 else 0 end)
-       from unnest($1::uuid[], $5::timestamptz[], $6::text[]) as r(id, run_after, error)
+            last_error = r.error, updated_at = $2, attempts = j.attempts - r.refund::int,
+            deferred_retries = j.deferred_retries + (r.schedule is not distinct from 'deferred')::int,
+            unreachable_retries = j.unreachable_retries + (r.schedule is not distinct from 'unreachable')::int
+       from unnest($1::uuid[], $4::timestamptz[], $5::text[], $6::boolean[], $7::text[])
+              as r(id, run_after, error, refund, schedule)
       where j.id = r.id and j.locked_by = $3 and j.status = 'processing'`,
     [
       jobs.map((j) => j.id),
       now,
       worker,
-      refundAttempt,
       jobs.map((j) => j.runAfter),
       jobs.map((j) => j.error),
+      jobs.map((j) => j.refundAttempt),
+      jobs.map((j) => j.schedule),
     ],
   );
+  return rowCount;
 }
 
 /** Marks jobs completed with their stored results; only jobs this worker still holds. */

@@ -6,7 +6,10 @@ export interface TaskRecord {
   webhookUrl: string | null;
   source: "frontend" | "api_key";
   apiKeyId: string | null;
+  /** Distinct canonical addresses queued: the jobs, and the credits reserved. */
   emailCount: number;
+  /** Entries submitted, duplicates included (older tasks: = emailCount). */
+  submittedCount: number;
   domainCount: number;
   isFileBacked: boolean;
   createdAt: Date;
@@ -22,6 +25,7 @@ interface TaskRow {
   source: "frontend" | "api_key";
   api_key_id: string | null;
   email_count: number;
+  submitted_count: number | null;
   domain_count: number;
   is_file_backed: boolean;
   created_at: Date;
@@ -37,6 +41,7 @@ const toTask = (r: TaskRow): TaskRecord => ({
   source: r.source,
   apiKeyId: r.api_key_id,
   emailCount: r.email_count,
+  submittedCount: r.submitted_count ?? r.email_count,
   domainCount: r.domain_count,
   isFileBacked: r.is_file_backed,
   createdAt: r.created_at,
@@ -50,8 +55,8 @@ export async function insertTask(
   t: Omit<TaskRecord, "updatedAt" | "startedAt" | "finishedAt">,
 ): Promise<TaskRecord> {
   const { rows } = await q.query<TaskRow>(
-    `insert into tasks (id, user_id, webhook_url, source, api_key_id, email_count, domain_count, is_file_backed, created_at, updated_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) returning *`,
+    `insert into tasks (id, user_id, webhook_url, source, api_key_id, email_count, domain_count, is_file_backed, created_at, updated_at, submitted_count)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10) returning *`,
     [
       t.id,
       t.userId,
@@ -62,6 +67,7 @@ export async function insertTask(
       t.domainCount,
       t.isFileBacked,
       t.createdAt,
+      t.submittedCount,
     ],
   );
   return toTask(rows[0]!);

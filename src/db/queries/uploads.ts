@@ -20,7 +20,12 @@ export interface UploadRecord {
   taskId: string;
   filename: string;
   format: "txt" | "csv" | "xlsx";
+  /** Distinct addresses queued (= the task's jobs and credits reserved). */
   emailCount: number;
+  /** Rows whose email cell is address-shaped, duplicates included. */
+  submittedCount: number;
+  /** Rows whose email cell is blank or not an address: kept for the download, no job. */
+  skippedCount: number;
   header: string[] | null;
   emailColumn: number | null;
   columnCount: number;
@@ -36,6 +41,8 @@ interface UploadRow {
   filename: string;
   format: "txt" | "csv" | "xlsx";
   email_count: number;
+  submitted_count: number;
+  skipped_count: number;
   header: string[] | null;
   email_column: number | null;
   column_count: number;
@@ -51,6 +58,8 @@ export const toUpload = (r: UploadRow): UploadRecord => ({
   filename: r.filename,
   format: r.format,
   emailCount: r.email_count,
+  submittedCount: r.submitted_count,
+  skippedCount: r.skipped_count,
   header: r.header,
   emailColumn: r.email_column,
   columnCount: r.column_count,
@@ -75,8 +84,8 @@ export async function insertUpload(
   u: Omit<UploadRecord, "status" | "updatedAt">,
 ): Promise<UploadRecord> {
   const { rows } = await q.query<UploadRow>(
-    `insert into uploads (id, user_id, task_id, filename, format, email_count, header, email_column, column_count, created_at, updated_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) returning *`,
+    `insert into uploads (id, user_id, task_id, filename, format, email_count, header, email_column, column_count, created_at, updated_at, submitted_count, skipped_count)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12) returning *`,
     [
       u.id,
       u.userId,
@@ -88,6 +97,8 @@ export async function insertUpload(
       u.emailColumn,
       u.columnCount,
       u.createdAt,
+      u.submittedCount,
+      u.skippedCount,
     ],
   );
   return toUpload(rows[0]!);

@@ -92,22 +92,34 @@ export async function insertVerification(q: Queryable, v: VerificationRecord): P
   return toVerificationRecord(rows[0]!);
 }
 
-/** The newest definitive (non-unknown) result for an address validated after `since`, whoever asked. */
+/**
+ * The user's newest definitive (non-unknown) result for an address validated after `since`
+ * (realtime or batch). The result cache is per user: another tenant's answer is never served, as
+ * its `validated_at` and the cache-hit latency would tell that someone else verified the address.
+ */
 export async function findCachedVerification(
   q: Queryable,
+  userId: string,
   email: string,
   since: Date,
 ): Promise<VerificationRecord | null> {
   const { rows } = await q.query<VerificationRow>(
     `select * from email_verifications
-      where email = $1 and validated_at > $2 and status <> 'unknown'
+      where user_id = $1 and email = $2 and validated_at > $3 and status <> 'unknown'
       order by validated_at desc limit 1`,
-    [email, since],
+    [userId, email, since],
   );
   return rows[0] ? toVerificationRecord(rows[0]) : null;
 }
 
-/** True when the user paid for a verification of this address after `since` (the free-repeat window). */
+/**
+ * True when the user paid for a verification of this address after `since` (the free-repeat
+ * window): a charged realtime answer, or a batch result that stayed billed (DESIGN §5 "Billing
+ * units"). A batch result is paid through its task's reservation, so it has no
+ * credit_transaction_id; its `unknown` results were refunded when the task finished, and a job
+ * that failed outright has no result row, so every other batch result is a prior charge.
+ * Served by email_verifications_user_email_idx (user_id, email, created_at desc).
+ */
 export async function hasPaidVerificationSince(
   q: Queryable,
   userId: string,
@@ -116,7 +128,8 @@ export async function hasPaidVerificationSince(
 ): Promise<boolean> {
   const { rows } = await q.query(
     `select 1 from email_verifications
-      where user_id = $1 and email = $2 and created_at > $3 and credit_transaction_id is not null
+      where user_id = $1 and email = $2 and created_at > $3
+        and (credit_transaction_id is not null or (origin = 'batch' and status <> 'unknown'))
       limit 1`,
     [userId, email, since],
   );

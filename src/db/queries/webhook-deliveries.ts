@@ -1,4 +1,4 @@
-import type { Queryable } from "../client.ts";
+import type { Database, Queryable } from "../client.ts";
 
 // The webhook outbox (webhook_deliveries) and its attempt log (webhook_attempts). The queue's
 // rules live here, graphile-worker style: one statement claims, one statement records an attempt
@@ -126,29 +126,72 @@ export async function insertWebhookDelivery(
   return rowCount > 0;
 }
 
+// The receiver host of a delivery's URL, in SQL: lowercase, without userinfo, port or trailing
+// root dot; IPv6 literals keep their brackets. The per-host limit counts by it.
+const RECEIVER_HOST = String.raw`rtrim(lower(substring(url from '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?(\[[^]/?#]*\]|[^:/?#]*)')), '.')`;
+
+// Serialises claims across dispatchers (cluster mode), so the in-flight counts a claim reads are
+// not raced by another claim: the limits below hold cluster-wide, exactly. "whkc".
+const CLAIM_LOCK_ID = 0x77686b63;
+
 /**
- * Claims up to `limit` due deliveries in one statement: SKIP LOCKED lets any number of
- * dispatchers (cluster mode) claim side by side without blocking or double-sending; the attempt
- * is counted at claim time, and the lease (`lockedUntil`) bounds how long a crash can hold it.
+ * Claims up to `limit` due deliveries, fairly:
+ * - at most `maxPerHost` deliveries in flight ('delivering' under a live lease, any dispatcher)
+ *   per receiver host, so a slow receiver only ever occupies its own slots;
+ * - at most `maxPerUser` in flight per user;
+ * - users take turns: every user's oldest due delivery before anyone's second (round robin),
+ *   also among the users of one shared receiver host.
+ * The attempt is counted at claim time, and the lease (`lockedUntil`) bounds how long a crash can
+ * hold it. The choice reads no locks; the rows are then taken FOR UPDATE SKIP LOCKED, and the
+ * whole claim runs under a transaction-scoped advisory lock (one short transaction, no I/O).
  */
 export async function claimWebhookDeliveries(
-  q: Queryable,
-  c: { now: Date; limit: number; lockedUntil: Date },
+  db: Database,
+  c: { now: Date; limit: number; lockedUntil: Date; maxPerHost: number; maxPerUser: number },
 ): Promise<ClaimedWebhookDelivery[]> {
-  const { rows } = await q.query<ClaimedRow>(
-    `with picked as (
-       select id from webhook_deliveries
-        where status = 'pending' and next_attempt_at <= $1
-        order by next_attempt_at, id
-        limit $2
-        for update skip locked)
-     update webhook_deliveries d
-        set status = 'delivering', attempts = d.attempts + 1, locked_until = $3, updated_at = $1
-       from picked, users u
-      where d.id = picked.id and u.id = d.user_id
-     returning d.id, d.user_id, d.event_type, d.url, d.payload, d.attempts, d.created_at, u.webhook_secret`,
-    [c.now, c.limit, c.lockedUntil],
-  );
+  const rows = await db.transaction(async (tx) => {
+    await tx.query("select pg_advisory_xact_lock($1)", [CLAIM_LOCK_ID]);
+    const { rows } = await tx.query<ClaimedRow>(
+      `with inflight as (
+         select user_id, ${RECEIVER_HOST} as host from webhook_deliveries
+          where status = 'delivering' and locked_until >= $1),
+       busy_host as (select host, count(*) as n from inflight group by host),
+       busy_user as (select user_id, count(*) as n from inflight group by user_id),
+       due as (
+         select id, user_id, next_attempt_at, ${RECEIVER_HOST} as host,
+                row_number() over (partition by user_id order by next_attempt_at, id) as user_turn
+           from webhook_deliveries
+          where status = 'pending' and next_attempt_at <= $1),
+       hosted as (
+         select due.id, due.user_id, due.next_attempt_at
+           from (select *, row_number() over (partition by host order by user_turn, next_attempt_at, id)
+                             as host_turn
+                   from due) due
+           left join busy_host bh on bh.host = due.host
+          where due.host_turn + coalesce(bh.n, 0) <= $4),
+       fair as (
+         select id, user_id, next_attempt_at,
+                row_number() over (partition by user_id order by next_attempt_at, id) as turn
+           from hosted),
+       chosen as (
+         select f.id from fair f
+           left join busy_user bu on bu.user_id = f.user_id
+          where f.turn + coalesce(bu.n, 0) <= $5
+          order by f.turn, f.next_attempt_at, f.id
+          limit $2),
+       picked as (
+         select d.id from webhook_deliveries d join chosen on chosen.id = d.id
+          where d.status = 'pending'
+          for update of d skip locked)
+       update webhook_deliveries d
+          set status = 'delivering', attempts = d.attempts + 1, locked_until = $3, updated_at = $1
+         from picked, users u
+        where d.id = picked.id and u.id = d.user_id
+       returning d.id, d.user_id, d.event_type, d.url, d.payload, d.attempts, d.created_at, u.webhook_secret`,
+      [c.now, c.limit, c.lockedUntil, c.maxPerHost, c.maxPerUser],
+    );
+    return rows;
+  });
   return rows.map((r) => ({
     id: r.id,
     userId: r.user_id,

@@ -9,6 +9,14 @@ export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 export const RESULT_COLUMNS: readonly ResultFieldName[] = FILE_FIELDS.map((f) => f.name);
 export type ResultColumn = ResultFieldName;
 
+/** The real width of a row: its cells up to the last one that is not blank. */
+export function filledWidth(cells: readonly string[] | null | undefined): number {
+  if (!cells) return 0;
+  let end = cells.length;
+  while (end > 0 && (cells[end - 1] ?? "").trim() === "") end -= 1;
+  return end;
+}
+
 /** Columns of a txt download: `email,status` (DESIGN §5). */
 export const TXT_RESULT_COLUMNS = ["email", "status"] as const satisfies readonly ResultFieldName[];
 
@@ -21,25 +29,28 @@ const CONTENT_TYPES: Record<ExportFormat, string> = {
 export const contentTypeFor = (format: ExportFormat): string => CONTENT_TYPES[format];
 
 /**
- * Header of a file-backed download: the original columns (named `column_N` where the upload had
- * no header or a shorter header row), then RESULT_COLUMNS.
+ * Header of a file-backed download: `columnCount` original columns (named `column_N` where the
+ * upload had no header or a shorter header row), then RESULT_COLUMNS. `columnCount` is the width
+ * of the widest real header or cell; nothing is padded or kept past it.
  */
 export function buildResultHeader(originalHeader: readonly string[] | null, columnCount: number): string[] {
-  const width = Math.max(columnCount, originalHeader?.length ?? 0);
-  const original = Array.from({ length: width }, (_, i) => {
+  const original = Array.from({ length: columnCount }, (_, i) => {
     const name = originalHeader?.[i]?.trim();
     return name ? name : `column_${String(i + 1)}`;
   });
   return [...original, ...RESULT_COLUMNS];
 }
 
-/** A ragged original row padded to `columnCount`, followed by its result cells, so columns line up. */
+/**
+ * A ragged original row padded (or cut) to `columnCount`, followed by its result cells, so columns
+ * line up under buildResultHeader's header and no row is wider than it.
+ */
 export function joinResultRow<T>(
   original: readonly string[],
   columnCount: number,
   result: readonly T[],
 ): (string | T)[] {
-  const padded: (string | T)[] = original.slice(0, Math.max(columnCount, original.length));
+  const padded: (string | T)[] = original.slice(0, columnCount);
   while (padded.length < columnCount) padded.push("");
   return [...padded, ...result];
 }

@@ -9,8 +9,10 @@ import { PassThrough, type Readable } from "node:stream";
 import yazl from "yazl";
 import { eachRow, neutraliseFormula, type ExportCell, type ExportInput } from "./cells.ts";
 
-// Excel refuses (with a "repair" prompt) cells over 32,767 characters and XML-illegal characters.
+// Excel refuses (with a "repair" prompt) cells over 32,767 characters and XML-illegal characters,
+// and has 16,384 columns (A…XFD).
 const MAX_CELL_CHARS = 32_767;
+export const MAX_XLSX_COLUMNS = 16_384;
 // XML 1.0 §2.2 Char excludes C0 controls other than TAB, LF, CR; U+FFFE/U+FFFF; lone surrogates.
 const XML_ILLEGAL =
   // eslint-disable-next-line no-control-regex -- matching control characters is the point
@@ -138,9 +140,19 @@ function sheetHead(header: readonly string[]): string {
 const sheetTail = (width: number): string =>
   `</sheetData>${width > 0 ? `<autoFilter ref="A1:${columnLetter(width)}1"/>` : ""}</worksheet>`;
 
-/** One-sheet workbook: a frozen header row with a filter, then the rows. */
+const tooWide = (width: number): RangeError =>
+  new RangeError(
+    `An xlsx sheet has at most ${MAX_XLSX_COLUMNS.toString()} columns; this one would have ${width.toString()}`,
+  );
+
+/**
+ * One-sheet workbook: a frozen header row with a filter, then the rows. A header wider than
+ * Excel's 16,384 columns throws here, before any byte exists; a row wider than that fails the
+ * stream (callers bound widths first: a download never gets here with such a row).
+ */
 export function writeXlsx(input: ExportInput & { sheetName?: string }): Readable {
   const { header, rows, escapeFormulas } = input;
+  if (header.length > MAX_XLSX_COLUMNS) throw tooWide(header.length);
   const zip = new yazl.ZipFile();
   for (const [name, xml] of packageParts(sheetNameOf(input.sheetName ?? "Results"))) {
     zip.addBuffer(Buffer.from(xml, "utf8"), name);
@@ -182,6 +194,7 @@ export function writeXlsx(input: ExportInput & { sheetName?: string }): Readable
     let r = 1;
     for await (const row of eachRow(rows)) {
       if (stopped) return;
+      if (row.length > MAX_XLSX_COLUMNS) throw tooWide(row.length);
       r += 1;
       batch += rowXml(r, row, letters, escapeFormulas);
       if (batch.length >= BATCH_CHARS) {

@@ -10,7 +10,8 @@ export type ListFileProblemCode =
   | "column_not_found"
   | "no_valid_emails"
   | "too_many_emails"
-  | "too_many_rows";
+  | "too_many_rows"
+  | "too_many_columns";
 
 /** Why a list file was refused: a code, a message telling the user what to do, the form field. */
 export interface ListFileProblem {

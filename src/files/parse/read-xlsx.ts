@@ -1,11 +1,15 @@
 // xlsx: the checked zip (zip-guard.ts), its structure (workbook-package.ts), then one sheet at a
 // time streamed through saxes (sheet-reader.ts), rows pushed into a TableBuilder that stops
-// everything at the first crossed limit.
+// everything at the first crossed limit. The TableBuilder's limits are per sheet (they describe
+// the list); what reading costs is bounded per file: sheets, rows, cells and XML elements
+// (read-budget.ts), inflated bytes and wall time (zip-guard.ts), address checks (table.ts).
 import { fileProblem, type ListFileProblem } from "./problems.ts";
+import { ReadBudget } from "./read-budget.ts";
 import { readDateStyles, readSharedStrings, readSheetRows, type CellContext } from "./sheet-reader.ts";
 import {
   describeCells,
   TableBuilder,
+  type AddressCheckCount,
   type ColumnRequest,
   type ParsedTable,
   type TableLimits,
@@ -17,7 +21,7 @@ export type XlsxResult =
   { ok: true; table: ParsedTable; sheetName: string } | { ok: false; problem: ListFileProblem };
 
 function asInvalid(error: unknown): ListFileProblem {
-  if (error instanceof ZipRefusal) return fileProblem("invalid_file", error.message);
+  if (error instanceof ZipRefusal) return fileProblem(error.code, error.message);
   const detail = error instanceof Error ? ` (${error.message.split("\n")[0]!.slice(0, 120)})` : "";
   return fileProblem(
     "invalid_file",
@@ -49,18 +53,29 @@ async function readSheets(
   zipLimits: ZipLimits,
 ): Promise<XlsxResult> {
   const plan = await planWorkbook(zip, zipLimits);
+  // A sheet may use up the list limits (non-blank and blank rows) once; the file not much more.
+  const budget = new ReadBudget(
+    {
+      maxSheets: zipLimits.maxSheets,
+      maxRows: limits.maxRows + limits.maxBlankRows,
+      maxCells: zipLimits.maxCells,
+      maxElements: zipLimits.maxElements,
+    },
+    plan.sheets.length,
+  );
   const ctx: CellContext = {
-    dateStyles: plan.styles ? await readDateStyles(zip, plan.styles) : [],
-    sharedStrings: plan.sharedStrings ? await readSharedStrings(zip, plan.sharedStrings) : [],
+    dateStyles: plan.styles ? await readDateStyles(zip, plan.styles, budget) : [],
+    sharedStrings: plan.sharedStrings ? await readSharedStrings(zip, plan.sharedStrings, budget) : [],
     date1904: plan.date1904,
   };
   let firstHeader: string[] | null = null;
   let firstProblem: ListFileProblem | null = null;
   let sheetsWithoutAddresses = 0;
+  const checks: AddressCheckCount = { used: 0 };
   for (const sheet of plan.sheets) {
-    const builder = new TableBuilder(request, limits);
+    const builder = new TableBuilder(request, limits, "full", checks);
     let problem: ListFileProblem | null = null;
-    for await (const cells of readSheetRows(zip, sheet.part, sheet.name, ctx)) {
+    for await (const cells of readSheetRows(zip, sheet.part, sheet.name, ctx, budget)) {
       problem = builder.push(cells);
       if (problem) break;
     }

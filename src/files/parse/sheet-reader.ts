@@ -1,6 +1,7 @@
 // SpreadsheetML cells → the text a person sees: shared strings, date styles and worksheet rows
 // (ECMA-376 Part 1 §18.3 sheets, §18.4 shared strings, §18.8 styles), streamed row by row.
 import { cellText } from "./cell-text.ts";
+import type { ReadBudget } from "./read-budget.ts";
 import { readXmlPart, XmlPartReader, type XmlHandler } from "./xml-reader.ts";
 import { ZipRefusal, type ZipArchive, type ZipPart } from "./zip-guard.ts";
 
@@ -12,14 +13,10 @@ export interface CellContext {
   date1904: boolean;
 }
 
-// Excel's own limits: 32,767 characters in a cell, 16,384 columns (A…XFD).
+// Excel's own limits: 32,767 characters in a cell, 16,384 columns (A…XFD). Rows and cells are
+// counted against the file's ReadBudget (read-budget.ts), not per sheet.
 const MAX_CELL_CHARS = 32_767;
 const MAX_COLUMNS = 16_384;
-/**
- * Cells one sheet may hold, counting the empty ones left of a filled cell: 20,000 rows × 250
- * columns. Without it a sheet of rows that each fill only column XFD would cost 16,384 slots a row.
- */
-export const MAX_SHEET_CELLS = 5_000_000;
 
 // ECMA-376 §18.8.30: 14–22 and 45–47 are dates and times; 27–36 and 50–58 are the East Asian
 // locales' date formats.
@@ -43,24 +40,29 @@ const append = (to: string, text: string): string =>
   to.length >= MAX_CELL_CHARS ? to : (to + text).slice(0, MAX_CELL_CHARS);
 
 /** Which cellXfs entries are dates. styles.xml is capped by maxStylesBytes before this reads it. */
-export async function readDateStyles(zip: ZipArchive, part: ZipPart): Promise<boolean[]> {
+export async function readDateStyles(zip: ZipArchive, part: ZipPart, budget: ReadBudget): Promise<boolean[]> {
   const formats = new Map<number, string>();
   const xfFormats: number[] = [];
   let inNumFmts = false;
   let inCellXfs = false;
-  await readXmlPart(zip, part, {
-    open(name, a) {
-      if (name === "numFmts") inNumFmts = true;
-      else if (name === "cellXfs") inCellXfs = true;
-      else if (name === "numFmt" && inNumFmts) formats.set(Number(a.numFmtId), a.formatCode ?? "");
-      else if (name === "xf" && inCellXfs) xfFormats.push(Number(a.numFmtId ?? 0));
+  await readXmlPart(
+    zip,
+    part,
+    {
+      open(name, a) {
+        if (name === "numFmts") inNumFmts = true;
+        else if (name === "cellXfs") inCellXfs = true;
+        else if (name === "numFmt" && inNumFmts) formats.set(Number(a.numFmtId), a.formatCode ?? "");
+        else if (name === "xf" && inCellXfs) xfFormats.push(Number(a.numFmtId ?? 0));
+      },
+      close(name) {
+        if (name === "numFmts") inNumFmts = false;
+        else if (name === "cellXfs") inCellXfs = false;
+      },
+      text: () => undefined,
     },
-    close(name) {
-      if (name === "numFmts") inNumFmts = false;
-      else if (name === "cellXfs") inCellXfs = false;
-    },
-    text: () => undefined,
-  });
+    budget,
+  );
   return xfFormats.map((id) => {
     const custom = formats.get(id);
     return custom === undefined ? BUILTIN_DATE_FORMATS.has(id) : isDateFormat(custom);
@@ -86,24 +88,33 @@ class RunText {
 }
 
 /** All shared strings (rich text runs joined). sharedStrings.xml is capped by maxSharedStringsBytes. */
-export async function readSharedStrings(zip: ZipArchive, part: ZipPart): Promise<string[]> {
+export async function readSharedStrings(
+  zip: ZipArchive,
+  part: ZipPart,
+  budget: ReadBudget,
+): Promise<string[]> {
   const strings: string[] = [];
   let item: RunText | null = null;
-  await readXmlPart(zip, part, {
-    open(name) {
-      if (name === "si") item = new RunText();
-      else item?.open(name);
+  await readXmlPart(
+    zip,
+    part,
+    {
+      open(name) {
+        if (name === "si") item = new RunText();
+        else item?.open(name);
+      },
+      close(name) {
+        if (name === "si" && item) {
+          strings.push(decodeXstring(item.value));
+          item = null;
+        } else item?.close(name);
+      },
+      text(text) {
+        item?.text(text);
+      },
     },
-    close(name) {
-      if (name === "si" && item) {
-        strings.push(decodeXstring(item.value));
-        item = null;
-      } else item?.close(name);
-    },
-    text(text) {
-      item?.text(text);
-    },
-  });
+    budget,
+  );
   return strings;
 }
 
@@ -167,11 +178,11 @@ class RowCollector implements XmlHandler {
   private nextCol = 0;
   private cell: CellState | null = null;
   private inValue = false;
-  private cells = 0;
 
   constructor(
     private readonly sheetName: string,
     private readonly ctx: CellContext,
+    private readonly budget: ReadBudget,
   ) {}
 
   open(name: string, a: Readonly<Record<string, string>>): void {
@@ -225,13 +236,7 @@ class RowCollector implements XmlHandler {
   private finishRow(row: string[]): string[] {
     let end = row.length;
     while (end > 0 && (row[end - 1] ?? "").trim() === "") end -= 1; // styled but empty trailing cells
-    this.cells += end;
-    if (this.cells > MAX_SHEET_CELLS) {
-      throw new ZipRefusal(
-        `Sheet "${this.sheetName}" has more than ${MAX_SHEET_CELLS.toLocaleString("en-US")} cells; ` +
-          "save only the columns with the addresses, or upload a CSV.",
-      );
-    }
+    this.budget.addRow(end);
     const cells = new Array<string>(end);
     for (let i = 0; i < end; i += 1) cells[i] = row[i] ?? "";
     return cells;
@@ -240,17 +245,20 @@ class RowCollector implements XmlHandler {
 
 /**
  * The rows of one worksheet, in document order, as cell texts with trailing blank cells cut.
- * Only `<row>` elements count (gaps in row numbers are not filled), as exceljs read them.
- * Stopping the iteration stops the inflation.
+ * Only `<row>` elements count (gaps in row numbers are not filled), as exceljs read them. Every
+ * row is charged to the file's `budget` before its cells are allocated. Stopping the iteration
+ * stops the inflation.
  */
 export async function* readSheetRows(
   zip: ZipArchive,
   part: ZipPart,
   sheetName: string,
   ctx: CellContext,
+  budget: ReadBudget,
 ): AsyncGenerator<string[]> {
-  const rows = new RowCollector(sheetName, ctx);
-  const reader = new XmlPartReader(part.name, rows);
+  budget.openSheet();
+  const rows = new RowCollector(sheetName, ctx, budget);
+  const reader = new XmlPartReader(part.name, rows, budget);
   for await (const chunk of zip.inflate(part)) {
     reader.write(chunk);
     for (const row of rows.ready) yield row;

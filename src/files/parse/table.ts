@@ -1,6 +1,7 @@
 // Format-independent half of parsing: rows come in one at a time (from txt, csv or a sheet),
 // this decides the header and the email column, counts, and stops the reader as soon as a limit
 // is crossed so a huge file is refused without being read to the end.
+import { isAddressShaped } from "../../lib/address-shape.ts";
 import { checkSyntax } from "../../verify/index.ts";
 import { columnProblem, fileProblem, formatCount, type ListFileProblem } from "./problems.ts";
 
@@ -17,7 +18,25 @@ export interface TableLimits {
   maxRows: number;
   /** More blank rows than this → too_many_rows (sheets with a million formatted empty rows). */
   maxBlankRows: number;
+  /** A row wider than this, trailing blank cells not counted → too_many_columns. */
+  maxColumns: number;
+  /**
+   * Cells holding an "@" whose syntax is checked, per file (all sheets): more → too_many_emails.
+   * Only a file without email_column and without an "Email" header checks every column.
+   */
+  maxAddressChecks: number;
 }
+
+/** What a file has spent of `maxAddressChecks`; the sheets of a workbook share one. */
+export interface AddressCheckCount {
+  used: number;
+}
+
+/**
+ * Columns a list may have (trailing blank cells are not columns). Results are written beside
+ * every original column, so this also bounds how wide each row of a download is.
+ */
+export const DEFAULT_MAX_COLUMNS = 1_000;
 
 /**
  * `full`: a first row without addresses, or with an email header name, is a header (csv, xlsx).
@@ -26,7 +45,11 @@ export interface TableLimits {
  */
 export type HeaderRule = "full" | "email-name-only";
 
-/** One data row's email cell: `email` is the canonical address, or null when the cell is not one. */
+/**
+ * One data row's email cell: `email` is the canonical address; for a cell that is address-shaped
+ * but breaks RFC syntax, the trimmed lowercased cell (a job whose result is `invalid_syntax`,
+ * DESIGN §5 "Syntax, one rule everywhere"); null when the cell is not an address at all (skipped).
+ */
 export interface ListEntry {
   rowIndex: number;
   email: string | null;
@@ -34,8 +57,11 @@ export interface ListEntry {
 }
 
 export interface SkippedCounts {
+  /** Blank rows, and rows whose email cell is blank. */
   blank: number;
+  /** Rows whose email cell has text that is not address-shaped (not an email at all). */
   invalid: number;
+  /** Rows repeating an earlier row's address (verified and billed once). */
   duplicates: number;
 }
 
@@ -91,6 +117,11 @@ export function addressOf(cell: string | undefined): string | null {
   return result.ok ? result.canonical : null;
 }
 
+/** The job address of an email cell: addressOf, else the cell itself when address-shaped; or null. */
+function entryAddressOf(cell: string): string | null {
+  return addressOf(cell) ?? (isAddressShaped(cell) ? cell.trim().toLowerCase() : null);
+}
+
 /** Turns the `email_column` form value into a request; blank means "find it". */
 export function parseColumnRequest(value: string | null | undefined): ColumnRequest {
   const name = (value ?? "").trim();
@@ -133,6 +164,7 @@ export class TableBuilder {
     private readonly request: ColumnRequest,
     private readonly limits: TableLimits,
     private readonly headerRule: HeaderRule = "full",
+    private readonly checks: AddressCheckCount = { used: 0 },
   ) {}
 
   /** Number of non-blank rows seen, header included. */
@@ -140,9 +172,16 @@ export class TableBuilder {
     return this.rows.length + (this.header ? 1 : 0);
   }
 
-  /** Feeds one row; a problem means "stop reading, refuse the file". */
-  push(cells: string[]): ListFileProblem | null {
-    if (cells.every(isBlank)) {
+  /**
+   * Feeds one row; a problem means "stop reading, refuse the file". Trailing blank cells are cut
+   * (a csv row of a million empty fields is one blank row), so the width of the list, and of
+   * every row of its download, is that of its widest real header or cell.
+   */
+  push(raw: string[]): ListFileProblem | null {
+    let end = raw.length;
+    while (end > 0 && isBlank(raw[end - 1])) end -= 1;
+    const cells = end === raw.length ? raw : raw.slice(0, end);
+    if (cells.length === 0) {
       this.blankRows += 1;
       return this.blankRows > this.limits.maxBlankRows
         ? fileProblem(
@@ -150,6 +189,14 @@ export class TableBuilder {
             `The file has more than ${formatCount(this.limits.maxBlankRows)} empty rows; delete them and upload it again.`,
           )
         : null;
+    }
+    if (cells.length > this.limits.maxColumns) {
+      return fileProblem(
+        "too_many_columns",
+        `Row ${formatCount(this.rowCount + this.blankRows + 1)} of the file has ${formatCount(cells.length)} columns; ` +
+          `a list may have at most ${formatCount(this.limits.maxColumns)}. Delete the columns you do not need ` +
+          "(or save only the email column) and upload it again.",
+      );
     }
     if (!this.sawFirstRow) {
       this.sawFirstRow = true;
@@ -214,18 +261,40 @@ export class TableBuilder {
     return s;
   }
 
+  /** The cell's address, each syntax check charged to the file's budget (~6 µs apiece). */
+  private addressIn(cell: string | undefined): string | null | ListFileProblem {
+    if (cell === undefined || !cell.includes("@")) return null;
+    this.checks.used += 1;
+    if (this.checks.used > this.limits.maxAddressChecks) {
+      return fileProblem(
+        "too_many_emails",
+        `The file has more than ${formatCount(this.limits.maxAddressChecks)} cells holding an "@" in its ` +
+          "columns, the most read from one file; name the email column (email_column) so that only it is read, " +
+          "or upload only that column.",
+      );
+    }
+    return addressOf(cell);
+  }
+
   private count(cells: string[]): ListFileProblem | null {
-    if (this.fixedColumn !== null) {
-      const email = addressOf(cells[this.fixedColumn]);
+    // Once an "Email" column holds an address it is the one chosen, whatever the others hold:
+    // the other columns are no longer looked at.
+    const named = this.namedColumn;
+    const column =
+      this.fixedColumn ?? (named !== null && (this.stats[named]?.addresses ?? 0) > 0 ? named : null);
+    if (column !== null) {
+      const email = this.addressIn(cells[column]);
       if (email === null) return null;
-      const s = this.statsFor(this.fixedColumn);
+      if (typeof email !== "string") return email;
+      const s = this.statsFor(column);
       s.addresses += 1;
       s.unique.add(email);
       return s.unique.size > this.limits.maxEmails ? this.tooMany() : null;
     }
     for (let i = 0; i < cells.length; i += 1) {
-      const email = addressOf(cells[i]);
+      const email = this.addressIn(cells[i]);
       if (email === null) continue;
+      if (typeof email !== "string") return email;
       const s = this.statsFor(i);
       s.addresses += 1;
       s.unique.add(email);
@@ -291,7 +360,7 @@ export class TableBuilder {
     const skipped: SkippedCounts = { blank: this.blankRows, invalid: 0, duplicates: 0 };
     this.rows.forEach((cells, rowIndex) => {
       const raw = cells[column] ?? "";
-      const email = addressOf(raw);
+      const email = entryAddressOf(raw);
       entries.push({ rowIndex, email, raw });
       if (email === null) {
         if (isBlank(raw)) skipped.blank += 1;

@@ -26,6 +26,12 @@ const localName = (name: string): string => {
 
 const IGNORE: XmlHandler = { open: () => undefined, close: () => undefined, text: () => undefined };
 
+/** What a file may spend on elements, all its parts together (read-budget.ts). */
+export interface ElementBudget {
+  /** Called for every element opened; throws ZipRefusal past the budget. */
+  openElement(): void;
+}
+
 /** One part's XML, fed chunk by chunk; every refusal is thrown from `write`/`end`. */
 export class XmlPartReader {
   /**
@@ -47,8 +53,10 @@ export class XmlPartReader {
   constructor(
     private readonly partName: string,
     handler: XmlHandler,
+    budget: ElementBudget | null = null,
   ) {
     this.parser.on("opentag", (tag) => {
+      budget?.openElement();
       this.depth += 1;
       if (this.depth > MAX_DEPTH) {
         throw new ZipRefusal(
@@ -89,9 +97,14 @@ export class XmlPartReader {
   }
 }
 
-/** Reads a whole part through `handler`. */
-export async function readXmlPart(zip: ZipArchive, part: ZipPart, handler: XmlHandler): Promise<void> {
-  const reader = new XmlPartReader(part.name, handler);
+/** Reads a whole part through `handler`, its elements charged to `budget`. */
+export async function readXmlPart(
+  zip: ZipArchive,
+  part: ZipPart,
+  handler: XmlHandler,
+  budget: ElementBudget,
+): Promise<void> {
+  const reader = new XmlPartReader(part.name, handler, budget);
   for await (const chunk of zip.inflate(part)) reader.write(chunk);
   reader.end();
 }

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { Authenticator } from "../../auth/authenticate.ts";
+import type { Authenticator, CredentialHeaders } from "../../auth/authenticate.ts";
 import type { Principal } from "../../auth/principal.ts";
 import { AppError, rateLimited } from "../../lib/app-error.ts";
 import type { RateLimiter } from "../../ratelimit/limiter.ts";
@@ -23,17 +23,41 @@ export function principalOf(req: FastifyRequest): Principal {
 }
 
 /**
- * Authenticates every request of the encapsulated scope it is installed in, then rate-limits per
- * credential. Failed attempts are limited per client address so key guessing is throttled too.
+ * The one admission path of every authenticated route (the API and /plants alike):
+ * - a failed authentication spends the client address's allowance (key guessing is throttled);
+ * - an address whose allowance is spent gets 429 even with a correct credential;
+ * - a good credential spends its own allowance and its user's, so N keys do not buy N× the limit.
+ * Throws RATE_LIMITED (429) or UNAUTHORIZED (401); returns the caller otherwise.
  */
+export async function admitRequest(
+  auth: Authenticator,
+  limiter: RateLimiter,
+  headers: CredentialHeaders,
+  ip: string,
+): Promise<Principal> {
+  const outcome = await auth.authenticate(headers);
+  const address = `ip:${ip}`;
+  if (!outcome.ok) {
+    const admission = await limiter.consume(address);
+    if (!admission.allowed) throw rateLimited(admission.retryAfterMs / 1000);
+    throw new AppError("UNAUTHORIZED", MESSAGES[outcome.reason]);
+  }
+  const { principal } = outcome;
+  for (const admission of [
+    () => limiter.peek(address),
+    () => limiter.consume(principal.credentialId),
+    () => limiter.consume(`user:${principal.userId}`),
+  ]) {
+    const result = await admission();
+    if (!result.allowed) throw rateLimited(result.retryAfterMs / 1000);
+  }
+  return principal;
+}
+
+/** Authenticates and admits (admitRequest) every request of the encapsulated scope it is installed in. */
 export function installAuthentication(app: FastifyInstance, auth: Authenticator, limiter: RateLimiter): void {
   app.decorateRequest("principal", null);
   app.addHook("onRequest", async (req) => {
-    const outcome = await auth.authenticate(req.headers);
-    const limitKey = outcome.ok ? outcome.principal.credentialId : `ip:${req.ip}`;
-    const admission = await limiter.consume(limitKey);
-    if (!admission.allowed) throw rateLimited(admission.retryAfterMs / 1000);
-    if (!outcome.ok) throw new AppError("UNAUTHORIZED", MESSAGES[outcome.reason]);
-    req.principal = outcome.principal;
+    req.principal = await admitRequest(auth, limiter, req.headers, req.ip);
   });
 }

@@ -1,5 +1,7 @@
-import type { FastifyInstance } from "fastify";
-import { mapError } from "../errors.ts";
+import { maxHeaderSize, STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { mapClientError, mapError } from "../errors.ts";
 
 export function installErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler(async (error, req, reply) => {
@@ -15,4 +17,36 @@ export function installErrorHandlers(app: FastifyInstance): void {
       error: { code: "NOT_FOUND", message: `Route ${req.method} ${req.url.split("?")[0]} not found` },
     }),
   );
+}
+
+/**
+ * Fastify's `frameworkErrors` option: router failures (a malformed percent-encoding, a path
+ * parameter over maxParamLength) happen before any route or hook, so the error handler never sees
+ * them and Fastify's default answer is not the spec's envelope.
+ */
+export function frameworkErrorHandler(error: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  const mapped = mapError(error);
+  req.log.info({ code: mapped.body.error.code, status: mapped.status }, mapped.body.error.message);
+  void reply.status(mapped.status).header("x-request-id", req.id).send(mapped.body);
+}
+
+/**
+ * Fastify's `clientErrorHandler` option, for what Node's parser refuses before a request exists
+ * (e.g. headers over 16 KiB, which Node answers 431 with a non-spec body): the spec's envelope,
+ * written on the raw socket, then the connection is closed.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === "ECONNRESET" || socket.destroyed) return;
+  const mapped = mapClientError(error, maxHeaderSize);
+  const json = JSON.stringify(mapped.body);
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${mapped.status} ${STATUS_CODES[mapped.status] ?? ""}\r\n` +
+        "Content-Type: application/json; charset=utf-8\r\n" +
+        `Content-Length: ${Buffer.byteLength(json)}\r\n` +
+        "Connection: close\r\n\r\n" +
+        json,
+    );
+  }
+  socket.destroy(error);
 }

@@ -2,7 +2,12 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { AppError } from "../../lib/app-error.ts";
 import { safeEqual } from "../../lib/tokens.ts";
 import type { HttpDeps } from "../deps.ts";
+import { CreatedApiKeyReply, toApiKeyListItem, toCreatedApiKeyReply } from "../schemas/api-keys.ts";
 import {
+  AdminCreateKeyBody,
+  AdminListKeysReply,
+  AdminRevokeKeyBody,
+  AdminUserKeysBody,
   CreatedUserReply,
   CreateUserBody,
   GrantCreditsBody,
@@ -47,6 +52,30 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps; token: str
     async (req, reply) => {
       const t = await deps.credits.grant(req.body.user_id, req.body.amount, req.body.reason);
       return reply.status(201).send(toGrantCreditsReply(t));
+    },
+  );
+
+  app.post(
+    "/admin/v1/api-keys",
+    { schema: { hide: true, body: AdminCreateKeyBody, response: { 201: CreatedApiKeyReply } } },
+    async (req, reply) => {
+      const created = await deps.apiKeys.create(req.body.user_id, req.body.name.trim(), req.body.purpose);
+      return reply.status(201).send(toCreatedApiKeyReply(created));
+    },
+  );
+
+  app.post(
+    "/admin/v1/api-keys/list",
+    { schema: { hide: true, body: AdminUserKeysBody, response: { 200: AdminListKeysReply } } },
+    async (req) => ({ api_keys: (await deps.apiKeys.list(req.body.user_id, false)).map(toApiKeyListItem) }),
+  );
+
+  app.post(
+    "/admin/v1/api-keys/revoke",
+    { schema: { hide: true, body: AdminRevokeKeyBody } },
+    async (req, reply) => {
+      await deps.apiKeys.deactivate(req.body.user_id, req.body.id);
+      return reply.status(204).send();
     },
   );
 };

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
+import { requireKeyManagement } from "../../auth/principal.ts";
 import { validationError } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
@@ -14,13 +15,17 @@ import {
 import { errorResponses, IdParams } from "../schemas/common.ts";
 
 export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
+  // Key management is for `custom` keys and sessions only (DESIGN §5 "Key scopes"). An onRequest
+  // hook of this plugin runs after authentication and before validation: 403 whatever the body.
+  app.addHook("onRequest", async (req) => requireKeyManagement(principalOf(req)));
+
   app.post(
     "/api/v1/api-keys",
     {
       schema: {
         tags: ["api-keys"],
         body: CreateApiKeyBody,
-        response: { 201: CreatedApiKeyReply, ...errorResponses(400, 401, 429, 500) },
+        response: { 201: CreatedApiKeyReply, ...errorResponses(400, 401, 403, 409, 429, 500) },
       },
     },
     async (req, reply) => {
@@ -40,7 +45,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
       schema: {
         tags: ["api-keys"],
         querystring: ListApiKeysQuery,
-        response: { 200: ListApiKeysReply, ...errorResponses(400, 401, 429, 500) },
+        response: { 200: ListApiKeysReply, ...errorResponses(400, 401, 403, 429, 500) },
       },
     },
     async (req) => {
@@ -55,7 +60,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
       schema: {
         tags: ["api-keys"],
         params: IdParams,
-        response: { 204: Type.Null(), ...errorResponses(400, 401, 404, 429, 500) },
+        response: { 204: Type.Null(), ...errorResponses(400, 401, 403, 404, 409, 429, 500) },
       },
     },
     async (req, reply) => {

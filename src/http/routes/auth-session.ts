@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { sessionOpenerKeyOf } from "../../auth/principal.ts";
 import { AppError } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
@@ -11,16 +12,14 @@ export const authSessionRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = 
     {
       schema: {
         tags: ["auth"],
-        description: "Exchange an API key for a short-lived JWT (used by the dashboard).",
-        response: { 200: SessionReply, ...errorResponses(401, 429, 500) },
+        description:
+          "Exchange a `custom` API key for a short-lived JWT (used by the dashboard); the session dies with the key.",
+        response: { 200: SessionReply, ...errorResponses(401, 403, 429, 500) },
       },
     },
     async (req) => {
       const p = principalOf(req);
-      // A JWT must not mint its successor, or a leaked session token would never expire.
-      if (p.source !== "api_key")
-        throw new AppError("UNAUTHORIZED", "An API key is required to open a session");
-      const session = await deps.jwt.issue(p.userId, deps.clock.now());
+      const session = await deps.jwt.issue(p.userId, sessionOpenerKeyOf(p), deps.clock.now());
       if (!session)
         throw new AppError("INTERNAL_ERROR", "Sessions are not configured on this server (JWT_SECRET)");
       return toSessionReply(session, p.userId);

@@ -1,3 +1,5 @@
+import { once } from "node:events";
+import type { Readable } from "node:stream";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { contentDisposition, EXPORT_FORMATS, type ExportFormat } from "../../files/index.ts";
 import { isUuid } from "../../lib/ids.ts";
@@ -12,6 +14,23 @@ import {
   DownloadReply,
   statusFilterOf,
 } from "../schemas/downloads.ts";
+
+/**
+ * Waits until the body has its first bytes (or has ended) before any header is sent: a writer
+ * that fails that early still gets the ordinary error envelope, not an attachment header over a
+ * JSON body. Once bytes are out the status line is gone; a failure after that makes Fastify
+ * destroy the connection, so the client sees a truncated chunked response (no terminating
+ * chunk), never a short file that looks complete. The failure is logged, not sent.
+ */
+async function started(body: Readable): Promise<Readable> {
+  // Kept for the stream's life: Fastify's own listener is only added by send().
+  body.on("error", () => undefined);
+  if (body.readableLength === 0 && !body.readableEnded) {
+    await Promise.race([once(body, "readable"), once(body, "end")]);
+  }
+  if (body.errored) throw body.errored;
+  return body;
+}
 
 export const downloadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
   app.get(
@@ -43,11 +62,12 @@ export const downloadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = asy
         statuses: statusFilterOf(req.query.status),
         escapeFormulas: req.query.escape_formulas !== false,
       });
+      const body = await started(download.body);
       return reply
         .header("content-type", download.contentType)
         .header("content-disposition", contentDisposition(download.filename))
         .header("cache-control", "no-store")
-        .send(download.body);
+        .send(body);
     },
   );
 };

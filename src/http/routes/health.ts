@@ -1,5 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { AppError } from "../../lib/app-error.ts";
+import { readCredential } from "../../auth/authenticate.ts";
+import { AppError, rateLimited } from "../../lib/app-error.ts";
+import { safeEqual } from "../../lib/tokens.ts";
 import type { HttpDeps } from "../deps.ts";
 import { errorResponses } from "../schemas/common.ts";
 import { HealthReply, ReadyReply, toReadyReply } from "../schemas/ops.ts";
@@ -22,7 +24,19 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     },
   );
 
-  app.get("/metrics", { schema: { hide: true } }, async (_req, reply) => {
+  // Public unless METRICS_TOKEN is set (then Bearer <token>, compared in constant time). Either set
+  // it or keep the port away from the internet (README: "Keys, sessions and scopes").
+  const metricsToken = deps.settings.metricsToken;
+  app.get("/metrics", { schema: { hide: true } }, async (req, reply) => {
+    if (metricsToken !== null) {
+      const read = readCredential({ authorization: req.headers.authorization });
+      if (typeof read !== "object" || !safeEqual(read.token, metricsToken)) {
+        // A wrong token spends the address's failed-auth allowance, as on every other route.
+        const admission = await deps.rateLimiter.consume(`ip:${req.ip}`);
+        if (!admission.allowed) throw rateLimited(admission.retryAfterMs / 1000);
+        throw new AppError("UNAUTHORIZED", "Metrics require Authorization: Bearer <METRICS_TOKEN>");
+      }
+    }
     reply.header("content-type", deps.metrics.registry.contentType);
     return deps.metrics.registry.metrics();
   });

@@ -1,12 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyError } from "fastify";
+import { AppError } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
+import { admitRequest } from "../plugins/auth.ts";
 import { NewPlantBody, PlantErrorReply, PlantReply } from "../schemas/plants.ts";
 
 class PlantError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
   }
@@ -16,7 +19,10 @@ class PlantError extends Error {
 export const plantRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
   app.setErrorHandler(async (error: FastifyError | PlantError, req, reply) => {
     if (error instanceof PlantError)
-      return reply.status(error.status).send({ error: error.status, message: error.message });
+      return reply
+        .status(error.status)
+        .headers(error.headers)
+        .send({ error: error.status, message: error.message });
     if (
       error.validation ||
       (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500)
@@ -28,12 +34,23 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async 
     return reply.status(500).send({ error: 500, message: "An internal error occurred" });
   });
 
+  // The same admission as the API (per-address failed-auth limit, per-credential and per-user
+  // limits): before, this hook called the authenticator alone, so guessing here was unthrottled.
+  // Bearer only, as the spec declares: X-API-Key is not read, a missing header counts as a failure.
   app.addHook("onRequest", async (req) => {
     const header = req.headers.authorization;
-    if (!header || !/^Bearer\s+\S+$/i.test(header))
-      throw new PlantError(401, "Bearer authentication required");
-    const outcome = await deps.authenticator.authenticate({ authorization: header });
-    if (!outcome.ok) throw new PlantError(401, "Invalid bearer credentials");
+    try {
+      await admitRequest(deps.authenticator, deps.rateLimiter, { authorization: header }, req.ip);
+    } catch (e) {
+      if (!(e instanceof AppError)) throw e;
+      if (e.code === "RATE_LIMITED") throw new PlantError(429, e.message, e.options.headers);
+      throw new PlantError(
+        401,
+        header && /^Bearer\s+\S+$/i.test(header)
+          ? "Invalid bearer credentials"
+          : "Bearer authentication required",
+      );
+    }
   });
 
   app.post(
@@ -43,7 +60,13 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async 
         tags: ["sample"],
         security: [{ bearerAuth: [] }],
         body: NewPlantBody,
-        response: { 200: PlantReply, 400: PlantErrorReply, 401: PlantErrorReply, 500: PlantErrorReply },
+        response: {
+          200: PlantReply,
+          400: PlantErrorReply,
+          401: PlantErrorReply,
+          429: PlantErrorReply,
+          500: PlantErrorReply,
+        },
       },
     },
     async (req) => ({ name: req.body.name, ...(req.body.tag !== undefined ? { tag: req.body.tag } : {}) }),

@@ -1,7 +1,8 @@
-import multipart from "@fastify/multipart";
+import multipart, { type Multipart } from "@fastify/multipart";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { AppError, validationError } from "../../lib/app-error.ts";
+import { unstorableTextReason } from "../../lib/storable-text.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses } from "../schemas/common.ts";
@@ -26,11 +27,33 @@ const MULTIPART_ERRORS: Record<string, [field: string, reason: string]> = {
   FST_FIELDS_LIMIT: ["body", "has too many fields"],
 };
 
+/**
+ * Multipart parts bypass the JSON input guard (plugins/input-guard.ts), so the same rule is
+ * applied here: a NUL or an unpaired surrogate in a field name, the file name or a field value is
+ * a 400 naming it (a NUL in the file name used to reach the database: 500).
+ */
+function unstorablePartProblem(part: Multipart): AppError | null {
+  const nameReason = unstorableTextReason(part.fieldname);
+  if (nameReason)
+    return validationError("Invalid characters in a form field name", [
+      { field: "body", reason: `has a form field name that ${nameReason}` },
+    ]);
+  const [field, text] =
+    part.type === "file" ? ["filename", part.filename] : [part.fieldname, String(part.value)];
+  const reason = unstorableTextReason(text);
+  return reason ? validationError(`Invalid characters in ${field}`, [{ field, reason }]) : null;
+}
+
 /** Reads the whole form; the file is buffered (bounded by MAX_UPLOAD_BYTES) because it must be validated before 202. */
 async function readForm(req: FastifyRequest, maxBytes: number): Promise<UploadForm> {
   const form: UploadForm = { file: null, fields: new Map() };
   try {
     for await (const part of req.parts()) {
+      const problem = unstorablePartProblem(part);
+      if (problem) {
+        if (part.type === "file") await part.toBuffer().catch(() => undefined);
+        throw problem;
+      }
       if (part.type === "file") {
         if (part.fieldname !== "file" || form.file) {
           await part.toBuffer().catch(() => undefined);

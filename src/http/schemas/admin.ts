@@ -1,5 +1,6 @@
 import { Type } from "typebox";
 import type { CreditTransaction } from "../../credits/service.ts";
+import { ApiKeyPurposeSchema, ListApiKeysReply } from "./api-keys.ts";
 import type { CreatedUser } from "../../users/service.ts";
 import { Uuid } from "./common.ts";
 
@@ -37,3 +38,16 @@ export const toGrantCreditsReply = (t: CreditTransaction) => ({
   transaction_id: t.id,
   balance_after: t.balanceAfter,
 });
+
+// `mailprobe keys create|list|revoke` through the running server (same domain functions as the API).
+export const AdminCreateKeyBody = Type.Object({
+  user_id: Uuid,
+  name: Type.String({ minLength: 1, maxLength: 100 }),
+  purpose: ApiKeyPurposeSchema,
+});
+
+export const AdminUserKeysBody = Type.Object({ user_id: Uuid });
+
+export const AdminRevokeKeyBody = Type.Object({ user_id: Uuid, id: Uuid });
+
+export const AdminListKeysReply = ListApiKeysReply;

@@ -8,7 +8,10 @@ export const ErrorBodySchema = Type.Object(
     error: Type.Object({
       code: Type.String(),
       message: Type.String(),
-      details: Type.Optional(Type.Array(FieldErrorSchema)),
+      details: Type.Optional(Type.Array(FieldErrorSchema, { description: "At most 20 entries" })),
+      details_truncated: Type.Optional(
+        Type.Integer({ description: "How many more details there were than the 20 listed" }),
+      ),
     }),
   },
   { $id: "ErrorBody", additionalProperties: true },

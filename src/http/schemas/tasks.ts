@@ -10,13 +10,16 @@ import {
   type TaskView,
 } from "../../tasks/service.ts";
 import type { UploadRecord } from "../../uploads/service.ts";
+import { MAX_TASK_EMAILS } from "../../tasks/task-input.ts";
 import { webhookUrlProblem } from "../../webhooks/url-policy.ts";
 import { DateTime, MAX_OFFSET, Uuid } from "./common.ts";
+import { UploadCounts, uploadCounts } from "./uploads.ts";
 import { toVerificationReply, VerificationReply } from "./verification.ts";
 import { isUnknownReason } from "../../verify/index.ts";
 
 export const CreateTaskBody = Type.Object({
   emails: Type.Array(Type.String(), {
+    maxItems: MAX_TASK_EMAILS,
     description: "1 to 10,000 addresses; duplicates are verified and billed once",
   }),
   webhook_url: Type.Optional(
@@ -32,7 +35,11 @@ export const CreatedTaskReply = Type.Object({
   webhook_url: Type.Union([Type.String(), Type.Null()]),
   source: Type.String(),
   created_at: DateTime,
-  email_count: Type.Integer({ description: "Distinct addresses queued (= credits reserved)" }),
+  email_count: Type.Integer({
+    description: "Distinct addresses queued (= credits reserved); = unique_count",
+  }),
+  submitted_count: Type.Integer({ description: "Entries submitted, duplicates included" }),
+  unique_count: Type.Integer({ description: "Distinct canonical addresses: the jobs queued" }),
   domain_count: Type.Integer(),
 });
 
@@ -73,7 +80,7 @@ const FileSchema = Type.Object({
   upload_id: Uuid,
   task_id: Uuid,
   filename: Type.String(),
-  email_count: Type.Integer(),
+  ...UploadCounts,
   status: Type.String(),
   created_at: DateTime,
   updated_at: DateTime,
@@ -162,7 +169,7 @@ export const toFileReply = (u: UploadRecord | null) =>
     upload_id: u.id,
     task_id: u.taskId,
     filename: u.filename,
-    email_count: u.emailCount,
+    ...uploadCounts(u),
     status: u.status,
     created_at: u.createdAt.toISOString(),
     updated_at: u.updatedAt.toISOString(),
@@ -207,6 +214,8 @@ export const toJobReply = ({ job, result }: JobView) => ({
 export const toCreatedTaskReply = (t: TaskRecord) => ({
   ...toTaskCore(t),
   email_count: t.emailCount,
+  submitted_count: t.submittedCount,
+  unique_count: t.emailCount,
   domain_count: t.domainCount,
 });
 

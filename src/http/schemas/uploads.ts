@@ -3,11 +3,32 @@ import type { TaskRecord } from "../../tasks/service.ts";
 import type { UploadRecord } from "../../uploads/service.ts";
 import { Uuid } from "./common.ts";
 
+/** Additions to the spec's upload object (DESIGN §5 "Billing units"): every row accounted for. */
+export const UploadCounts = {
+  email_count: Type.Integer({
+    description: "Distinct addresses queued (= jobs = credits reserved); same as unique_count",
+  }),
+  submitted_count: Type.Integer({ description: "Rows whose email cell is an address, duplicates included" }),
+  unique_count: Type.Integer({ description: "Distinct addresses among them: the jobs queued" }),
+  duplicate_count: Type.Integer({ description: "Rows repeating an earlier row's address (verified once)" }),
+  skipped_count: Type.Integer({
+    description: "Rows whose email cell is blank or not an address: no job, status `skipped` in the download",
+  }),
+};
+
+export const uploadCounts = (u: UploadRecord) => ({
+  email_count: u.emailCount,
+  submitted_count: u.submittedCount,
+  unique_count: u.emailCount,
+  duplicate_count: u.submittedCount - u.emailCount,
+  skipped_count: u.skippedCount,
+});
+
 export const UploadAccepted = Type.Object({
   upload_id: Uuid,
   task_id: Uuid,
   filename: Type.String(),
-  email_count: Type.Integer(),
+  ...UploadCounts,
   status: Type.String(),
   message: Type.String(),
   uploaded_at: Type.String({ format: "date-time" }),
@@ -19,7 +40,7 @@ export const UploadStatus = Type.Object({
   upload_id: Uuid,
   task_id: Uuid,
   filename: Type.String(),
-  email_count: Type.Integer(),
+  ...UploadCounts,
   user_id: Type.Optional(Uuid),
   status: Type.String(),
   created_at: Type.String({ format: "date-time" }),
@@ -33,13 +54,26 @@ export const UploadStatus = Type.Object({
   }),
 });
 
+const plural = (n: number, one: string, many: string): string => `${n.toString()} ${n === 1 ? one : many}`;
+
+/** "3 addresses queued for verification (1 duplicate row, 2 rows skipped: no address)". */
+function uploadMessage(u: UploadRecord): string {
+  const notes = [
+    ...(u.submittedCount > u.emailCount
+      ? [plural(u.submittedCount - u.emailCount, "duplicate row", "duplicate rows")]
+      : []),
+    ...(u.skippedCount > 0 ? [`${plural(u.skippedCount, "row", "rows")} skipped: no address`] : []),
+  ];
+  return `${u.emailCount.toString()} addresses queued for verification${notes.length ? ` (${notes.join(", ")})` : ""}`;
+}
+
 export const toUploadAccepted = ({ upload, task }: { upload: UploadRecord; task: TaskRecord }) => ({
   upload_id: upload.id,
   task_id: task.id,
   filename: upload.filename,
-  email_count: upload.emailCount,
+  ...uploadCounts(upload),
   status: upload.status,
-  message: `${upload.emailCount} addresses queued for verification`,
+  message: uploadMessage(upload),
   uploaded_at: upload.createdAt.toISOString(),
 });
 
@@ -47,7 +81,7 @@ export const toUploadStatus = ({ upload, task }: { upload: UploadRecord; task: T
   upload_id: upload.id,
   task_id: upload.taskId,
   filename: upload.filename,
-  email_count: upload.emailCount,
+  ...uploadCounts(upload),
   user_id: upload.userId,
   status: upload.status,
   created_at: upload.createdAt.toISOString(),

@@ -30,20 +30,25 @@ const openSession = async (apiKey: string): Promise<string> => {
 
 const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 
-/** An HS256 token as the server would issue it, with the fields under test overridable. */
+/**
+ * An HS256 token as the server would issue it (bound to the key that opened it by `api_key_id`),
+ * with the fields under test overridable; `exp: null` / `keyId: null` leave the claim out.
+ */
 async function signToken(opts: {
   sub: string;
-  exp?: number;
+  keyId?: string | null;
+  exp?: number | null;
   secret?: string;
   alg?: "HS256" | "HS512";
 }): Promise<string> {
   const iat = nowSeconds() - 10;
-  return new SignJWT({})
+  const keyId = opts.keyId === undefined ? randomUUID() : opts.keyId;
+  let jwt = new SignJWT(keyId === null ? {} : { api_key_id: keyId })
     .setProtectedHeader({ alg: opts.alg ?? "HS256", typ: "JWT" })
     .setSubject(opts.sub)
-    .setIssuedAt(iat)
-    .setExpirationTime(opts.exp ?? iat + 600)
-    .sign(new TextEncoder().encode(opts.secret ?? TEST_JWT_SECRET));
+    .setIssuedAt(iat);
+  if (opts.exp !== null) jwt = jwt.setExpirationTime(opts.exp ?? iat + 600);
+  return jwt.sign(new TextEncoder().encode(opts.secret ?? TEST_JWT_SECRET));
 }
 
 describe("API keys as credentials", () => {
@@ -134,7 +139,8 @@ describe("JWT sessions", () => {
     assert.equal(res.json<{ user_id: string }>().user_id, u.userId);
   });
 
-  test("a JWT cannot open a session (a leaked token must not renew itself)", async () => {
+  // Was 401; a valid session that may not do this is 403 FORBIDDEN (DESIGN §5 "Key scopes").
+  test("a JWT cannot open a session (a leaked token must not renew itself) → 403", async () => {
     const u = await ctx.createUser();
     const jwt = await openSession(u.apiKey);
     const res = await ctx.app.inject({
@@ -142,7 +148,7 @@ describe("JWT sessions", () => {
       url: "/api/v1/auth/session",
       headers: ctx.bearer(jwt),
     });
-    assertError(res, 401, "UNAUTHORIZED", null);
+    assertError(res, 403, "FORBIDDEN", null);
   });
 
   test("a JWT sent as X-API-Key is not accepted as an API key", async () => {
@@ -158,20 +164,43 @@ describe("JWT sessions", () => {
 
   test("a token signed here with the server's secret is accepted (control for the refusals below)", async () => {
     const u = await ctx.createUser(5);
-    const res = await balance(ctx.bearer(await signToken({ sub: u.userId })));
+    const res = await balance(ctx.bearer(await signToken({ sub: u.userId, keyId: u.apiKeyId })));
     assert.equal(res.statusCode, 200);
     assert.deepEqual(res.json(), { user_id: u.userId, balance: 5 });
   });
 
+  test("a JWT without exp → 401 (it would never expire)", async () => {
+    const u = await ctx.createUser(5);
+    const token = await signToken({ sub: u.userId, keyId: u.apiKeyId, exp: null });
+    assertError(await balance(ctx.bearer(token)), 401, "UNAUTHORIZED", null);
+  });
+
+  test("a JWT without the api_key_id claim → 401 (a session not bound to a key cannot be revoked)", async () => {
+    const u = await ctx.createUser(5);
+    const token = await signToken({ sub: u.userId, keyId: null });
+    assertError(await balance(ctx.bearer(token)), 401, "UNAUTHORIZED", null);
+  });
+
+  test("a JWT bound to another user's key → 401", async () => {
+    const u = await ctx.createUser(5);
+    const other = await ctx.createUser(5);
+    const token = await signToken({ sub: u.userId, keyId: other.apiKeyId });
+    assertError(await balance(ctx.bearer(token)), 401, "UNAUTHORIZED", null);
+  });
+
   test("an expired JWT → 401", async () => {
     const u = await ctx.createUser(5);
-    const token = await signToken({ sub: u.userId, exp: nowSeconds() - 120 });
+    const token = await signToken({ sub: u.userId, keyId: u.apiKeyId, exp: nowSeconds() - 120 });
     assertError(await balance(ctx.bearer(token)), 401, "UNAUTHORIZED", null);
   });
 
   test("a JWT signed with another secret → 401", async () => {
     const u = await ctx.createUser(5);
-    const token = await signToken({ sub: u.userId, secret: "another-secret-another-secret-another-12" });
+    const token = await signToken({
+      sub: u.userId,
+      keyId: u.apiKeyId,
+      secret: "another-secret-another-secret-another-12",
+    });
     assertError(await balance(ctx.bearer(token)), 401, "UNAUTHORIZED", null);
   });
 
@@ -184,7 +213,7 @@ describe("JWT sessions", () => {
 
   test("an HS512 JWT with the right secret → 401 (only HS256 is accepted for the shared secret)", async () => {
     const u = await ctx.createUser(5);
-    const token = await signToken({ sub: u.userId, alg: "HS512" });
+    const token = await signToken({ sub: u.userId, keyId: u.apiKeyId, alg: "HS512" });
     assertError(await balance(ctx.bearer(token)), 401, "UNAUTHORIZED", null);
   });
 
@@ -203,15 +232,17 @@ describe("JWT sessions", () => {
     assertError(await balance(ctx.bearer(`${header}.${forged}.${signature}`)), 401, "UNAUTHORIZED", null);
   });
 
-  test("a valid JWT for a user that does not exist → 404 NOT_FOUND on balance and transactions", async () => {
+  // Was 404 NOT_FOUND: a session is now bound to an active key of its user, so a signed token
+  // for a user (and key) that does not exist is refused at authentication.
+  test("a signed JWT for a user that does not exist → 401 on balance and transactions", async () => {
     const token = await signToken({ sub: randomUUID() });
-    assertError(await balance(ctx.bearer(token)), 404, "NOT_FOUND", null);
+    assertError(await balance(ctx.bearer(token)), 401, "UNAUTHORIZED", null);
     const tx = await ctx.app.inject({
       method: "GET",
       url: "/api/v1/credits/transactions",
       headers: ctx.bearer(token),
     });
-    assertError(tx, 404, "NOT_FOUND", null);
+    assertError(tx, 401, "UNAUTHORIZED", null);
   });
 });
 

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { createTestContext, type TestContext } from "../../support/test-app.ts";
 import { testEngine } from "../../support/test-db.ts";
-import { UUID_RE } from "./helpers.ts";
+import { assertError, UUID_RE } from "./helpers.ts";
 
 let ctx: TestContext;
 before(async () => {
@@ -71,6 +71,54 @@ describe("/metrics", () => {
     );
     assert.doesNotMatch(res.body, /not-a-uuid/);
     assert.match(res.body, /^# TYPE mailprobe_http_request_duration_seconds histogram$/m);
+  });
+
+  test("with METRICS_TOKEN set: 401 in the envelope without it or with a wrong one, 200 with Bearer <token>", async () => {
+    const token = "metrics-token-0123456789abcdef";
+    const guarded = await createTestContext({ db: ctx.db, env: { METRICS_TOKEN: token } });
+    try {
+      const get = (headers: Record<string, string>) =>
+        guarded.app.inject({ method: "GET", url: "/metrics", headers });
+      assertError(await get({}), 401, "UNAUTHORIZED", null);
+      assertError(await get({ authorization: "Bearer wrong" }), 401, "UNAUTHORIZED", null);
+      assertError(await get({ authorization: `Bearer ${token}x` }), 401, "UNAUTHORIZED", null);
+      assertError(await get({ "x-api-key": token }), 401, "UNAUTHORIZED", null);
+      // An API key is not the metrics token.
+      const u = await guarded.createUser();
+      assertError(await get(guarded.bearer(u.apiKey)), 401, "UNAUTHORIZED", null);
+      const ok = await get({ authorization: `Bearer ${token}` });
+      assert.equal(ok.statusCode, 200);
+      assert.match(ok.body, /^# TYPE mailprobe_http_requests_total counter$/m);
+    } finally {
+      await guarded.close();
+    }
+  });
+
+  test("wrong metrics tokens spend the address's failed-auth allowance (429 after it)", async () => {
+    const guarded = await createTestContext({
+      db: ctx.db,
+      env: {
+        METRICS_TOKEN: "metrics-token-0123456789abcdef",
+        RATE_LIMIT_PER_SECOND: "2",
+        RATE_LIMIT_BURST: "3",
+      },
+    });
+    try {
+      const statuses = [];
+      for (let i = 0; i < 4; i++)
+        statuses.push(
+          (
+            await guarded.app.inject({
+              method: "GET",
+              url: "/metrics",
+              headers: { authorization: `Bearer g${i}` },
+            })
+          ).statusCode,
+        );
+      assert.deepEqual(statuses, [401, 401, 401, 429]);
+    } finally {
+      await guarded.close();
+    }
   });
 });
 

@@ -112,3 +112,60 @@ describe("security (flat body)", () => {
     assertFlatError(await postPlant({}, {}), 401);
   });
 });
+
+// Issue 11 item 11: /plants used to call the authenticator alone, so 100 wrong keys in parallel
+// answered 100 × 401 and never 429. It now goes through the API's admission (auth plugin).
+describe("rate limiting, the same as the API", () => {
+  const LIMITS = { RATE_LIMIT_PER_SECOND: "2", RATE_LIMIT_BURST: "3" };
+  const plant = (c: TestContext, headers: Record<string, string>) =>
+    c.app.inject({ method: "POST", url: "/plants", headers, payload: { id: 1, name: "Ivy" } });
+
+  test("100 wrong keys in parallel → at most 3 × 401, the rest 429 with Retry-After, flat body", async () => {
+    const limited = await createTestContext({ db: ctx.db, env: LIMITS });
+    try {
+      const results = await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          plant(limited, { authorization: `Bearer mpk_${String(i).padStart(40, "x")}` }),
+        ),
+      );
+      const count = (s: number) => results.filter((r) => r.statusCode === s).length;
+      assert.equal(count(401), 3);
+      assert.equal(count(429), 97);
+      const refused = results.find((r) => r.statusCode === 429)!;
+      assertFlatError(refused, 429);
+      assert.match(String(refused.headers["retry-after"]), /^\d+$/);
+      // The address is throttled now: a correct key gets 429 too, here and on the API.
+      const u = await limited.createUser();
+      assertFlatError(await plant(limited, limited.bearer(u.apiKey)), 429);
+      const api = await limited.app.inject({
+        method: "GET",
+        url: "/api/v1/credits/balance",
+        headers: limited.bearer(u.apiKey),
+      });
+      assert.equal(api.statusCode, 429);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  test("a good key is limited per credential and per user, sharing the allowance with the API", async () => {
+    const limited = await createTestContext({ db: ctx.db, env: LIMITS });
+    try {
+      const u = await limited.createUser();
+      const statuses = [];
+      statuses.push(
+        (
+          await limited.app.inject({
+            method: "GET",
+            url: "/api/v1/credits/balance",
+            headers: limited.bearer(u.apiKey),
+          })
+        ).statusCode,
+      );
+      for (let i = 0; i < 3; i++) statuses.push((await plant(limited, limited.bearer(u.apiKey))).statusCode);
+      assert.deepEqual(statuses, [200, 200, 200, 429]);
+    } finally {
+      await limited.close();
+    }
+  });
+});

@@ -1,5 +1,5 @@
-// Rate limiting per credential (DESIGN §5 Limits), on each counter store: process memory,
-// Redis (cluster with REDIS_URL) and PostgreSQL (cluster without Redis).
+// Rate limiting per credential and per user (DESIGN §5 Limits, issue 11), on each counter store:
+// process memory, Redis (cluster with REDIS_URL) and PostgreSQL (cluster without Redis).
 import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, test, type TestContext as NodeTestContext } from "node:test";
@@ -24,8 +24,8 @@ const balance = (c: TestContext, headers: Record<string, string>) =>
   c.app.inject({ method: "GET", url: "/api/v1/credits/balance", headers });
 
 /**
- * The shared scenario: one key spends its allowance (3 × 200, then 429 with Retry-After), while
- * another key of the same user and a key of another user are unaffected.
+ * The shared scenario: one key spends its allowance (3 × 200, then 429 with Retry-After); a key of
+ * another user is unaffected, while another key of the same user shares the user's allowance.
  */
 async function assertPerCredentialLimit(limited: TestContext): Promise<string> {
   const alice = await limited.createUser(1);
@@ -48,8 +48,9 @@ async function assertPerCredentialLimit(limited: TestContext): Promise<string> {
   const other = await balance(limited, limited.bearer(bob.apiKey));
   assert.equal(other.statusCode, 200, "another user's key is not limited");
   assert.deepEqual(other.json(), { user_id: bob.userId, balance: 2 });
+  // Was 200 ("the limit is per credential, not per user"): N keys no longer buy N× the limit.
   const sibling = await balance(limited, limited.bearer(aliceSecond.plaintext));
-  assert.equal(sibling.statusCode, 200, "the limit is per credential, not per user");
+  assertError(sibling, 429, "RATE_LIMITED", null);
   // The burst bucket's counter key (10 s lifetime, so it is still there for the caller to check).
   return `rl_b:key:${alice.apiKeyId}`;
 }
@@ -63,7 +64,7 @@ describe("memory store (embedded)", () => {
     await limited.close();
   });
 
-  test("the 4th quick request of one key → 429 RATE_LIMITED with Retry-After; other credentials pass", async () => {
+  test("the 4th quick request of one key → 429 RATE_LIMITED with Retry-After; other users pass, sibling keys do not", async () => {
     await assertPerCredentialLimit(limited);
   });
 
@@ -92,6 +93,39 @@ describe("memory store (embedded)", () => {
     } finally {
       await guessing.close();
     }
+  });
+
+  test("a throttled client address gets 429 even with a correct key", async () => {
+    const guessing = await createTestContext({ db: base.db, env: LIMITS });
+    try {
+      const u = await guessing.createUser(1);
+      assert.equal((await balance(guessing, guessing.bearer(u.apiKey))).statusCode, 200, "control");
+      for (let i = 0; i < 4; i++) await balance(guessing, { authorization: `Bearer guess-${i}` });
+      const good = await balance(guessing, guessing.bearer(u.apiKey));
+      assertError(good, 429, "RATE_LIMITED", null);
+      assert.match(String(good.headers["retry-after"]), /^\d+$/);
+    } finally {
+      await guessing.close();
+    }
+  });
+
+  test("two keys of one user share one allowance (per user), in whatever order they are used", async () => {
+    const u = await limited.createUser(1);
+    const second = await limited.services.apiKeys.create(u.userId, "second", "zapier");
+    const statuses = [];
+    for (const key of [u.apiKey, second.plaintext, u.apiKey, second.plaintext])
+      statuses.push((await balance(limited, limited.bearer(key))).statusCode);
+    assert.deepEqual(statuses, [200, 200, 200, 429]);
+  });
+
+  test("a session shares its user's allowance with the user's keys", async () => {
+    const u = await limited.createUser(1);
+    const session = await limited.services.jwt.issue(u.userId, u.apiKeyId, new Date());
+    assert.ok(session);
+    const statuses = [];
+    for (const token of [u.apiKey, session.token, u.apiKey, session.token])
+      statuses.push((await balance(limited, limited.bearer(token))).statusCode);
+    assert.deepEqual(statuses, [200, 200, 200, 429]);
   });
 });
 

@@ -25,6 +25,9 @@ before(async () => {
   ctx = await createTestContext({
     env: worldEnv(world, {
       SMTP_MAX_CONNECTIONS_PER_HOST: "2",
+      // One user's 60 concurrent requests must all reach the engine here (the per-user cap has
+      // its own test, realtime-limits.test.ts).
+      VERIFY_MAX_IN_FLIGHT_PER_USER: "60",
       RATE_LIMIT_PER_SECOND: "1000",
       RATE_LIMIT_BURST: "1000",
     }),

@@ -114,9 +114,12 @@ describe(
       assert.match(user.user_id, UUID);
       assert.equal(user.balance, 7);
       assert.match(user.api_key, /^mpk_[0-9A-Za-z]{40}$/);
+      // A data command that creates a database says so (a mistyped DATA_DIR is otherwise silent).
+      assert.match(created.stderr, /warning: .* holds no database; creating a new one there/);
 
       const granted = await run(["credits", "grant", user.user_id, "5", "--reason", "test"], env);
       assert.equal(granted.code, 0, granted.stderr);
+      assert.doesNotMatch(granted.stderr, /holds no database/, "an existing database: no warning");
       assert.match(granted.stdout, /\bbalance 12\b/);
 
       // Same directory (an initialised one, so this costs no second initdb): an unknown user.
@@ -125,6 +128,35 @@ describe(
         env,
       );
       assertCleanFailure(unknown, /User not found/);
+
+      // keys create|list|revoke (direct mode): the same domain rules as the API.
+      const made = await run(
+        ["keys", "create", user.user_id, "--name", "ops", "--purpose", "zapier", "--json"],
+        env,
+      );
+      assert.equal(made.code, 0, made.stderr);
+      const key = JSON.parse(made.stdout) as { id: string; key: string; purpose: string; name: string };
+      assert.match(key.id, UUID);
+      assert.match(key.key, /^mpk_[0-9A-Za-z]{40}$/);
+      assert.deepEqual([key.name, key.purpose], ["ops", "zapier"]);
+      const revoked = await run(["keys", "revoke", user.user_id, key.id], env);
+      assert.equal(revoked.code, 0, revoked.stderr);
+      const listed = await run(["keys", "list", user.user_id, "--json"], env);
+      assert.equal(listed.code, 0, listed.stderr);
+      const keys = JSON.parse(listed.stdout) as Array<{ id: string; is_active: boolean; key?: string }>;
+      assert.equal(keys.length, 2);
+      assert.equal(keys.find((k) => k.id === key.id)?.is_active, false);
+      assert.ok(
+        keys.every((k) => !("key" in k)),
+        "list never prints plaintext",
+      );
+      const first = keys.find((k) => k.id !== key.id)!;
+      assert.equal(first.is_active, true);
+      assertCleanFailure(await run(["keys", "revoke", user.user_id, first.id], env), /last active API key/);
+      assertCleanFailure(
+        await run(["keys", "create", "00000000-0000-4000-8000-000000000000"], env),
+        /User not found/,
+      );
     });
 
     test("with `serve` running: the data commands go through its admin API; SIGTERM stops it cleanly", async () => {
@@ -152,10 +184,17 @@ describe(
       });
       assert.match(startup, new RegExp(`listening on http://127\\.0\\.0\\.1:${port}`));
       assert.match(startup, /users create --credits/, "a fresh install says how to get the first key");
+      // …with this server's DATA_DIR, which is not the default: without it the CLI would create
+      // and use a second database in ./data.
+      assert.ok(
+        startup.includes(`DATA_DIR=${dataDir} npx mailprobe users create --credits`),
+        `the hint names DATA_DIR:\n${startup}`,
+      );
       assert.ok(existsSync(join(dataDir, "admin.json")), "the admin endpoint is published");
 
       const created = await run(["users", "create", "--credits", "100"], env);
       assert.equal(created.code, 0, created.stderr);
+      assert.doesNotMatch(created.stderr, /holds no database/, "through the server: no new database");
       const apiKey = /^api_key: (mpk_\S+)$/m.exec(created.stdout)?.[1];
       const userId = /^user_id: (\S+)$/m.exec(created.stdout)?.[1];
       assert.ok(apiKey && userId, `key and id printed:\n${created.stdout}`);
@@ -169,6 +208,27 @@ describe(
       const viaServer = await run(["credits", "grant", userId, "5", "--reason", "while serving"], env);
       assert.equal(viaServer.code, 0, viaServer.stderr);
       assert.match(viaServer.stdout, /\bbalance 105\b/);
+
+      // keys through the admin API: a created key works on the server, a revoked one stops.
+      const made = await run(["keys", "create", userId, "--name", "second"], env);
+      assert.equal(made.code, 0, made.stderr);
+      const secondKey = /^key: (mpk_\S+)$/m.exec(made.stdout)?.[1];
+      const secondId = /^id: (\S+)$/m.exec(made.stdout)?.[1];
+      assert.ok(secondKey && secondId, made.stdout);
+      const balanceWith = (k: string) =>
+        fetch(`http://127.0.0.1:${port}/api/v1/credits/balance`, {
+          headers: { authorization: `Bearer ${k}` },
+        });
+      assert.equal((await balanceWith(secondKey)).status, 200);
+      const revoked = await run(["keys", "revoke", userId, secondId], env);
+      assert.equal(revoked.code, 0, revoked.stderr);
+      assert.equal((await balanceWith(secondKey)).status, 401);
+      const listed = await run(["keys", "list", userId], env);
+      assert.equal(listed.code, 0, listed.stderr);
+      assert.match(listed.stdout, new RegExp(`^${secondId}\trevoked\tcustom\t`, "m"));
+      const firstId = /^(\S+)\tactive\t/m.exec(listed.stdout)?.[1];
+      assert.ok(firstId, listed.stdout);
+      assertCleanFailure(await run(["keys", "revoke", userId, firstId], env), /last active API key/);
 
       server.kill("SIGTERM");
       const stopped = await Promise.race([
@@ -191,6 +251,18 @@ describe(
 );
 
 describe("usage errors", { skip: PG_URL ? "runs on the PGlite pass only" : false }, () => {
+  test("an invalid DNS_SERVERS → non-zero before any database work, names the variable, no stack", async () => {
+    const dataDir = join(await tempDataDir(), "never-created");
+    const env = cliEnv({
+      DATA_DIR: dataDir,
+      PORT: String(await freePort()),
+      DNS_SERVERS: "not-a-host:99999",
+    });
+    const out = await run(["users", "create", "--credits", "1"], env);
+    assertCleanFailure(out, /DNS_SERVERS: "not-a-host:99999" is not an IP address/);
+    assert.ok(!existsSync(dataDir), "no data directory was created");
+  });
+
   test("credits grant with a user id that is not a UUID → non-zero, names the argument, no stack", async () => {
     const env = cliEnv({ DATA_DIR: await tempDataDir(), PORT: String(await freePort()) });
     const out = await run(["credits", "grant", "not-a-uuid", "5", "--reason", "x"], env);
@@ -204,6 +276,16 @@ describe("usage errors", { skip: PG_URL ? "runs on the PGlite pass only" : false
       env,
     );
     assertCleanFailure(out, /amount/);
+  });
+
+  test("keys revoke with a key id that is not a UUID, keys create with an unknown purpose → non-zero, no stack", async () => {
+    const env = cliEnv({ DATA_DIR: "/nonexistent-mailprobe-dir" });
+    const user = "00000000-0000-4000-8000-000000000000";
+    assertCleanFailure(await run(["keys", "revoke", user, "nope"], env), /key_id.*API key id \(UUID\)/);
+    assertCleanFailure(
+      await run(["keys", "create", user, "--purpose", "admin"], env),
+      /purpose.*must be one of/,
+    );
   });
 
   test("users create without --credits → non-zero, names the option", async () => {

@@ -348,7 +348,7 @@ describe("GET /api/v1/metrics/verifications", () => {
   });
 
   test("a session token (JWT) → 401 UNAUTHORIZED: this endpoint takes an API key", async () => {
-    const session = await ctx.services.jwt.issue(m.userId, clock.now());
+    const session = await ctx.services.jwt.issue(m.userId, m.apiKeyId, clock.now());
     assert.ok(session);
     const res = await ctx.app.inject({
       method: "GET",

@@ -240,7 +240,7 @@ const q = (params: Record<string, string>): string => new URLSearchParams(params
 // ---------------------------------------------------------------------------------------------
 
 describe("POST /api/v1/tasks: creation", () => {
-  test("201 body: exactly the spec's fields, webhook_url null when absent, source api_key", async () => {
+  test("201 body: exactly the spec's fields (+ submitted_count, unique_count), webhook_url null when absent, source api_key", async () => {
     clock.set(IDLE);
     const user = await ctx.createUser(10);
     const res = await createTask(user, { emails: ["alice@acme.test", "bob@acme.test", "kim@catch.test"] });
@@ -254,6 +254,8 @@ describe("POST /api/v1/tasks: creation", () => {
       source: "api_key",
       created_at: IDLE,
       email_count: 3,
+      submitted_count: 3,
+      unique_count: 3,
       domain_count: 2,
     });
   });

@@ -199,9 +199,12 @@ async function verdictsOf(taskId: string): Promise<Map<string, Verdict>> {
 /** DESIGN §5: cells starting with = + - @ TAB CR get a leading '. */
 const esc = (s: string): string => (/^[=+\-@\t\r]/.test(s) ? `'${s}` : s);
 
+/** The result cells of a row without an address (DESIGN §5: every row has a status). */
+const SKIPPED = ["", "skipped", ...RESULT_COLUMNS.slice(2).map(() => "")];
+
 /** The 13 result cells of an address as csv text. */
 function resultText(v: Verdict | undefined, escape: boolean): string[] {
-  if (!v) return RESULT_COLUMNS.map(() => "");
+  if (!v) return [...SKIPPED];
   return [
     escape ? esc(v.email) : v.email,
     v.status,
@@ -221,7 +224,7 @@ function resultText(v: Verdict | undefined, escape: boolean): string[] {
 
 /** The 13 result cells of an address as xlsx values: booleans stay booleans. */
 function resultTyped(v: Verdict | undefined, escape: boolean): XlsxValue[] {
-  if (!v) return RESULT_COLUMNS.map(() => "");
+  if (!v) return [...SKIPPED];
   return [
     escape ? esc(v.email) : v.email,
     v.status,
@@ -360,7 +363,7 @@ describe("csv upload → finished → download as csv, txt, xlsx", () => {
       "unknown",
       "ip_blocklisted",
     ]);
-    assert.deepEqual(rows[9], ["Blank", "", "nothing", "", ...RESULT_COLUMNS.map(() => "")]);
+    assert.deepEqual(rows[9], ["Blank", "", "nothing", "", ...SKIPPED]);
   });
 
   test("csv with escape_formulas=false: every cell raw", async () => {
@@ -739,7 +742,7 @@ describe("downloads of other tasks", () => {
       ["alice@acme.test", "A", ...resultText(verdicts.get("alice@acme.test"), true)],
       ["gina@grey.test", "G", ...pending],
       ["kim@catch.test", "K", ...resultText(verdicts.get("kim@catch.test"), true)],
-      ["not-an-address", "N", ...RESULT_COLUMNS.map(() => "")],
+      ["not-an-address", "N", ...SKIPPED],
     ]);
     const txt = await downloaded(
       user,
@@ -784,7 +787,7 @@ describe("downloads of other tasks", () => {
     assert.deepEqual(header, ["Email", "N", ...RESULT_COLUMNS]);
     assert.deepEqual(
       rows.map((r) => [r[0], r[1], r[2], r[3]]),
-      cells.map(([email, n]) => [email, n, email, email ? "invalid" : ""]),
+      cells.map(([email, n]) => [email, n, email, email ? "invalid" : "skipped"]),
     );
 
     const emails = Array.from({ length: 1_500 }, (_, i) => `j${String(i)}@nowhere.test`);
@@ -834,7 +837,7 @@ describe("downloads of other tasks", () => {
     assert.deepEqual(rows, [
       ["column_1", ...RESULT_COLUMNS],
       ["carol@acme.test", ...resultTyped(v2.get("carol@acme.test"), true)],
-      ["not an address", ...RESULT_COLUMNS.map(() => "")],
+      ["not an address", ...SKIPPED],
       ["zed@acme.test", ...resultTyped(v2.get("zed@acme.test"), true)],
     ]);
   });

@@ -112,6 +112,10 @@ interface Accepted {
   task_id: string;
   filename: string;
   email_count: number;
+  submitted_count: number;
+  unique_count: number;
+  duplicate_count: number;
+  skipped_count: number;
   status: string;
   message: string;
   uploaded_at: string;
@@ -280,7 +284,7 @@ describe("upload lifecycle (the first test is the only one with a running worker
     assert.equal(await balanceOf(user), 7);
   });
 
-  test("202 body is exactly the spec's fields; the status answer matches it and nests the task", async () => {
+  test("202 body is exactly the spec's fields (+ the row counts); the status answer matches it and nests the task", async () => {
     const user = await ctx.createUser(10);
     const res = await upload(user, "Team list.csv", "email\r\nalice@acme.test\r\nbob@acme.test\r\n", {
       webhook_url: "https://hooks.example.com/mailprobe?x=1",
@@ -295,6 +299,10 @@ describe("upload lifecycle (the first test is the only one with a running worker
       task_id: body.task_id,
       filename: "Team list.csv",
       email_count: 2,
+      submitted_count: 2,
+      unique_count: 2,
+      duplicate_count: 0,
+      skipped_count: 0,
       status: "processing",
       message: "2 addresses queued for verification",
       uploaded_at: body.uploaded_at,
@@ -308,6 +316,10 @@ describe("upload lifecycle (the first test is the only one with a running worker
       task_id: body.task_id,
       filename: "Team list.csv",
       email_count: 2,
+      submitted_count: 2,
+      unique_count: 2,
+      duplicate_count: 0,
+      skipped_count: 0,
       user_id: user.userId,
       status: "processing",
       created_at: body.uploaded_at,
@@ -341,6 +353,10 @@ describe("upload lifecycle (the first test is the only one with a running worker
       task_id: body.task_id,
       filename: "listed.txt",
       email_count: 1,
+      submitted_count: 1,
+      unique_count: 1,
+      duplicate_count: 0,
+      skipped_count: 0,
       status: "processing",
       created_at: body.uploaded_at,
       updated_at: body.uploaded_at,
@@ -594,7 +610,15 @@ describe("formats and encodings", () => {
     ].join("\n");
     const body = await accepted(await upload(user, "dups.csv", csv));
     assert.equal(body.email_count, 2);
-    assert.equal(body.message, "2 addresses queued for verification");
+    // Every stored row accounted for: 9 rows = 5 with an address (2 distinct + 3 repeats) + 4 without.
+    assert.deepEqual(
+      [body.submitted_count, body.unique_count, body.duplicate_count, body.skipped_count],
+      [5, 2, 3, 4],
+    );
+    assert.equal(
+      body.message,
+      "2 addresses queued for verification (3 duplicate rows, 4 rows skipped: no address)",
+    );
     assert.deepEqual(await jobsOf(body.task_id), ["alice@acme.test", "bob@acme.test"]);
     assert.deepEqual(await reservationsOf(user), [-2]);
     assert.equal(await balanceOf(user), 98);

@@ -125,6 +125,7 @@ void test("a server demanding STARTTLS (530 5.7.0) gets it, and the RCPTs are th
       smtpHeloName: "probe.mailprobe.test",
       smtpMailFrom: "bounce@mailprobe.test",
       smtpCommandTimeoutMs: 2000,
+      smtpAllowPrivateHosts: true,
     },
     { dns },
   );

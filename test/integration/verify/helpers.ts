@@ -20,6 +20,8 @@ export function worldOptions(
     smtpCommandTimeoutMs: 1500,
     smtpHeloName: "probe.mailprobe.test",
     smtpMailFrom: "bounce@mailprobe.test",
+    // The simulator's hosts live on 127.x addresses, which the outbound guard refuses by default.
+    smtpAllowPrivateHosts: true,
     ...overrides,
   };
 }

@@ -80,6 +80,7 @@ const engineOn = (port: number) =>
       smtpMailFrom: "bounce@mailprobe.test",
       smtpCommandTimeoutMs: 1000,
       smtpGreetingTimeoutMs: 1000,
+      smtpAllowPrivateHosts: true,
     },
     { dns, random: () => 0 },
   );

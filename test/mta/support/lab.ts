@@ -82,6 +82,8 @@ export function labEngine(lab: Lab, overrides: Partial<EngineOptions> = {}): Eng
     smtpGreetingTimeoutMs: 5000,
     // Postfix delays every reply by 1 s past its soft error limit.
     smtpCommandTimeoutMs: 5000,
+    // The lab's MTAs live on 127.0.3.x, which the outbound guard refuses by default.
+    smtpAllowPrivateHosts: true,
     ...overrides,
   });
 }

@@ -9,6 +9,7 @@ import {
   contentDisposition,
   contentTypeFor,
   downloadFilename,
+  filledWidth,
   joinResultRow,
   neutraliseFormula,
   parseListFile,
@@ -310,6 +311,26 @@ void test("contentTypeFor and RESULT_COLUMNS", () => {
   assert.deepEqual(buildResultHeader(null, 2).slice(0, 3), ["column_1", "column_2", "email"]);
   assert.deepEqual(buildResultHeader(["a", " "], 3).slice(0, 3), ["a", "column_2", "column_3"]);
   assert.deepEqual(joinResultRow(["x"], 3, [1, 2]), ["x", "", "", 1, 2]);
+  // The width given is the download's: a longer header or row is cut to it, never padded past it.
+  assert.deepEqual(buildResultHeader(["a", "b", "", ""], 2).slice(0, 3), ["a", "b", "email"]);
+  assert.deepEqual(joinResultRow(["x", "", "", ""], 1, [1]), ["x", 1]);
+  assert.equal(filledWidth(["x", " ", "y", "", " "]), 3);
+  assert.equal(filledWidth(null), 0);
+});
+
+void test("writeXlsx: wider than Excel's 16,384 columns throws before any byte (header) or fails the stream (row)", async () => {
+  const wide = Array.from({ length: 16_385 }, (_, i) => `c${String(i)}`);
+  assert.throws(
+    () => writeXlsx({ header: wide, rows: [], escapeFormulas: true }),
+    /at most 16384 columns; this one would have 16385/,
+  );
+  await assert.rejects(
+    collect(writeXlsx({ header: ["email"], rows: [["a@example.com"], wide], escapeFormulas: true })),
+    /at most 16384 columns/,
+  );
+  const widest = Array.from({ length: 16_384 }, (_, i) => `c${String(i)}`);
+  const data = await collect(writeXlsx({ header: widest, rows: [widest], escapeFormulas: true }));
+  assert.equal((await readXlsxCells(data)).values[1]!.length, 16_384);
 });
 
 void test("downloadFilename: original stem kept (unicode too), unsafe characters removed, task id fallback", () => {

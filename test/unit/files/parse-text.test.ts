@@ -353,3 +353,57 @@ void test("rows without addresses are bounded too (too_many_rows)", async (t) =>
   problem(await parse("c.csv", lines, { maxRows: 100 }), "too_many_rows");
   problem(await parse("c.txt", "\n".repeat(200) + "a@example.com", { maxBlankRows: 100 }), "too_many_rows");
 });
+
+// Issue 11 item 3: the width of a list is that of its widest real header or cell, at most
+// 1,000 columns; trailing empty fields are not columns.
+void test("columns: trailing empty fields are cut; more than maxColumns real columns → too_many_columns", async () => {
+  // One row of a million empty fields (1 MB) is a blank row, not a million columns.
+  const wide = `email,name\nann@example.com,Ann\n${",".repeat(1_000_000)}\nbob@example.com,Bob,,,\n`;
+  const list = ok(await parse("c.csv", wide));
+  assert.equal(list.columnCount, 2);
+  assert.deepEqual(list.header, ["email", "name"]);
+  assert.deepEqual(list.rows, [
+    ["ann@example.com", "Ann"],
+    ["bob@example.com", "Bob"],
+  ]);
+  assert.equal(list.skipped.blank, 1);
+  // A header name or a cell far to the right is real: it sets the width.
+  assert.equal(ok(await parse("c.csv", `email,,,note\na@example.com\n`)).columnCount, 4);
+  assert.equal(ok(await parse("c.csv", `email\na@example.com,,,,x\n`)).columnCount, 5);
+
+  const cells = (n: number, last: string): string => `${",".repeat(n - 1)}${last}`;
+  ok(await parse("c.csv", `email,${cells(999, "x")}\na@example.com\n`));
+  assert.match(
+    problem(
+      await parse("c.csv", `email\na@example.com\nb@example.com,${cells(1_000, "x")}\n`),
+      "too_many_columns",
+    ),
+    /Row 3 of the file has 1,001 columns; a list may have at most 1,000/,
+  );
+  problem(await parse("c.csv", "email,a,b,c\nx@example.com\n", { maxColumns: 3 }), "too_many_columns");
+  // xlsx: the same bound, on the cells the sheet really fills.
+  const sheet = await xlsxOf((wb) => {
+    const ws = wb.addWorksheet("S");
+    ws.addRow(["email"]);
+    ws.addRow(["a@example.com", ...Array.from({ length: 1_000 }, () => null), "far right"]);
+  });
+  assert.match(problem(await parse("c.xlsx", sheet), "too_many_columns"), /has 1,002 columns/);
+});
+
+void test("address checks are counted per file: every column full of addresses needs email_column", async () => {
+  // 40 columns × 100 rows of distinct addresses and no header: 4,000 cells to check.
+  const rows = Array.from({ length: 100 }, (_, r) =>
+    Array.from({ length: 40 }, (_, c) => `u${String(r)}c${String(c)}@example.com`).join(","),
+  );
+  const limits = { maxAddressChecks: 1_000 };
+  assert.match(
+    problem(await parse("c.csv", rows.join("\n"), limits), "too_many_emails"),
+    /more than 1,000 cells holding an "@" in its columns, the most read from one file; name the email column/,
+  );
+  // Named by email_column, or by an "Email" header: only that column is checked.
+  assert.equal(ok(await parse("c.csv", rows.join("\n"), { ...limits, emailColumn: "3" })).emails.length, 100);
+  const header = ["Email", ...Array.from({ length: 39 }, (_, c) => `Other ${String(c)}`)].join(",");
+  const named = ok(await parse("c.csv", [header, ...rows].join("\n"), limits));
+  assert.equal(named.emailColumn, 0);
+  assert.equal(named.emails.length, 100);
+});

@@ -3,12 +3,14 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { deflateRawSync } from "node:zlib";
 import {
+  DEFAULT_ZIP_LIMITS,
   parseListFile,
   writeXlsx,
   type ParseListInput,
   type ParseListResult,
   type ParsedList,
 } from "../../../src/files/index.ts";
+import { ZipArchive } from "../../../src/files/parse/zip-guard.ts";
 import {
   addresses,
   buildZip,
@@ -254,7 +256,7 @@ void test("xlsx cells: formula results by type, date styles, phonetic runs, _xHH
   assert.deepEqual(ok(await parse(book1904)).rows, [["b@example.com", "1904-01-01"]]);
 });
 
-void test("xlsx bounds: a cell past XFD, 100-deep nesting, a 5 MB text node, 5 million cells, the time budget", async () => {
+void test("xlsx bounds: a cell past XFD, 100-deep nesting, a 5 MB text node, 1 million cells, the time budget", async () => {
   const cell = (ref: string): string => `<row><c r="${ref}"><v>1</v></c></row>`;
   assert.match(
     problem(await parse(oneSheet(sheetOfRows(cell("XFE1")))), "invalid_file"),
@@ -271,11 +273,14 @@ void test("xlsx bounds: a cell past XFD, 100-deep nesting, a 5 MB text node, 5 m
   // Rows that each fill only column XFD would otherwise cost 16,384 cells apiece.
   const wide = sheetOfRows(Array.from({ length: 400 }, (_, i) => cell(`XFD${String(i + 1)}`)).join(""));
   const { result, ms } = await elapsedMs(() => parse(oneSheet(wide)));
-  assert.match(problem(result, "invalid_file"), /more than 5,000,000 cells/);
+  assert.match(problem(result, "invalid_file"), /more than 1,000,000 cells/);
   assert.ok(ms < QUICK_MS, `took ${ms.toFixed(0)} ms`);
   const fine = oneSheet(sheetOfRows('<row><c t="inlineStr"><is><t>a@example.com</t></is></c></row>'));
   ok(await parse(fine));
-  assert.match(problem(await parse(fine, { zipLimits: { maxReadMs: -1 } }), "invalid_file"), /took too long/);
+  assert.match(
+    problem(await parse(fine, { zipLimits: { maxReadMs: -1 } }), "invalid_file"),
+    /took longer than .+ s, the limit for one file/,
+  );
 });
 
 void test("our own xlsx writer's output reads back: typed cells, dates, escapes, 10,000 streamed rows", async () => {
@@ -524,4 +529,79 @@ void test("10,000 addresses in xlsx pass; 10,001 are refused quickly", async (t)
   assert.match(problem(result, "too_many_emails"), /more than 10,000 addresses/);
   assert.ok(ms < QUICK_MS, `took ${ms.toFixed(0)} ms (10,000 passed in ${passMs.toFixed(0)} ms)`);
   t.diagnostic(`refused in ${ms.toFixed(0)} ms`);
+});
+
+// Issue 11 item 1: every budget of an xlsx read is per FILE. A sheet that alone passes a limit
+// does not get the limit again for every further sheet of the workbook.
+void test("per-file budgets: sheets read, rows and cells of all sheets together, XML elements, inflated bytes", async () => {
+  const noteRow = (r: number): string =>
+    `<row r="${String(r)}"><c r="A${String(r)}" t="inlineStr"><is><t>note</t></is></c></row>`;
+  // Half note rows, half blank rows: within both per-sheet limits of the rows test below.
+  const sheetWith = (rows: number): string =>
+    sheetOfRows(
+      Array.from({ length: rows }, (_, i) =>
+        i % 2 === 0 ? noteRow(i + 1) : `<row r="${String(i + 1)}"/>`,
+      ).join(""),
+    );
+  const book = (sheets: readonly string[]): Buffer => {
+    const names = sheets.map((_, i) => `S${String(i + 1)}`);
+    return buildZip([
+      ...workbookParts(names),
+      ...sheets.map((xml, i) => deflated(`xl/worksheets/sheet${String(i + 1)}.xml`, xml)),
+    ]);
+  };
+  const listSheet = sheetOfRows('<row><c t="inlineStr"><is><t>a@example.com</t></is></c></row>');
+
+  // Sheets: address-less sheets are passed over, but only so many of them.
+  const covers = (n: number): string[] => Array.from({ length: n }, () => sheetWith(1));
+  ok(await parse(book([...covers(3), listSheet]), { zipLimits: { maxSheets: 4 } }));
+  assert.match(
+    problem(await parse(book([...covers(4), listSheet]), { zipLimits: { maxSheets: 4 } }), "invalid_file"),
+    /has 5 sheets and no list was found in the first 4, the most read from one file/,
+  );
+
+  // Rows: each sheet of 30 address-less rows (15 blank) passes the per-sheet limits (20 non-blank,
+  // 20 blank); two of them spend the file's 40, so the third is never read.
+  const limits = { maxRows: 20, maxBlankRows: 20 };
+  ok(await parse(book([sheetWith(30), listSheet]), limits));
+  assert.match(
+    problem(await parse(book([sheetWith(30), sheetWith(30), listSheet]), limits), "too_many_rows"),
+    /more than 40 rows \(blank ones included\) in its sheets, the most read from one file \(stopped in sheet 2 of 3\)/,
+  );
+
+  // Cells: 600 in each of two sheets; the file may hold 1,000.
+  const wideRows = (rows: number): string =>
+    sheetOfRows(
+      Array.from({ length: rows }, (_, r) => `<row><c r="F${String(r + 1)}"><v>1</v></c></row>`).join(""),
+    );
+  ok(await parse(book([wideRows(100), listSheet]), { zipLimits: { maxCells: 1_000 } }));
+  assert.match(
+    problem(
+      await parse(book([wideRows(100), wideRows(100), listSheet]), { zipLimits: { maxCells: 1_000 } }),
+      "invalid_file",
+    ),
+    /more than 1,000 cells in its sheets, the most read from one file/,
+  );
+
+  // XML elements, whatever they are (here: junk outside the rows), in all parts together.
+  const junk = `<worksheet ${NS_MAIN}>${"<x/>".repeat(600)}<sheetData/></worksheet>`;
+  ok(await parse(book([junk, listSheet]), { zipLimits: { maxElements: 1_000 } }));
+  assert.match(
+    problem(
+      await parse(book([junk, junk, listSheet]), { zipLimits: { maxElements: 1_000 } }),
+      "invalid_file",
+    ),
+    /more than 1,000 XML elements in its parts, the most read from one file/,
+  );
+
+  // Inflated bytes: the sum of the parts really inflated, not only of what the parts declare.
+  const parts = book([junk, junk, listSheet]);
+  const declared = Buffer.byteLength(junk) * 2 + Buffer.byteLength(listSheet) + 2_000;
+  ok(await parse(parts, { zipLimits: { maxTotalUncompressedBytes: declared } }));
+  const zip = await ZipArchive.open(parts, { ...DEFAULT_ZIP_LIMITS, maxTotalUncompressedBytes: declared });
+  const sheet1 = zip.part("xl/worksheets/sheet1.xml")!;
+  await assert.rejects(async () => {
+    for (let i = 0; i < 3; i += 1) for await (const chunk of zip.inflate(sheet1)) void chunk;
+  }, /The workbook expands to more than 0 MB/);
+  zip.close();
 });

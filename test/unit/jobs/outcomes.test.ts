@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { JobRecord } from "../../../src/db/queries/jobs.ts";
-import { outcomeOfResult, outcomesOfFailure } from "../../../src/jobs/outcomes.ts";
+import { outcomeOfResult, outcomesOfFailure, outcomesOfUnrecorded } from "../../../src/jobs/outcomes.ts";
 import type { VerificationResult } from "../../../src/verify/index.ts";
 
 const now = new Date("2026-01-01T00:00:00Z");
-const job = (attempts: number): JobRecord => ({
+const job = (attempts: number, retries: { deferred?: number; unreachable?: number } = {}): JobRecord => ({
   id: "00000000-0000-0000-0000-000000000001",
   taskId: "00000000-0000-0000-0000-000000000002",
   userId: null,
@@ -14,6 +14,8 @@ const job = (attempts: number): JobRecord => ({
   domain: "example.test",
   status: "processing",
   attempts,
+  deferredRetries: retries.deferred ?? 0,
+  unreachableRetries: retries.unreachable ?? 0,
   runAfter: new Date("2025-12-31T23:00:00Z"),
   lastError: null,
   emailId: null,
@@ -53,12 +55,32 @@ void test("greylisted: retried on the server's hint, else the schedule; then the
       hinted.runAfter.getTime() - now.getTime(),
       hinted.error,
       hinted.refundAttempt,
+      hinted.schedule,
     ],
-    [63_000, "greylisted", false],
+    [63_000, "greylisted", false, "deferred"],
   );
-  const plain = outcomeOfResult(job(2), { ...grey, retryAfterMs: null }, now, schedules);
+  const plain = outcomeOfResult(job(2, { deferred: 1 }), { ...grey, retryAfterMs: null }, now, schedules);
   assert.equal(plain.kind === "retry" && plain.runAfter.getTime() - now.getTime(), 900_000);
-  assert.equal(outcomeOfResult(job(3), grey, now, schedules).kind, "result");
+  assert.equal(outcomeOfResult(job(3, { deferred: 2 }), grey, now, schedules).kind, "result");
+});
+
+void test("the schedule is indexed by the retries of its cause, not by claims (issue 11 item 9)", () => {
+  const grey = result({ status: "unknown", unknownReason: "greylisted" });
+  const delayOf = (o: ReturnType<typeof outcomeOfResult>) =>
+    o.kind === "retry" ? o.runAfter.getTime() - now.getTime() : o.kind;
+  // Claimed a second time because the first worker crashed (or its lease ran out): still the
+  // first step of the greylisting schedule. Before: attempts 2 → 900 s.
+  assert.equal(delayOf(outcomeOfResult(job(2), grey, now, schedules)), 300_000);
+  // Five claims, none of them a greylisting retry: the whole schedule is still ahead.
+  assert.equal(delayOf(outcomeOfResult(job(5), grey, now, schedules)), 300_000);
+  // Retries for another cause don't use up this one's: two unreachable retries, then greylisted.
+  assert.equal(delayOf(outcomeOfResult(job(3, { unreachable: 2 }), grey, now, schedules)), 300_000);
+  const down = result({ status: "unknown", unknownReason: "connection_failed" });
+  assert.equal(delayOf(outcomeOfResult(job(3, { deferred: 2 }), down, now, schedules)), 30_000);
+  const afterDown = outcomeOfResult(job(3, { unreachable: 1 }), down, now, schedules);
+  assert.equal(afterDown.kind, "result", "the unreachable schedule (one step) is used up");
+  const retried = outcomeOfResult(job(4), down, now, schedules);
+  assert.equal(retried.kind === "retry" && retried.schedule, "unreachable");
 });
 
 void test("our own interruption: back at once, the attempt not counted", () => {
@@ -68,7 +90,11 @@ void test("our own interruption: back at once, the attempt not counted", () => {
     now,
     schedules,
   );
-  assert.deepEqual(cut.kind === "retry" && [cut.runAfter, cut.refundAttempt], [now, true]);
+  assert.deepEqual(cut.kind === "retry" && [cut.runAfter, cut.refundAttempt, cut.schedule], [
+    now,
+    true,
+    null,
+  ]);
 });
 
 void test("a group that could not run: busy hosts keep or delay the queue place, faults back off then fail", () => {
@@ -85,4 +111,41 @@ void test("a group that could not run: busy hosts keep or delay the queue place,
   );
   const [last] = outcomesOfFailure([job(3)], { kind: "internal", message: "boom" }, now, 3);
   assert.deepEqual(last, { kind: "failed", job: job(3), error: "boom" });
+});
+
+void test("a group whose results could not be recorded goes back to the queue (issue 11 item 8)", () => {
+  const waiting = { ...job(2, { deferred: 1 }), lastError: "greylisted" };
+  // The database was out of reach: at once, the attempt refunded, the last reason kept.
+  const [lost] = outcomesOfUnrecorded([waiting], { databaseUnavailable: true, message: "gone" }, now, 3);
+  assert.deepEqual(lost, {
+    kind: "retry",
+    job: waiting,
+    runAfter: now,
+    error: "greylisted",
+    refundAttempt: true,
+    schedule: null,
+  });
+  // A fault of ours: backs off like an internal failure, and fails on the last attempt, so a
+  // write that can never succeed does not loop forever.
+  const [fault] = outcomesOfUnrecorded(
+    [job(1)],
+    { databaseUnavailable: false, message: "bug" },
+    now,
+    3,
+    () => 0.5,
+  );
+  assert.deepEqual(
+    fault?.kind === "retry" && [fault.runAfter.getTime() - now.getTime(), fault.error, fault.refundAttempt],
+    [5_000, "recording failed: bug", false],
+  );
+  const [last] = outcomesOfUnrecorded([job(3)], { databaseUnavailable: false, message: "bug" }, now, 3);
+  assert.deepEqual(last, { kind: "failed", job: job(3), error: "recording failed: bug" });
+});
+
+void test("a host whose slot table is unreachable: back soon, the attempt not counted", () => {
+  const [o] = outcomesOfFailure([job(1)], { kind: "slots_unavailable" }, now, 3, () => 0);
+  assert.deepEqual(
+    o?.kind === "retry" && [o.runAfter.getTime() - now.getTime(), o.refundAttempt, o.schedule],
+    [300, true, null],
+  );
 });

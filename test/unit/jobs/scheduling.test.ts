@@ -49,6 +49,7 @@ test("standing refusals and our own interruptions are not rescheduled by the sch
     "policy_rejection",
     "unclassified_rejection",
     "address_literal",
+    "private_host_refused",
   ] as const) {
     assert.equal(retryClassOf(reason), "final");
     assert.equal(retryDelayMs(reason, 1, schedules), null);

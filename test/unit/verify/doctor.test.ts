@@ -14,6 +14,7 @@ import {
   type DoctorReport,
 } from "../../../src/verify/doctor.ts";
 import { ConnectError, directConnect, type ConnectPort } from "../../../src/verify/smtp/connect.ts";
+import { classifyAddress } from "../../../src/webhooks/address-policy.ts";
 
 const servers: net.Server[] = [];
 after(async () => {
@@ -158,6 +159,17 @@ describe("FCrDNS of the egress IP", () => {
     assert.equal(report.egress, null);
     assert.equal(byId(report).fcrdns.status, "warn");
     assert.match(byId(report).fcrdns.message, /can't be known: SMTP goes through SMTP_PROXY/);
+  });
+
+  test("a non-public egress by the outbound guard (the addressPolicy port): failures soften to warnings", async () => {
+    // Our socket's local address, 127.0.0.1, has no PTR: a failure for a public address.
+    const port = await scripted({});
+    const run = (addressPolicy?: (ip: string) => { public: boolean; range: string }) =>
+      runDoctor(options(port), { dns: fakeDns(BASE_DNS), connect: directConnect, addressPolicy });
+    const guarded = byId(await run(classifyAddress)).fcrdns;
+    assert.equal(guarded.status, "warn");
+    assert.match(guarded.message, /127\.0\.0\.1 is not a public address/);
+    assert.equal(byId(await run()).fcrdns.status, "fail", "without a guard nothing is judged private");
   });
 
   test("reverse names", () => {

@@ -1,0 +1,77 @@
+// The per-FILE budget of reading a workbook. Limits kept per sheet let a workbook multiply them
+// by its sheet count: 92 sheets × 19,999 address-less rows each passed every per-sheet limit and
+// cost 18 s of CPU. Here the sheets read, the rows scanned (blank or not), the cells and the XML
+// elements of all parts together are counted against one budget; the inflated bytes and the wall
+// clock are counted per file by the ZipArchive (zip-guard.ts), the addresses checked by the
+// TableBuilders of the file's sheets together (table.ts).
+import { formatCount } from "./problems.ts";
+import type { ElementBudget } from "./xml-reader.ts";
+import { ZipRefusal } from "./zip-guard.ts";
+
+export interface ReadBudgetLimits {
+  /** Worksheets streamed. */
+  maxSheets: number;
+  /** `<row>` elements read in all sheets, blank ones included. */
+  maxRows: number;
+  /** Cells in all sheets, counting the empty ones left of a filled cell. */
+  maxCells: number;
+  /** XML elements in all parts read (styles, shared strings, sheets): what parsing costs. */
+  maxElements: number;
+}
+
+const SAVE_LESS = "save only the sheet with the addresses, or upload a CSV.";
+
+export class ReadBudget implements ElementBudget {
+  private sheets = 0;
+  private rows = 0;
+  private cells = 0;
+  private elements = 0;
+
+  constructor(
+    private readonly limits: ReadBudgetLimits,
+    /** Sheets the workbook has, for messages. */
+    private readonly sheetCount: number,
+  ) {}
+
+  /** Called before a sheet is streamed. Throws ZipRefusal past the sheet budget. */
+  openSheet(): void {
+    this.sheets += 1;
+    if (this.sheets > this.limits.maxSheets) {
+      throw new ZipRefusal(
+        `The workbook has ${formatCount(this.sheetCount)} sheets and no list was found in the first ` +
+          `${formatCount(this.limits.maxSheets)}, the most read from one file; ` +
+          "move the sheet with the addresses to the front, or upload a CSV.",
+      );
+    }
+  }
+
+  openElement(): void {
+    this.elements += 1;
+    if (this.elements > this.limits.maxElements) {
+      throw new ZipRefusal(
+        `The workbook has more than ${formatCount(this.limits.maxElements)} XML elements in its parts, the most ` +
+          "read from one file; save only the sheet with the addresses, or upload a CSV.",
+      );
+    }
+  }
+
+  /** Called for every row before its cells are allocated. Throws ZipRefusal past a budget. */
+  addRow(width: number): void {
+    this.rows += 1;
+    this.cells += width;
+    if (this.rows > this.limits.maxRows) {
+      throw new ZipRefusal(
+        `The workbook has more than ${formatCount(this.limits.maxRows)} rows (blank ones included) ` +
+          `in its sheets, the most read from one file (stopped in sheet ${formatCount(this.sheets)} of ` +
+          `${formatCount(this.sheetCount)}); ${SAVE_LESS}`,
+        "too_many_rows",
+      );
+    }
+    if (this.cells > this.limits.maxCells) {
+      throw new ZipRefusal(
+        `The workbook has more than ${formatCount(this.limits.maxCells)} cells in its sheets, the most ` +
+          `read from one file; save only the columns and the sheet with the addresses, or upload a CSV.`,
+      );
+    }
+  }
+}
