@@ -30,7 +30,12 @@ const clock = new ManualClock("2026-03-10T12:00:00Z");
 /** PGlite: the usual per-file database. PostgreSQL: a fresh database next to TEST_DATABASE_URL's. */
 async function openFileDatabase(): Promise<Database> {
   const base = process.env.TEST_DATABASE_URL;
-  if (!base) return openTestDatabase();
+  if (!base) {
+    // The context doesn't own a database it was handed: close it here, or the process stays up.
+    const lite = await openTestDatabase();
+    dropDb = () => lite.close();
+    return lite;
+  }
   const name = `mailprobe_billing_${randomBytes(4).toString("hex")}`;
   const admin = openPostgres(base, 1);
   await admin.query(`create database ${name}`);
