@@ -189,14 +189,19 @@ const requestArb = (): fc.Arbitrary<FuzzRequest> =>
     }),
   );
 
+/** encodeURIComponent throws on a lone surrogate; such a value is sent as U+FFFD, as a browser would. */
+const wellFormed = (t: string): string =>
+  t.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
+const encode = (t: string): string => encodeURIComponent(wellFormed(t));
+
 function urlOf(r: FuzzRequest): string {
   let path = r.op.path;
   for (const [name, value] of Object.entries(r.path)) {
     const t = text(value);
-    path = path.replace(`{${name}}`, r.rawPath ? t.replace(/[\s#?]/g, "_") : encodeURIComponent(t));
+    path = path.replace(`{${name}}`, r.rawPath ? t.replace(/[\s#?]/g, "_") : encode(t));
   }
   const query = new URLSearchParams();
-  for (const [k, v] of Object.entries(r.query)) if (v !== undefined) query.set(k, text(v));
+  for (const [k, v] of Object.entries(r.query)) if (v !== undefined) query.set(k, wellFormed(text(v)));
   const qs = query.toString();
   return qs === "" ? path : `${path}?${qs}`;
 }
