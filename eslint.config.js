@@ -88,7 +88,21 @@ const layers = [
 ];
 
 export default tseslint.config(
-  { ignores: ["node_modules", "dist", "data", ".tmp", "bin", "scripts/*.mjs", "eslint.config.js", "web"] },
+  {
+    ignores: [
+      "node_modules",
+      "dist",
+      "data",
+      ".tmp",
+      "bin",
+      // Plain-JS bootstraps that load tsx before any TypeScript (like bin/).
+      "src/files/parse/parse-worker.mjs",
+      "scripts/*.mjs",
+      "eslint.config.js",
+      "web/dist",
+      "sdk/dist",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -3,6 +3,7 @@ import type { Database } from "../db/client.ts";
 import { createAuthenticator, type Authenticator } from "../auth/authenticate.ts";
 import { createJwtService, type JwtService } from "../auth/jwt.ts";
 import { createCreditsService, type CreditsService } from "../credits/service.ts";
+import { createListParserPool } from "../files/index.ts";
 import { createApiKeysService, type ApiKeysService } from "../keys/service.ts";
 import { systemClock, type Clock } from "../lib/clock.ts";
 import type { Logger } from "../observability/logger.ts";
@@ -85,6 +86,9 @@ export function buildServices(opts: ServiceOptions): Services {
     ...guardPorts,
     ...opts.enginePorts,
   });
+  const listParser = createListParserPool(config.uploadParse, (error) =>
+    logger.error({ err: error }, "a list-parsing thread failed"),
+  );
   const rateLimiter = createRateLimiter(
     { perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst },
     opts.rateLimitStore ?? { kind: "memory" },
@@ -110,12 +114,13 @@ export function buildServices(opts: ServiceOptions): Services {
         logger.info({ domain: r.domainName, email: r.email, evidence: r.evidence }, "decided by evidence"),
     }),
     tasks: createTasksService(db, clock, engine),
-    uploads: createUploadsService(db, clock, engine),
+    uploads: createUploadsService(db, clock, engine, listParser),
     reports: createReportsService(db),
     webhooks: createWebhooksService(db),
     async close() {
       await engine.close();
       await rateLimiter.close();
+      await listParser.close();
     },
   };
 }

@@ -42,6 +42,8 @@ export interface Config {
   bodyLimitBytes: number;
   /** Largest uploaded list file accepted. */
   maxUploadBytes: number;
+  /** Uploaded lists are parsed on worker threads (files/parse/parse-pool.ts) with these caps. */
+  uploadParse: { threads: number; maxMemoryMb: number; timeoutMs: number };
   /** Trust X-Forwarded-* from a reverse proxy. */
   trustProxy: boolean;
   /** METRICS_TOKEN: when set, GET /metrics requires `Authorization: Bearer <token>`. */
@@ -168,6 +170,11 @@ export function loadConfig(
     redisUrl: urlVar(env, "REDIS_URL", ["redis:", "rediss:"]),
     bodyLimitBytes: intVar(env, "BODY_LIMIT_BYTES", 5 * 1024 * 1024, 1024),
     maxUploadBytes: intVar(env, "MAX_UPLOAD_BYTES", 10 * 1024 * 1024, 1024),
+    uploadParse: Object.freeze({
+      threads: intVar(env, "UPLOAD_PARSE_THREADS", 2, 1, 64),
+      maxMemoryMb: intVar(env, "UPLOAD_PARSE_MEMORY_MB", 256, 64, 16_384),
+      timeoutMs: intVar(env, "UPLOAD_PARSE_TIMEOUT_SECONDS", 60, 1, 3_600) * 1000,
+    }),
     trustProxy: boolVar(env, "TRUST_PROXY", false),
     metricsToken: optionalVar(env, "METRICS_TOKEN"),
     logLevel: enumVar(env, "LOG_LEVEL", LOG_LEVELS, "info"),

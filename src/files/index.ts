@@ -6,6 +6,7 @@ export {
   type ParseListResult,
   type ParsedList,
 } from "./parse/parse-list-file.ts";
+export { createListParserPool, type ListParser, type ListParserOptions } from "./parse/parse-pool.ts";
 export type { ListFileProblem, ListFileProblemCode } from "./parse/problems.ts";
 export type { ListEntry, SkippedCounts } from "./parse/table.ts";
 export { DEFAULT_MAX_COLUMNS, isEmailHeaderName } from "./parse/table.ts";

@@ -2,7 +2,7 @@ import type { Principal } from "../auth/principal.ts";
 import type { Database } from "../db/client.ts";
 import { findTask, type TaskRecord } from "../db/queries/tasks.ts";
 import { findUpload, insertUpload, insertUploadRows, type UploadRecord } from "../db/queries/uploads.ts";
-import { parseListFile } from "../files/index.ts";
+import type { ListParser } from "../files/index.ts";
 import { AppError, notFound, validationError } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
@@ -51,10 +51,11 @@ export function createUploadsService(
   db: Database,
   clock: Clock,
   engine: Pick<Engine, "checkSyntax">,
+  parser: Pick<ListParser, "parse">,
 ): UploadsService {
   return {
     async upload(principal, input) {
-      const parsed = await parseListFile({
+      const parsed = await parser.parse({
         filename: input.filename,
         data: input.data,
         emailColumn: input.emailColumn,

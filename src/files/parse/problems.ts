@@ -11,7 +11,8 @@ export type ListFileProblemCode =
   | "no_valid_emails"
   | "too_many_emails"
   | "too_many_rows"
-  | "too_many_columns";
+  | "too_many_columns"
+  | "too_complex";
 
 /** Why a list file was refused: a code, a message telling the user what to do, the form field. */
 export interface ListFileProblem {

@@ -120,17 +120,21 @@ describe("rate limiting, the same as the API", () => {
   const plant = (c: TestContext, headers: Record<string, string>) =>
     c.app.inject({ method: "POST", url: "/plants", headers, payload: { id: 1, name: "Ivy" } });
 
-  test("100 wrong keys in parallel → at most 3 × 401, the rest 429 with Retry-After, flat body", async () => {
+  test("100 wrong keys in parallel → only the allowance gets 401, the rest 429 with Retry-After, flat body", async () => {
     const limited = await createTestContext({ db: ctx.db, env: LIMITS });
     try {
+      const started = Date.now();
       const results = await Promise.all(
         Array.from({ length: 100 }, (_, i) =>
           plant(limited, { authorization: `Bearer mpk_${String(i).padStart(40, "x")}` }),
         ),
       );
+      // The sustained allowance is a 1 s window of 2: on a loaded machine the 100 requests can
+      // span a few windows, each of which lets 2 more through. Usually 3 × 401 (the burst).
+      const windows = Math.ceil((Date.now() - started) / 1000);
       const count = (s: number) => results.filter((r) => r.statusCode === s).length;
-      assert.equal(count(401), 3);
-      assert.equal(count(429), 97);
+      assert.ok(count(401) >= 3 && count(401) <= 3 + 2 * windows, `${count(401)} × 401 in ${windows} s`);
+      assert.equal(count(429) + count(401), 100);
       const refused = results.find((r) => r.statusCode === 429)!;
       assertFlatError(refused, 429);
       assert.match(String(refused.headers["retry-after"]), /^\d+$/);

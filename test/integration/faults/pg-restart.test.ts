@@ -7,9 +7,7 @@
 // the task must finish with every job completed exactly once, the ledger must add up, and the
 // completion webhook must be queued once. Skips (with the reason) where initdb is missing.
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { createServer as createHttpServer, type Server } from "node:http";
-import { createServer } from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
 import { after, before, test } from "node:test";
 import { DatabaseUnavailableError, type Database } from "../../../src/db/client.ts";
@@ -17,6 +15,14 @@ import { openPostgres } from "../../../src/db/postgres.ts";
 import { worldEnv } from "../../support/batch.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
 import { startPrivateCluster, type PrivateCluster } from "../../support/private-pg.ts";
+import {
+  exitOf,
+  freePort,
+  inheritedEnv,
+  runCli,
+  startMailprobe,
+  type MailprobeChild,
+} from "../../support/child-process.ts";
 
 const DOMAINS = 50;
 const PER_DOMAIN = 6;
@@ -29,27 +35,11 @@ let db: Database;
 let receiver: Server;
 let hooksReceived = 0;
 
-interface Child {
-  name: string;
-  proc: ChildProcess;
-  output: string;
-  exited: { code: number | null; signal: NodeJS.Signals | null } | null;
-}
-const children: Child[] = [];
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
+const children: MailprobeChild[] = [];
 
 function childEnv(port: number): NodeJS.ProcessEnv {
-  // NODE_TEST_CONTEXT would make the child talk the test runner's protocol on stdout.
-  const { NODE_TEST_CONTEXT: _ctx, TEST_DATABASE_URL: _t, ...inherited } = process.env;
   return {
-    ...inherited,
+    ...inheritedEnv(),
     ...worldEnv(world, {
       WORKER_CONCURRENCY: "3",
       JOB_LEASE_SECONDS: "6",
@@ -67,21 +57,14 @@ function childEnv(port: number): NodeJS.ProcessEnv {
 }
 
 /** Starts a mailprobe sub-command and resolves once its start line is printed. */
-async function startChild(name: string, args: string[], port: number, ready: string): Promise<Child> {
-  const proc = spawn(process.execPath, ["bin/mailprobe.js", ...args], {
-    env: childEnv(port),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const child: Child = { name, proc, output: "", exited: null };
+async function startChild(
+  name: string,
+  args: string[],
+  port: number,
+  ready: string,
+): Promise<MailprobeChild> {
+  const child = await startMailprobe(name, args, childEnv(port), ready);
   children.push(child);
-  proc.stdout.on("data", (d: Buffer) => (child.output += d.toString()));
-  proc.stderr.on("data", (d: Buffer) => (child.output += d.toString()));
-  proc.once("exit", (code, signal) => (child.exited = { code, signal }));
-  for (let i = 0; i < 600 && !child.output.includes(ready); i++) {
-    if (child.exited) throw new Error(`${name} exited at start: ${child.output}`);
-    await delay(100);
-  }
-  if (!child.output.includes(ready)) throw new Error(`${name} did not start: ${child.output}`);
   return child;
 }
 
@@ -93,19 +76,7 @@ const describeChildren = (): string =>
     )
     .join("\n");
 
-async function cli(port: number, args: string[]): Promise<string> {
-  const proc = spawn(process.execPath, ["bin/mailprobe.js", ...args], {
-    env: childEnv(port),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  proc.stdout.on("data", (d: Buffer) => (out += d.toString()));
-  proc.stderr.on("data", (d: Buffer) => (err += d.toString()));
-  const code = await new Promise<number | null>((r) => proc.once("exit", r));
-  assert.equal(code, 0, err);
-  return out;
-}
+const cli = (port: number, args: string[]): Promise<string> => runCli(args, childEnv(port));
 
 /** A query that waits out the outage (our own pool sees the restarts too). */
 async function settledQuery<R>(text: string, params: unknown[] = []): Promise<R[]> {
@@ -311,14 +282,7 @@ test("three PostgreSQL restarts mid-task: no process dies, the task finishes, ev
   t.diagnostic(`/readyz answers: ${readiness.filter((s) => s === 503).length} × 503 of ${readiness.length}`);
 
   for (const c of [server, worker]) c.proc.kill("SIGTERM");
-  const exits = await Promise.all(
-    [server, worker].map(
-      (c) =>
-        new Promise<Child["exited"]>((r) =>
-          c.exited ? r(c.exited) : c.proc.once("exit", (code, signal) => r({ code, signal })),
-        ),
-    ),
-  );
+  const exits = await Promise.all([server, worker].map(exitOf));
   assert.deepEqual(
     exits.map((e) => e?.code),
     [0, 0],

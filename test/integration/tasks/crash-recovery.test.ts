@@ -3,9 +3,7 @@
 // Runs on both engines: on PGlite the children own a data directory one after the other; on
 // PostgreSQL they share TEST_DATABASE_URL.
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
@@ -15,6 +13,14 @@ import { openPostgres } from "../../../src/db/postgres.ts";
 import { worldEnv } from "../../support/batch.ts";
 import { openTestDatabase, testDatabaseUrl } from "../../support/test-db.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
+import {
+  exitOf,
+  freePort,
+  inheritedEnv,
+  runCli,
+  startMailprobe,
+  type MailprobeChild,
+} from "../../support/child-process.ts";
 
 const DOMAINS = 30;
 const PER_DOMAIN = 20;
@@ -23,24 +29,11 @@ let pgUrl: string | null = null;
 
 let world: MailWorld;
 let dataDir: string;
-const children: ChildProcess[] = [];
-
-// A child killed by a signal has exitCode null too; only both null means it still runs.
-const isRunning = (c: ChildProcess): boolean => c.exitCode === null && c.signalCode === null;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
+const children: MailprobeChild[] = [];
 
 function childEnv(port: number): NodeJS.ProcessEnv {
-  // NODE_TEST_CONTEXT would make the child talk the test runner's protocol on stdout.
-  const { NODE_TEST_CONTEXT: _ctx, ...inherited } = process.env;
   return {
-    ...inherited,
+    ...inheritedEnv(),
     ...worldEnv(world, {
       WORKER_CONCURRENCY: "2",
       JOB_LEASE_SECONDS: "5",
@@ -57,41 +50,13 @@ function childEnv(port: number): NodeJS.ProcessEnv {
 }
 
 /** Starts `mailprobe serve` and resolves once it listens. */
-async function startServer(port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["bin/mailprobe.js", "serve"], {
-    env: childEnv(port),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+async function startServer(port: number): Promise<MailprobeChild> {
+  const child = await startMailprobe("serve", ["serve"], childEnv(port), "listening on");
   children.push(child);
-  let output = "";
-  child.stderr.on("data", (d: Buffer) => (output += d.toString()));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${output}`)), 60_000);
-    child.stdout.on("data", (d: Buffer) => {
-      output += d.toString();
-      if (output.includes("listening on")) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`server exited ${code}: ${output}`)));
-  });
   return child;
 }
 
-async function cli(port: number, args: string[]): Promise<string> {
-  const child = spawn(process.execPath, ["bin/mailprobe.js", ...args], {
-    env: childEnv(port),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-  const code = await new Promise<number | null>((r) => child.once("exit", r));
-  assert.equal(code, 0, err);
-  return out;
-}
+const cli = (port: number, args: string[]): Promise<string> => runCli(args, childEnv(port));
 
 async function api<T>(port: number, key: string, path: string, init: RequestInit = {}): Promise<T> {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, {
@@ -127,7 +92,7 @@ before(async () => {
 });
 
 after(async () => {
-  for (const c of children) if (isRunning(c)) c.kill("SIGKILL");
+  for (const c of children) if (!c.exited) c.proc.kill("SIGKILL");
   await world?.close();
   await rm(dataDir, { recursive: true, force: true });
 });
@@ -155,8 +120,8 @@ test("SIGKILL mid-task: another process finishes it, every job once, one reserva
     completedBeforeKill = (await api<TaskBody>(port, user.api_key, `/api/v1/tasks/${created.id}`)).metrics
       .job_status.completed!;
   }
-  first.kill("SIGKILL");
-  await new Promise((r) => first.once("exit", r));
+  first.proc.kill("SIGKILL");
+  await exitOf(first);
   assert.ok(
     completedBeforeKill > 0 && completedBeforeKill < emails.length,
     `killed mid-task (${completedBeforeKill} done)`,
@@ -195,9 +160,9 @@ test("SIGKILL mid-task: another process finishes it, every job once, one reserva
   assert.equal(balance.balance, 1000 - emails.length);
 
   // No result stored twice: exactly one verification per job.
-  const running = children.filter(isRunning);
-  for (const c of running) c.kill("SIGTERM");
-  await Promise.all(running.map((c) => new Promise((r) => c.once("exit", r))));
+  const running = children.filter((c) => !c.exited);
+  for (const c of running) c.proc.kill("SIGTERM");
+  await Promise.all(running.map(exitOf));
   const db = pgUrl ? openPostgres(pgUrl, 2) : await openPglite(join(dataDir, "pgdata"));
   try {
     const { rows } = await db.query<{ n: number }>(

@@ -1,0 +1,73 @@
+// Uploaded lists are parsed on worker threads, not on the thread that answers HTTP. Parsing is
+// CPU work on untrusted bytes: a 5 MB csv is ~300 ms of synchronous work, a row of a million
+// empty cells ~450 ms, and three such uploads at once held /healthz for ~1 s (issue 11). On a
+// worker the event loop stays free, and each parse gets hard limits the in-process budgets
+// cannot give: a heap cap (the worker dies with ERR_WORKER_OUT_OF_MEMORY, not the server) and a
+// wall-time cap (the worker is terminated). Both answer as a refused file, like every other
+// limit. piscina keeps the pool: a queue, resource limits, and a new thread after a death.
+import { Piscina } from "piscina";
+import { fileProblem } from "./problems.ts";
+import type { ParseListInput, ParseListResult } from "./parse-list-file.ts";
+
+export interface ListParserOptions {
+  /** Threads parsing at once; further uploads wait in the queue. */
+  threads: number;
+  /** Heap cap of one parsing thread (V8 old generation), MB. */
+  maxMemoryMb: number;
+  /** Wall-time cap of one parse, waiting for a free thread included, ms. */
+  timeoutMs: number;
+}
+
+export interface ListParser {
+  parse(input: ParseListInput): Promise<ParseListResult>;
+  close(): Promise<void>;
+}
+
+export function createListParserPool(
+  options: ListParserOptions,
+  onThreadError: (error: unknown) => void = () => {},
+): ListParser {
+  const pool = new Piscina<ParseListInput, ParseListResult>({
+    filename: new URL("./parse-worker.mjs", import.meta.url).href,
+    minThreads: 0,
+    maxThreads: options.threads,
+    // A thread that served an upload stays a while (warm modules) and then frees its memory.
+    idleTimeout: 60_000,
+    resourceLimits: { maxOldGenerationSizeMb: options.maxMemoryMb, maxYoungGenerationSizeMb: 32 },
+  });
+  // An idle thread's failure is emitted on the pool; unheard, it would end the process.
+  pool.on("error", onThreadError);
+  return {
+    async parse(input) {
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(), options.timeoutMs);
+      try {
+        return await pool.run(input, { signal: controller.signal });
+      } catch (error) {
+        if (controller.signal.aborted) {
+          return refused(
+            `The file took longer than ${duration(options.timeoutMs)} to read; split it into smaller files.`,
+          );
+        }
+        if ((error as { code?: string }).code === "ERR_WORKER_OUT_OF_MEMORY") {
+          return refused(
+            `Reading the file needs more than ${options.maxMemoryMb} MB of memory; split it into smaller files or save it without formatting.`,
+          );
+        }
+        throw error;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    async close() {
+      await pool.destroy();
+    },
+  };
+}
+
+const duration = (ms: number): string => (ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`);
+
+const refused = (message: string): ParseListResult => ({
+  ok: false,
+  problem: fileProblem("too_complex", message),
+});
