@@ -3,6 +3,7 @@ import swaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { installAuthentication } from "../http/plugins/auth.ts";
+import { dashboardPlugin } from "../http/plugins/dashboard.ts";
 import {
   clientErrorHandler,
   frameworkErrorHandler,
@@ -25,7 +26,7 @@ import { taskRoutes } from "../http/routes/tasks.ts";
 import { uploadRoutes } from "../http/routes/uploads.ts";
 import { downloadRoutes } from "../http/routes/downloads.ts";
 import { webhookRoutes } from "../http/routes/webhooks.ts";
-import { ErrorBodySchema } from "../http/schemas/common.ts";
+import { COMPONENTS, SWAGGER_OPTIONS } from "../http/schemas/openapi.ts";
 import { httpDepsOf } from "./http-deps.ts";
 import type { Services } from "./services.ts";
 
@@ -59,32 +60,22 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.addSchema(ErrorBodySchema);
-  installValidators(app, [ErrorBodySchema]);
+  // The named schemas the routes $ref (the OpenAPI document's components).
+  for (const schema of COMPONENTS) app.addSchema(schema);
+  installValidators(app, COMPONENTS);
   installJsonParser(app);
   installErrorHandlers(app);
   installInputGuard(app);
   installRequestIdHeader(app);
   installHttpMetrics(app, deps.metrics);
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: "3.0.3",
-      info: { title: "mailprobe API", version: "1.0.0", description: "Email verification service" },
-      components: {
-        securitySchemes: {
-          bearerAuth: { type: "http", scheme: "bearer", description: "API key or JWT" },
-          apiKeyHeader: { type: "apiKey", in: "header", name: "X-API-Key" },
-        },
-      },
-      security: [{ bearerAuth: [] }, { apiKeyHeader: [] }],
-    },
-  });
+  await app.register(swagger, SWAGGER_OPTIONS);
   await app.register(swaggerUi, { routePrefix: "/docs" });
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(healthRoutes, { deps });
   await app.register(plantRoutes, { deps });
+  await app.register(dashboardPlugin);
   await app.register(async (api) => {
     installAuthentication(api, deps.authenticator, deps.rateLimiter);
     await api.register(authSessionRoutes, { deps });

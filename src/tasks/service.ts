@@ -65,7 +65,7 @@ export interface TasksService {
   jobs(
     principal: Principal,
     id: string,
-    page: { limit: number; offset: number },
+    page: { limit: number; offset: number; status?: string | null },
   ): Promise<{ jobs: JobView[]; total: number }>;
   /** The results file of one of the caller's tasks, streamed; FORBIDDEN for another user's task. */
   prepareDownload(principal: Principal, id: string, opts: DownloadOptions): Promise<Download>;
@@ -125,7 +125,7 @@ export function createTasksService(
 
     async jobs(principal, id, page) {
       await ownTask(principal, id);
-      const { jobs, total } = await listJobsOfTask(db, id, page.limit, page.offset);
+      const { jobs, total } = await listJobsOfTask(db, id, page.limit, page.offset, page.status ?? null);
       const results = await findVerificationsByIds(
         db,
         jobs.flatMap((j) => (j.emailId ? [j.emailId] : [])),

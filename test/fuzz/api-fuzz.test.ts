@@ -33,6 +33,7 @@ interface Parameter {
   name: string;
   in: "path" | "query" | "header";
   schema?: Schema;
+  $ref?: string;
 }
 interface Operation {
   method: string;
@@ -46,7 +47,7 @@ let world: MailWorld;
 let ctx: TestContext;
 let user: TestUser;
 let operations: Operation[] = [];
-let components: Record<string, Schema> = {};
+let doc: unknown;
 
 before(async () => {
   world = await startMailWorld({ domains: [] });
@@ -54,7 +55,7 @@ before(async () => {
     env: worldEnv(world, { VERIFY_TIMEOUT_MS: "1000", DNS_TIMEOUT_MS: "200" }),
   });
   user = await ctx.createUser(1_000_000);
-  const doc = (await ctx.app.inject({ method: "GET", url: "/openapi.json" })).json<{
+  const served = (await ctx.app.inject({ method: "GET", url: "/openapi.json" })).json<{
     paths: Record<
       string,
       Record<
@@ -62,16 +63,15 @@ before(async () => {
         { parameters?: Parameter[]; requestBody?: { content?: Record<string, { schema?: Schema }> } }
       >
     >;
-    components?: { schemas?: Record<string, Schema> };
   }>();
-  components = doc.components?.schemas ?? {};
-  operations = Object.entries(doc.paths).flatMap(([path, methods]) =>
+  doc = served;
+  operations = Object.entries(served.paths).flatMap(([path, methods]) =>
     Object.entries(methods)
       .filter(([method]) => ["get", "post", "put", "patch", "delete"].includes(method))
       .map(([method, op]) => ({
         method: method.toUpperCase(),
         path,
-        parameters: op.parameters ?? [],
+        parameters: (op.parameters ?? []).map((p) => resolve(p)),
         jsonBody: op.requestBody?.content?.["application/json"]?.schema ?? null,
         multipart: op.requestBody?.content?.["multipart/form-data"] !== undefined,
       })),
@@ -83,7 +83,16 @@ after(async () => {
   await world?.close();
 });
 
-const resolve = (s: Schema): Schema => (s.$ref ? (components[s.$ref.split("/").pop() ?? ""] ?? {}) : s);
+/** Follows a local `$ref` ("#/components/schemas/Task", "#/components/parameters/RequestId"). */
+function resolve<T extends { $ref?: string }>(node: T): T {
+  if (!node.$ref?.startsWith("#/")) return node;
+  const target = node.$ref
+    .slice(2)
+    .split("/")
+    .map((key) => key.replace(/~1/g, "/").replace(/~0/g, "~"))
+    .reduce<unknown>((at, key) => (at as Record<string, unknown> | undefined)?.[key], doc);
+  return resolve((target ?? {}) as T);
+}
 
 const nasty: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom(

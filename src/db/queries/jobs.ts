@@ -258,19 +258,28 @@ export interface JobWithResultRow extends JobRow {
   v_id: string | null;
 }
 
-/** A page of a task's jobs, newest first (position breaks ties: one task's jobs share created_at). */
+/**
+ * A page of a task's jobs, newest first (position breaks ties: one task's jobs share created_at).
+ * `status`, when given, is a job status (pending, processing, completed, failed) or a result
+ * status (valid, invalid, …): the two sets do not overlap, so one comparison with each serves.
+ */
 export async function listJobsOfTask(
   q: Queryable,
   taskId: string,
   limit: number,
   offset: number,
+  status: string | null = null,
 ): Promise<{ jobs: JobRecord[]; total: number }> {
+  const filter = `from email_jobs j left join email_verifications v on v.id = j.email_id
+     where j.task_id = $1 and ($2::text is null or j.status = $2 or v.status = $2)`;
   const [page, count] = await Promise.all([
-    q.query<JobRow>(
-      "select * from email_jobs where task_id = $1 order by created_at desc, position desc limit $2 offset $3",
-      [taskId, limit, offset],
-    ),
-    q.query<{ n: number }>("select count(*) as n from email_jobs where task_id = $1", [taskId]),
+    q.query<JobRow>(`select j.* ${filter} order by j.created_at desc, j.position desc limit $3 offset $4`, [
+      taskId,
+      status,
+      limit,
+      offset,
+    ]),
+    q.query<{ n: number }>(`select count(*) as n ${filter}`, [taskId, status]),
   ]);
   return { jobs: page.rows.map(toJob), total: count.rows[0]?.n ?? 0 };
 }

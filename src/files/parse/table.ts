@@ -1,6 +1,7 @@
 // Format-independent half of parsing: rows come in one at a time (from txt, csv or a sheet),
 // this decides the header and the email column, counts, and stops the reader as soon as a limit
 // is crossed so a huge file is refused without being read to the end.
+import { isEmailHeaderName } from "./email-header-names.ts";
 import { isAddressShaped } from "../../lib/address-shape.ts";
 import { checkSyntax } from "../../verify/index.ts";
 import { columnProblem, fileProblem, formatCount, type ListFileProblem } from "./problems.ts";
@@ -75,36 +76,7 @@ export interface ParsedTable {
   skipped: SkippedCounts;
 }
 
-// Compared after lowercasing and removing spaces, "_", "-", "." and ":" ("E-Mail Address:" →
-// "emailaddress"). English plus the languages our users upload most (es, fr, de, pt, it, nl).
-const EMAIL_HEADER_KEYS = new Set([
-  "email",
-  "emails",
-  "mail",
-  "emailaddress",
-  "emailaddresses",
-  "mailaddress",
-  "emailid",
-  "correo",
-  "correoelectronico",
-  "courriel",
-  "adresseemail",
-  "emailadresse",
-  "mailadresse",
-  "endereçodeemail",
-  "indirizzoemail",
-  "emailadres",
-]);
-
-const headerKey = (cell: string): string =>
-  cell
-    .normalize("NFKC")
-    .toLowerCase()
-    .replace(/[\s_\-.:]/gu, "")
-    .normalize("NFC");
-
-/** True when a header cell names an email column ("Email", "E-mail", "email_address", "Correo"…). */
-export const isEmailHeaderName = (cell: string): boolean => EMAIL_HEADER_KEYS.has(headerKey(cell));
+export { isEmailHeaderName };
 
 const sameName = (cell: string, name: string): boolean => cell.trim().toLowerCase() === name.toLowerCase();
 

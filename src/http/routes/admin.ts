@@ -3,6 +3,7 @@ import { AppError } from "../../lib/app-error.ts";
 import { safeEqual } from "../../lib/tokens.ts";
 import type { HttpDeps } from "../deps.ts";
 import { CreatedApiKeyReply, toApiKeyListItem, toCreatedApiKeyReply } from "../schemas/api-keys.ts";
+import { ref } from "../schemas/common.ts";
 import {
   AdminCreateKeyBody,
   AdminListKeysReply,
@@ -57,7 +58,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps; token: str
 
   app.post(
     "/admin/v1/api-keys",
-    { schema: { hide: true, body: AdminCreateKeyBody, response: { 201: CreatedApiKeyReply } } },
+    { schema: { hide: true, body: AdminCreateKeyBody, response: { 201: ref(CreatedApiKeyReply) } } },
     async (req, reply) => {
       const created = await deps.apiKeys.create(req.body.user_id, req.body.name.trim(), req.body.purpose);
       return reply.status(201).send(toCreatedApiKeyReply(created));
@@ -66,7 +67,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps; token: str
 
   app.post(
     "/admin/v1/api-keys/list",
-    { schema: { hide: true, body: AdminUserKeysBody, response: { 200: AdminListKeysReply } } },
+    { schema: { hide: true, body: AdminUserKeysBody, response: { 200: ref(AdminListKeysReply) } } },
     async (req) => ({ api_keys: (await deps.apiKeys.list(req.body.user_id, false)).map(toApiKeyListItem) }),
   );
 

@@ -12,7 +12,8 @@ import {
   toApiKeyListItem,
   toCreatedApiKeyReply,
 } from "../schemas/api-keys.ts";
-import { errorResponses, IdParams } from "../schemas/common.ts";
+import { errorResponses, IdParams, ref } from "../schemas/common.ts";
+import { TAG } from "../schemas/openapi.ts";
 
 export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
   // Key management is for `custom` keys and sessions only (DESIGN §5 "Key scopes"). An onRequest
@@ -23,9 +24,16 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     "/api/v1/api-keys",
     {
       schema: {
-        tags: ["api-keys"],
+        operationId: "createApiKey",
+        summary: "Create an API key",
+        description:
+          "Returns the plaintext key once (it can be revealed again with `GET /api/v1/api-keys?reveal=true`). Needs a `custom` key or a session; 409 when the user has as many keys as allowed.",
+        tags: [TAG.apiKeys],
         body: CreateApiKeyBody,
-        response: { 201: CreatedApiKeyReply, ...errorResponses(400, 401, 403, 409, 429, 500) },
+        response: {
+          201: ref(CreatedApiKeyReply, "The new key, with its plaintext"),
+          ...errorResponses(400, 401, 403, 404, 409, 429, 500),
+        },
       },
     },
     async (req, reply) => {
@@ -43,9 +51,13 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     "/api/v1/api-keys",
     {
       schema: {
-        tags: ["api-keys"],
+        operationId: "listApiKeys",
+        summary: "List API keys",
+        description:
+          "The caller's keys, active and deactivated; with `reveal=true` each active key's plaintext. Needs a `custom` key or a session.",
+        tags: [TAG.apiKeys],
         querystring: ListApiKeysQuery,
-        response: { 200: ListApiKeysReply, ...errorResponses(400, 401, 403, 429, 500) },
+        response: { 200: ref(ListApiKeysReply, "The keys"), ...errorResponses(400, 401, 403, 429, 500) },
       },
     },
     async (req) => {
@@ -58,9 +70,16 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     "/api/v1/api-keys/:id",
     {
       schema: {
-        tags: ["api-keys"],
+        operationId: "deleteApiKey",
+        summary: "Delete (deactivate) an API key",
+        description:
+          "The key stops working at once, and so do the sessions it opened. The last active key cannot be deleted (409). Needs a `custom` key or a session.",
+        tags: [TAG.apiKeys],
         params: IdParams,
-        response: { 204: Type.Null(), ...errorResponses(400, 401, 403, 404, 409, 429, 500) },
+        response: {
+          204: Type.Null({ description: "Deactivated" }),
+          ...errorResponses(400, 401, 403, 404, 409, 429, 500),
+        },
       },
     },
     async (req, reply) => {

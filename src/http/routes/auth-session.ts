@@ -4,17 +4,20 @@ import { AppError } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { SessionReply, toSessionReply } from "../schemas/auth.ts";
-import { errorResponses } from "../schemas/common.ts";
+import { errorResponses, ref } from "../schemas/common.ts";
+import { TAG } from "../schemas/openapi.ts";
 
 export const authSessionRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
   app.post(
     "/api/v1/auth/session",
     {
       schema: {
-        tags: ["auth"],
+        operationId: "createSession",
+        summary: "Open a session",
         description:
-          "Exchange a `custom` API key for a short-lived JWT (used by the dashboard); the session dies with the key.",
-        response: { 200: SessionReply, ...errorResponses(401, 403, 429, 500) },
+          "Exchange a `custom` API key for a short-lived JWT (used by the dashboard); the session dies with the key. Integration keys and sessions get 403.",
+        tags: [TAG.auth],
+        response: { 200: ref(SessionReply, "The session token"), ...errorResponses(401, 403, 429, 500) },
       },
     },
     async (req) => {

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
-import { errorResponses } from "../schemas/common.ts";
+import { errorResponses, ref } from "../schemas/common.ts";
+import { TAG } from "../schemas/openapi.ts";
 import {
   BalanceReply,
   toTransactionReply,
@@ -14,8 +15,10 @@ export const creditRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     "/api/v1/credits/balance",
     {
       schema: {
-        tags: ["credits"],
-        response: { 200: BalanceReply, ...errorResponses(400, 401, 404, 429, 500) },
+        operationId: "getCreditBalance",
+        summary: "Get the credit balance",
+        tags: [TAG.credits],
+        response: { 200: ref(BalanceReply, "The balance"), ...errorResponses(400, 401, 404, 429, 500) },
       },
     },
     async (req) => {
@@ -28,9 +31,16 @@ export const creditRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     "/api/v1/credits/transactions",
     {
       schema: {
-        tags: ["credits"],
+        operationId: "listCreditTransactions",
+        summary: "List credit transactions",
+        description:
+          "The ledger, newest first: reservations and charges (deductions), refunds and grants. `amount` is signed and `balance_after` exact.",
+        tags: [TAG.credits],
         querystring: TransactionsQuery,
-        response: { 200: TransactionsReply, ...errorResponses(400, 401, 404, 429, 500) },
+        response: {
+          200: ref(TransactionsReply, "A page of transactions"),
+          ...errorResponses(400, 401, 404, 429, 500),
+        },
       },
     },
     async (req) => {

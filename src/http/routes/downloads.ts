@@ -7,13 +7,8 @@ import { validationError } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses } from "../schemas/common.ts";
-import {
-  DOWNLOAD_CONTENT_TYPES,
-  DownloadParams,
-  DownloadQuery,
-  DownloadReply,
-  statusFilterOf,
-} from "../schemas/downloads.ts";
+import { TAG } from "../schemas/openapi.ts";
+import { DownloadParams, DownloadQuery, DownloadReply, statusFilterOf } from "../schemas/downloads.ts";
 
 /**
  * Waits until the body has its first bytes (or has ended) before any header is sent: a writer
@@ -37,10 +32,13 @@ export const downloadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = asy
     "/api/v1/tasks/:id/download",
     {
       schema: {
-        tags: ["tasks"],
+        operationId: "downloadTaskResults",
+        summary: "Download a task's results",
+        description:
+          "The results file (an attachment): csv and xlsx have a header row (a file-backed task's original columns, then the result columns), txt is `email,status` per line. Cells starting with = + - @ TAB or CR are neutralised unless escape_formulas=false. Another user's task is a 403.",
+        tags: [TAG.tasks],
         params: DownloadParams,
         querystring: DownloadQuery,
-        produces: DOWNLOAD_CONTENT_TYPES,
         response: { 200: DownloadReply, ...errorResponses(400, 401, 403, 404, 429, 500) },
       },
     },

@@ -3,17 +3,39 @@ import { readCredential } from "../../auth/authenticate.ts";
 import { AppError, rateLimited } from "../../lib/app-error.ts";
 import { safeEqual } from "../../lib/tokens.ts";
 import type { HttpDeps } from "../deps.ts";
-import { errorResponses } from "../schemas/common.ts";
+import { errorResponses, ref } from "../schemas/common.ts";
+import { TAG } from "../schemas/openapi.ts";
 import { HealthReply, ReadyReply, toReadyReply } from "../schemas/ops.ts";
 
 export const healthRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
-  app.get("/healthz", { schema: { tags: ["ops"], response: { 200: HealthReply } } }, async () => ({
-    status: "ok" as const,
-  }));
+  app.get(
+    "/healthz",
+    {
+      schema: {
+        operationId: "getHealth",
+        summary: "Liveness probe",
+        description: "200 while the process runs. Needs no credentials and is not rate limited.",
+        tags: [TAG.health],
+        security: [],
+        response: { 200: ref(HealthReply, "Alive") },
+      },
+    },
+    async () => ({ status: "ok" as const }),
+  );
 
   app.get(
     "/readyz",
-    { schema: { tags: ["ops"], response: { 200: ReadyReply, ...errorResponses(503) } } },
+    {
+      schema: {
+        operationId: "getReadiness",
+        summary: "Readiness probe",
+        description:
+          "200 when the database answers (with set-up warnings that cost accuracy), 503 when it does not. Needs no credentials.",
+        tags: [TAG.health],
+        security: [],
+        response: { 200: ref(ReadyReply, "Ready"), ...errorResponses(503) },
+      },
+    },
     async (req) => {
       try {
         return toReadyReply(await deps.readiness.check());

@@ -3,6 +3,8 @@ import type { FastifyError } from "fastify";
 import { AppError } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
 import { admitRequest } from "../plugins/auth.ts";
+import { ref } from "../schemas/common.ts";
+import { TAG } from "../schemas/openapi.ts";
 import { NewPlantBody, PlantErrorReply, PlantReply } from "../schemas/plants.ts";
 
 class PlantError extends Error {
@@ -57,15 +59,19 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async 
     "/plants",
     {
       schema: {
-        tags: ["sample"],
+        operationId: "createPlant",
+        summary: "Add a plant (sample)",
+        description:
+          "The spec's sample endpoint: validates a NewPlant and returns the Plant. Bearer authentication only; errors use the flat PlantError body.",
+        tags: [TAG.sample],
         security: [{ bearerAuth: [] }],
         body: NewPlantBody,
         response: {
-          200: PlantReply,
-          400: PlantErrorReply,
-          401: PlantErrorReply,
-          429: PlantErrorReply,
-          500: PlantErrorReply,
+          200: ref(PlantReply, "The plant"),
+          400: ref(PlantErrorReply, "Invalid plant"),
+          401: ref(PlantErrorReply, "Missing or invalid bearer credentials"),
+          429: ref(PlantErrorReply, "Rate limited: retry after the `Retry-After` seconds"),
+          500: ref(PlantErrorReply, "Internal error"),
         },
       },
     },

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { AppError } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
-import { errorResponses } from "../schemas/common.ts";
+import { errorResponses, ref } from "../schemas/common.ts";
+import { TAG } from "../schemas/openapi.ts";
 import {
   ApiKeyUsageQuery,
   ApiKeyUsageReply,
@@ -20,9 +21,13 @@ export const reportRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     "/api/v1/credits/usage",
     {
       schema: {
-        tags: ["credits"],
+        operationId: "getCreditUsage",
+        summary: "Credit usage per day",
+        description:
+          "Credits used and granted over [from, to) (both required, at most 90 days), in total and per UTC day; `source` keeps only API-key or dashboard activity.",
+        tags: [TAG.reports],
         querystring: CreditUsageQuery,
-        response: { 200: CreditUsageReply, ...errorResponses(400, 401, 429, 500) },
+        response: { 200: ref(CreditUsageReply, "The usage report"), ...errorResponses(400, 401, 429, 500) },
       },
     },
     async (req) => toCreditUsageReply(await deps.reports.creditUsage(principalOf(req).userId, req.query)),
@@ -32,9 +37,16 @@ export const reportRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     "/api/v1/credits/usage/api-keys",
     {
       schema: {
-        tags: ["credits"],
+        operationId: "getApiKeyUsage",
+        summary: "Credit usage per API key",
+        description:
+          "Credits used and granted over [from, to) (both required, at most 90 days) per API key, each with a daily series. Dashboard activity is left out; rows without a valid key id share one `is_unknown` bucket.",
+        tags: [TAG.reports],
         querystring: ApiKeyUsageQuery,
-        response: { 200: ApiKeyUsageReply, ...errorResponses(400, 401, 429, 500) },
+        response: {
+          200: ref(ApiKeyUsageReply, "The per-key usage report"),
+          ...errorResponses(400, 401, 429, 500),
+        },
       },
     },
     async (req) => {
@@ -49,9 +61,16 @@ export const reportRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     "/api/v1/metrics/verifications",
     {
       schema: {
-        tags: ["metrics"],
+        operationId: "getVerificationMetrics",
+        summary: "Verification counters",
+        description:
+          "The caller's verification counters; with both `from` and `to` (at most 90 days) also a daily series. Needs an API key: a session token is a 401.",
+        tags: [TAG.reports],
         querystring: MetricsQuery,
-        response: { 200: VerificationMetricsReply, ...errorResponses(400, 401, 429, 500) },
+        response: {
+          200: ref(VerificationMetricsReply, "The counters"),
+          ...errorResponses(400, 401, 429, 500),
+        },
       },
     },
     async (req) => {

@@ -3,11 +3,13 @@ import { validationError, type FieldError } from "../../lib/app-error.ts";
 import { parseDateRange, parseRfc3339, utcDaysOf } from "../../reports/date-range.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
-import { errorResponses, IdParams } from "../schemas/common.ts";
+import { errorResponses, IdParams, ref } from "../schemas/common.ts";
+import { documentRequest, TAG } from "../schemas/openapi.ts";
 import {
   checkWebhookUrl,
   CreatedTaskReply,
   CreateTaskBody,
+  IdempotencyHeaders,
   JobsQuery,
   JobsReply,
   ListTasksQuery,
@@ -52,10 +54,19 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
     "/api/v1/tasks",
     {
       schema: {
-        tags: ["tasks"],
+        operationId: "createTask",
+        summary: "Create a batch task",
+        description:
+          "Queues up to 10,000 addresses for asynchronous verification and reserves one credit per distinct address; credits of `unknown` results are refunded when the task finishes. With `webhook_url` the task-completion webhook is sent. A repeated `Idempotency-Key` returns the task the first request created.",
+        tags: [TAG.tasks],
         body: CreateTaskBody,
-        response: { 201: CreatedTaskReply, ...errorResponses(400, 401, 402, 429, 500) },
+        response: {
+          201: ref(CreatedTaskReply, "The task, queued"),
+          ...errorResponses(400, 401, 402, 404, 429, 500),
+        },
       },
+      // The handler reads Idempotency-Key itself (its own 400 wording), so only the document has it.
+      config: { swaggerTransform: documentRequest({ headers: IdempotencyHeaders }) },
     },
     async (req, reply) => {
       const webhookUrl = checkWebhookUrl(req.body.webhook_url, settings.allowPrivateWebhooks);
@@ -73,9 +84,12 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
     "/api/v1/tasks",
     {
       schema: {
-        tags: ["tasks"],
+        operationId: "listTasks",
+        summary: "List batch tasks",
+        description: "The caller's tasks, newest first, with their metrics.",
+        tags: [TAG.tasks],
         querystring: ListTasksQuery,
-        response: { 200: ListTasksReply, ...errorResponses(400, 401, 429, 500) },
+        response: { 200: ref(ListTasksReply, "A page of tasks"), ...errorResponses(400, 401, 429, 500) },
       },
     },
     async (req) => {
@@ -99,9 +113,13 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
     "/api/v1/tasks/:id",
     {
       schema: {
-        tags: ["tasks"],
+        operationId: "getTask",
+        summary: "Get a batch task",
+        description:
+          "The task with its lifecycle times, its upload (if any) and its metrics. Another user's task is a 404.",
+        tags: [TAG.tasks],
         params: IdParams,
-        response: { 200: TaskDetail, ...errorResponses(400, 401, 404, 429, 500) },
+        response: { 200: ref(TaskDetail, "The task"), ...errorResponses(400, 401, 404, 429, 500) },
       },
     },
     async (req) => toTaskDetail(await tasks.get(principalOf(req), req.params.id)),
@@ -111,10 +129,17 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
     "/api/v1/tasks/:id/series",
     {
       schema: {
-        tags: ["tasks"],
+        operationId: "getTaskSeries",
+        summary: "Daily metrics of a batch task",
+        description:
+          "One metrics point per UTC day of [from, to): the last 7 days when both are omitted; give both or neither; at most 90 days.",
+        tags: [TAG.tasks],
         params: IdParams,
         querystring: SeriesQuery,
-        response: { 200: SeriesReply, ...errorResponses(400, 401, 403, 404, 429, 500) },
+        response: {
+          200: ref(SeriesReply, "The daily series"),
+          ...errorResponses(400, 401, 403, 404, 429, 500),
+        },
       },
     },
     async (req) => {
@@ -134,15 +159,23 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
     "/api/v1/tasks/:id/jobs",
     {
       schema: {
-        tags: ["tasks"],
+        operationId: "listTaskJobs",
+        summary: "List the jobs of a batch task",
+        description:
+          "One job per distinct address, newest first, with its result once verified and its retry state while pending.",
+        tags: [TAG.tasks],
         params: IdParams,
         querystring: JobsQuery,
-        response: { 200: JobsReply, ...errorResponses(400, 401, 404, 429, 500) },
+        response: { 200: ref(JobsReply, "A page of jobs"), ...errorResponses(400, 401, 404, 429, 500) },
       },
     },
     async (req) => {
-      const { limit, offset } = req.query;
-      const page = await tasks.jobs(principalOf(req), req.params.id, { limit, offset });
+      const { limit, offset, status } = req.query;
+      const page = await tasks.jobs(principalOf(req), req.params.id, {
+        limit,
+        offset,
+        status: status ?? null,
+      });
       return { jobs: page.jobs.map(toJobReply), count: page.total, limit, offset };
     },
   );

@@ -5,12 +5,14 @@ import { AppError, validationError } from "../../lib/app-error.ts";
 import { unstorableTextReason } from "../../lib/storable-text.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
-import { errorResponses } from "../schemas/common.ts";
+import { errorResponses, ref } from "../schemas/common.ts";
+import { documentRequest, TAG } from "../schemas/openapi.ts";
 import { checkWebhookUrl } from "../schemas/tasks.ts";
 import {
   toUploadAccepted,
   toUploadStatus,
   UploadAccepted,
+  UploadForm,
   UploadParams,
   UploadStatus,
 } from "../schemas/uploads.ts";
@@ -99,12 +101,19 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     "/api/v1/tasks/batch/upload",
     {
       schema: {
-        tags: ["uploads"],
-        consumes: ["multipart/form-data"],
+        operationId: "uploadTaskFile",
+        summary: "Upload a list file",
         description:
-          "Upload a .txt, .csv or .xlsx list (fields: file, webhook_url, email_column or column). At most 10,000 addresses.",
-        response: { 202: UploadAccepted, ...errorResponses(400, 401, 402, 429, 500) },
+          "Creates a batch task from a .txt, .csv or .xlsx list of at most 10,000 addresses. The file is parsed and checked before the 202; one credit per distinct address is reserved, and the credits of `unknown` results are refunded when the task finishes. Rows without an address are skipped and counted. A `user_id` field is refused.",
+        tags: [TAG.uploads],
+        consumes: ["multipart/form-data"],
+        response: {
+          202: ref(UploadAccepted, "The upload, accepted: its task is queued"),
+          ...errorResponses(400, 401, 402, 404, 429, 500),
+        },
       },
+      // The handler reads the parts itself (readForm); only the document describes the form.
+      config: { swaggerTransform: documentRequest({ body: UploadForm }) },
     },
     async (req, reply) => {
       const principal = principalOf(req);
@@ -133,9 +142,15 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     "/api/v1/tasks/batch/uploads/:upload_id",
     {
       schema: {
-        tags: ["uploads"],
+        operationId: "getUpload",
+        summary: "Get an upload's status",
+        description: "The upload and its task. Another user's upload is a 403.",
+        tags: [TAG.uploads],
         params: UploadParams,
-        response: { 200: UploadStatus, ...errorResponses(400, 401, 403, 404, 429, 500) },
+        response: {
+          200: ref(UploadStatus, "The upload"),
+          ...errorResponses(400, 401, 403, 404, 429, 500),
+        },
       },
     },
     async (req) => toUploadStatus(await deps.uploads.status(principalOf(req), req.params.upload_id)),

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { AppError } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
-import { errorResponses } from "../schemas/common.ts";
+import { errorResponses, ref } from "../schemas/common.ts";
+import { TAG } from "../schemas/openapi.ts";
 import { TimeoutReply, toVerificationReply, VerificationReply, VerifyBody } from "../schemas/verification.ts";
 
 export const verifyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
@@ -10,13 +11,18 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     "/api/v1/verify",
     {
       schema: {
-        tags: ["verification"],
+        operationId: "verifyEmail",
+        summary: "Verify one address",
         description:
-          "Realtime verification of one address. 1 credit unless the result is unknown or the same address was paid for in the last 24 h.",
+          "Realtime verification of one address. 1 credit unless the result is `unknown` or the same address was paid for in the last 24 hours (answers served from the cache included). Input that is not address-shaped is a 400; address-shaped input that breaks the syntax rules is a result with status `invalid_syntax`.",
+        tags: [TAG.verification],
         body: VerifyBody,
         response: {
-          200: VerificationReply,
-          408: TimeoutReply,
+          200: ref(VerificationReply, "The verification result"),
+          408: ref(
+            TimeoutReply,
+            "The deadline passed; `result` holds the partial result (VERIFICATION_TIMEOUT)",
+          ),
           ...errorResponses(400, 401, 402, 404, 429, 500),
         },
       },

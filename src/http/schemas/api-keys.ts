@@ -1,6 +1,7 @@
 import { Type } from "typebox";
 import type { ApiKeyListing, CreatedApiKey } from "../../keys/service.ts";
-import { DateTime, Uuid } from "./common.ts";
+import { API_KEY_PURPOSES } from "../../keys/service.ts";
+import { DateTime, ref, StringEnum, Uuid } from "./common.ts";
 
 export const ApiKeyPurposeSchema = Type.Union(
   [Type.Literal("zapier"), Type.Literal("n8n"), Type.Literal("google sheets"), Type.Literal("custom")],
@@ -15,29 +16,49 @@ export const CreateApiKeyBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const CreatedApiKeyReply = Type.Object({
-  id: Uuid,
-  user_id: Uuid,
-  key: Type.String({ description: "Plaintext key, shown once (also via GET ?reveal=true)" }),
-  name: Type.String(),
-  purpose: Type.String(),
-  created_at: DateTime,
+const Purpose = StringEnum(API_KEY_PURPOSES, "Integration the key is for");
+
+export const CreatedApiKeyReply = Type.Object(
+  {
+    id: Uuid,
+    user_id: Uuid,
+    key: Type.String({ description: "Plaintext key, shown once (also via GET ?reveal=true)" }),
+    name: Type.String(),
+    purpose: Purpose,
+    created_at: DateTime,
+  },
+  { $id: "CreatedApiKey", description: "A new API key, with its plaintext secret" },
+);
+
+export const ListApiKeysQuery = Type.Object({
+  reveal: Type.Optional(
+    Type.Boolean({ default: false, description: "Include each active key's plaintext `key`" }),
+  ),
 });
 
-export const ListApiKeysQuery = Type.Object({ reveal: Type.Optional(Type.Boolean({ default: false })) });
+export const ApiKeyListItem = Type.Object(
+  {
+    id: Uuid,
+    name: Type.String(),
+    purpose: Purpose,
+    is_active: Type.Boolean({ description: "false once deleted (deactivated)" }),
+    created_at: DateTime,
+    last_used_at: Type.Union([DateTime, Type.Null()]),
+    prefix: Type.String({ description: "The key's visible start, to recognise it" }),
+    key: Type.Optional(
+      Type.Union([Type.String(), Type.Null()], {
+        description:
+          "Only with reveal=true, for active keys: the plaintext (null if it can no longer be decrypted)",
+      }),
+    ),
+  },
+  { $id: "ApiKey", description: "An API key as listed (no secret unless revealed)" },
+);
 
-export const ApiKeyListItem = Type.Object({
-  id: Uuid,
-  name: Type.String(),
-  purpose: Type.String(),
-  is_active: Type.Boolean(),
-  created_at: DateTime,
-  last_used_at: Type.Union([DateTime, Type.Null()]),
-  prefix: Type.String(),
-  key: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-});
-
-export const ListApiKeysReply = Type.Object({ api_keys: Type.Array(ApiKeyListItem) });
+export const ListApiKeysReply = Type.Object(
+  { api_keys: Type.Array(ref(ApiKeyListItem)) },
+  { $id: "ApiKeyList", description: "The caller's API keys" },
+);
 
 export const toCreatedApiKeyReply = ({ record, plaintext }: CreatedApiKey) => ({
   id: record.id,

@@ -1,27 +1,70 @@
-import { Type, type Static } from "typebox";
+import { Type, type Static, type TSchema } from "typebox";
+import { ERROR_CODES, type ErrorCode } from "../../lib/app-error.ts";
+import { STATUS_BY_CODE } from "../errors.ts";
+
+/**
+ * A `$ref` to a named schema (one created with a `$id` and listed in openapi.ts COMPONENTS),
+ * typed as the schema itself. fast-json-stringify follows the reference, so a response
+ * serialises to the same bytes as with the schema inlined; the OpenAPI document shows it as
+ * `#/components/schemas/<$id>`. Request schemas stay inline: the size checks of
+ * plugins/validation.ts read them without following references.
+ */
+export function ref<T extends TSchema>(schema: T, description?: string) {
+  const id = (schema as { $id?: unknown }).$id;
+  if (typeof id !== "string") throw new Error("ref() needs a schema with a $id");
+  return Type.Unsafe<Static<T>>({ $ref: `${id}#`, ...(description ? { description } : {}) });
+}
 
 export const FieldErrorSchema = Type.Object({ field: Type.String(), reason: Type.String() });
 
-/** The spec's error body. */
+/** The spec's error body (`#/components/schemas/Error`). */
 export const ErrorBodySchema = Type.Object(
   {
     error: Type.Object({
-      code: Type.String(),
-      message: Type.String(),
-      details: Type.Optional(Type.Array(FieldErrorSchema, { description: "At most 20 entries" })),
+      code: Type.Unsafe<ErrorCode>({
+        type: "string",
+        enum: [...ERROR_CODES],
+        description: "Machine-readable code; each code has one HTTP status",
+      }),
+      message: Type.String({ description: "Human-readable; an unexpected server fault gets a generic one" }),
+      details: Type.Optional(
+        Type.Array(FieldErrorSchema, { description: "One entry per invalid field; at most 20 entries" }),
+      ),
       details_truncated: Type.Optional(
         Type.Integer({ description: "How many more details there were than the 20 listed" }),
       ),
     }),
   },
-  { $id: "ErrorBody", additionalProperties: true },
+  {
+    $id: "Error",
+    additionalProperties: true,
+    description: "The error envelope of every /api/v1 error response (the spec's standard error body)",
+  },
 );
 
-const ref = Type.Unsafe<Static<typeof ErrorBodySchema>>(Type.Ref("ErrorBody"));
+/** What each documented error status means; the codes come from the one status table (errors.ts). */
+const ERROR_STATUS_TEXT = {
+  400: "Invalid request: body, query, path parameter, file or header (`details` names each field)",
+  401: "Missing or invalid credentials",
+  402: "The credit balance does not cover the request",
+  403: "The credential may not do this (key scope, or another user's task or upload)",
+  404: "Not found (or not yours)",
+  409: "Conflicts with the current state",
+  429: "Rate limited: retry after the `Retry-After` seconds",
+  500: "Internal error; quote the X-Request-ID when reporting it",
+  503: "A dependency (the database) is unavailable",
+} as const;
 
-/** Response schemas for the error statuses a route documents. */
-export function errorResponses(...statuses: number[]): Record<number, typeof ref> {
-  return Object.fromEntries(statuses.map((s) => [s, ref]));
+export type ErrorStatus = keyof typeof ERROR_STATUS_TEXT;
+
+const codesOf = (status: number): string =>
+  (Object.keys(STATUS_BY_CODE) as ErrorCode[]).filter((c) => STATUS_BY_CODE[c] === status).join(" or ");
+
+/** Response schemas for the error statuses a route documents: each the `Error` envelope. */
+export function errorResponses(...statuses: ErrorStatus[]) {
+  return Object.fromEntries(
+    statuses.map((s) => [s, ref(ErrorBodySchema, `${ERROR_STATUS_TEXT[s]} (${codesOf(s)})`)]),
+  ) as Record<number, ReturnType<typeof ref<typeof ErrorBodySchema>>>;
 }
 
 export const Uuid = Type.String({ format: "uuid" });
@@ -30,3 +73,10 @@ export const Uuid = Type.String({ format: "uuid" });
 export const MAX_OFFSET = 2_147_483_647;
 export const IdParams = Type.Object({ id: Uuid });
 export const DateTime = Type.String({ format: "date-time" });
+
+/**
+ * A string from a closed set. Written as `type` + `enum` rather than a union of literals: the
+ * serialiser writes it as a plain string (an anyOf makes fast-json-stringify match every branch).
+ */
+export const StringEnum = <const T extends readonly string[]>(values: T, description?: string) =>
+  Type.Unsafe<T[number]>({ type: "string", enum: [...values], ...(description ? { description } : {}) });

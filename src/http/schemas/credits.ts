@@ -1,8 +1,11 @@
 import { Type } from "typebox";
 import type { CreditTransaction } from "../../credits/service.ts";
-import { DateTime, MAX_OFFSET, Uuid } from "./common.ts";
+import { DateTime, MAX_OFFSET, ref, Uuid } from "./common.ts";
 
-export const BalanceReply = Type.Object({ user_id: Uuid, balance: Type.Integer() });
+export const BalanceReply = Type.Object(
+  { user_id: Uuid, balance: Type.Integer({ description: "Credits available; never negative" }) },
+  { $id: "CreditBalance", description: "The caller's credit balance" },
+);
 
 export const TransactionsQuery = Type.Object(
   {
@@ -12,23 +15,34 @@ export const TransactionsQuery = Type.Object(
   { additionalProperties: false },
 );
 
-export const CreditTransactionSchema = Type.Object({
-  id: Uuid,
-  user_id: Uuid,
-  type: Type.Union([Type.Literal("grant"), Type.Literal("deduction")]),
-  amount: Type.Integer(),
-  balance_after: Type.Integer(),
-  reason: Type.Optional(Type.String()),
-  metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-  created_at: DateTime,
-});
+export const CreditTransactionSchema = Type.Object(
+  {
+    id: Uuid,
+    user_id: Uuid,
+    type: Type.Union([Type.Literal("grant"), Type.Literal("deduction")]),
+    amount: Type.Integer({ description: "Signed credit delta: > 0 for a grant, < 0 for a deduction" }),
+    balance_after: Type.Integer(),
+    reason: Type.Optional(Type.String()),
+    metadata: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description:
+          "Attribution: `source` (`api_key` or `frontend`; missing on legacy rows), `api_key_id` and `api_key_purpose` when an API key did it",
+      }),
+    ),
+    created_at: DateTime,
+  },
+  { $id: "CreditTransaction", description: "One entry of the append-only credit ledger" },
+);
 
-export const TransactionsReply = Type.Object({
-  transactions: Type.Array(CreditTransactionSchema),
-  total: Type.Integer(),
-  limit: Type.Integer(),
-  offset: Type.Integer(),
-});
+export const TransactionsReply = Type.Object(
+  {
+    transactions: Type.Array(ref(CreditTransactionSchema)),
+    total: Type.Integer({ description: "Transactions of the user (all pages)" }),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+  },
+  { $id: "CreditTransactionList", description: "A page of the ledger, newest first" },
+);
 
 export const toTransactionReply = (t: CreditTransaction) => ({
   id: t.id,

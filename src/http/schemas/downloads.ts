@@ -1,4 +1,5 @@
 import { Type } from "typebox";
+import { contentTypeFor, EXPORT_FORMATS } from "../../files/index.ts";
 import { validationError } from "../../lib/app-error.ts";
 import { VERIFICATION_STATUSES, type VerificationStatus } from "../../verify/index.ts";
 
@@ -7,7 +8,7 @@ import { VERIFICATION_STATUSES, type VerificationStatus } from "../../verify/ind
 export const DownloadParams = Type.Object({ id: Type.String() });
 
 export const DownloadQuery = Type.Object({
-  format: Type.Optional(Type.String({ description: "csv (default), txt or xlsx" })),
+  format: Type.Optional(Type.String({ description: "csv (default), txt or xlsx; case-insensitive" })),
   task_id: Type.Optional(Type.String({ description: "UUID; overrides the path id" })),
   status: Type.Optional(
     Type.String({ description: "Comma-separated statuses to keep, e.g. valid,catchall" }),
@@ -20,17 +21,26 @@ export const DownloadQuery = Type.Object({
   ),
 });
 
-export const DOWNLOAD_CONTENT_TYPES = [
-  "text/csv",
-  "text/plain",
-  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-];
+const FileBody = Type.Unsafe<NodeJS.ReadableStream>({ type: "string", format: "binary" });
 
-export const DownloadReply = Type.Unsafe<NodeJS.ReadableStream>({
-  type: "string",
-  format: "binary",
-  description: "The results file",
-});
+/**
+ * The 200 of a download: a file body per format's media type (csv → text/csv, txt → text/plain,
+ * xlsx → the spreadsheetml type; the Content-Type header adds `charset=utf-8` to the text ones).
+ * A body per media type keeps the route's error responses in JSON in the document; the handler
+ * streams the file, so none of these schemas serialises anything.
+ */
+export const DownloadReply = {
+  description: "The results file, as an attachment",
+  headers: {
+    "Content-Disposition": {
+      type: "string",
+      description: "`attachment; filename=\"<ascii name>\"; filename*=UTF-8''<name>`",
+    },
+  },
+  content: Object.fromEntries(
+    EXPORT_FORMATS.map((f) => [contentTypeFor(f).split(";")[0]!, { schema: FileBody }]),
+  ) as Record<string, { schema: typeof FileBody }>,
+};
 
 /** `?status=valid,catchall` → the statuses to keep; null keeps every row. */
 export function statusFilterOf(raw: string | undefined): Set<VerificationStatus> | null {

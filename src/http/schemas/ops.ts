@@ -1,7 +1,10 @@
 import { Type } from "typebox";
 import type { Readiness } from "../../observability/readiness.ts";
 
-export const HealthReply = Type.Object({ status: Type.Literal("ok") });
+export const HealthReply = Type.Object(
+  { status: Type.Literal("ok") },
+  { $id: "Health", description: "The process is up" },
+);
 
 // Set-up problems that don't make this node unready (it serves and verifies) but cost accuracy,
 // e.g. a HELO name receivers refuse. Monitors keep reading the status code; people read these.
@@ -11,11 +14,14 @@ const ReadyWarning = Type.Object({
   message: Type.String({ description: "what is wrong and what to set, with an example" }),
 });
 
-export const ReadyReply = Type.Object({
-  status: Type.Literal("ready"),
-  database: Type.String(),
-  warnings: Type.Array(ReadyWarning),
-});
+export const ReadyReply = Type.Object(
+  {
+    status: Type.Literal("ready"),
+    database: Type.String({ description: "The storage engine in use, e.g. pglite or postgres" }),
+    warnings: Type.Array(ReadyWarning),
+  },
+  { $id: "Readiness", description: "The node can serve: the database answers" },
+);
 
 export const toReadyReply = (r: Readiness) => ({
   status: "ready" as const,

@@ -2,7 +2,7 @@ import { Type } from "typebox";
 import type { ApiKeyUsageBucket, ApiKeyUsageReport } from "../../reports/api-key-usage.ts";
 import type { CreditUsageReport, UsagePoint, UsageTotals } from "../../reports/credit-usage.ts";
 import type { MetricsCounts, VerificationMetricsReport } from "../../reports/verification-metrics.ts";
-import { DateTime, Uuid } from "./common.ts";
+import { DateTime, ref, Uuid } from "./common.ts";
 
 // Query strings carry from/to as plain strings: reports/date-range.ts owns the RFC 3339, order and
 // 90-day rules, so every date problem gets the same field-named reasons.
@@ -48,43 +48,63 @@ export const MetricsQuery = Type.Object(
 
 const Count = Type.Integer({ minimum: 0 });
 
-export const UsageTotalsSchema = Type.Object({
-  used_credits: Type.Integer({ description: "Sum of |amount| of deductions" }),
-  granted_credits: Type.Integer({ description: "Sum of amount of grants (refunds included)" }),
-  net_credits: Type.Integer({ description: "used_credits - granted_credits" }),
-});
+export const UsageTotalsSchema = Type.Object(
+  {
+    used_credits: Type.Integer({ description: "Sum of |amount| of deductions" }),
+    granted_credits: Type.Integer({ description: "Sum of amount of grants (refunds included)" }),
+    net_credits: Type.Integer({ description: "used_credits - granted_credits" }),
+  },
+  { $id: "UsageTotals", description: "Credits used and granted over a range" },
+);
 
-export const UsagePointSchema = Type.Object({
-  date: Type.String({ format: "date", description: "UTC day, YYYY-MM-DD" }),
-  used_credits: Type.Integer(),
-  granted_credits: Type.Integer(),
-  net_credits: Type.Integer(),
-});
+export const UsagePointSchema = Type.Object(
+  {
+    date: Type.String({ format: "date", description: "UTC day, YYYY-MM-DD" }),
+    used_credits: Type.Integer(),
+    granted_credits: Type.Integer(),
+    net_credits: Type.Integer(),
+  },
+  { $id: "UsagePoint", description: "The usage totals of one UTC day" },
+);
 
-export const CreditUsageReply = Type.Object({
-  user_id: Uuid,
-  from: DateTime,
-  to: DateTime,
-  totals: UsageTotalsSchema,
-  series: Type.Array(UsagePointSchema),
-});
+export const CreditUsageReply = Type.Object(
+  {
+    user_id: Uuid,
+    from: DateTime,
+    to: DateTime,
+    totals: ref(UsageTotalsSchema),
+    series: Type.Array(ref(UsagePointSchema)),
+  },
+  { $id: "CreditUsage", description: "Credit usage over [from, to), with one point per UTC day" },
+);
 
-export const ApiKeyUsageBucketSchema = Type.Object({
-  api_key_id: Type.Optional(Uuid),
-  api_key_name: Type.Optional(Type.String()),
-  api_key_purpose: Type.Optional(Type.String()),
-  is_active: Type.Optional(Type.Boolean()),
-  is_unknown: Type.Boolean(),
-  totals: UsageTotalsSchema,
-  series: Type.Array(UsagePointSchema),
-});
+export const ApiKeyUsageBucketSchema = Type.Object(
+  {
+    api_key_id: Type.Optional(Uuid),
+    api_key_name: Type.Optional(Type.String()),
+    api_key_purpose: Type.Optional(Type.String()),
+    is_active: Type.Optional(Type.Boolean()),
+    is_unknown: Type.Boolean({
+      description: "true for the one bucket of rows without a valid api_key_id (it has no key fields)",
+    }),
+    totals: ref(UsageTotalsSchema),
+    series: Type.Array(ref(UsagePointSchema)),
+  },
+  {
+    $id: "ApiKeyUsageBucket",
+    description: "One key's usage; name, purpose and is_active come from the key while it exists",
+  },
+);
 
-export const ApiKeyUsageReply = Type.Object({
-  user_id: Uuid,
-  from: DateTime,
-  to: DateTime,
-  keys: Type.Array(ApiKeyUsageBucketSchema),
-});
+export const ApiKeyUsageReply = Type.Object(
+  {
+    user_id: Uuid,
+    from: DateTime,
+    to: DateTime,
+    keys: Type.Array(ref(ApiKeyUsageBucketSchema)),
+  },
+  { $id: "ApiKeyUsage", description: "Credit usage over [from, to) per API key" },
+);
 
 const JobStatusSchema = Type.Object({ pending: Count, processing: Count, completed: Count, failed: Count });
 
@@ -108,20 +128,26 @@ const metricsCounters = {
   total_disposable_domain_emails: Count,
 };
 
-export const MetricsPointSchema = Type.Object({
-  date: Type.String({ format: "date", description: "UTC day, YYYY-MM-DD" }),
-  ...metricsCounters,
-});
+export const MetricsPointSchema = Type.Object(
+  {
+    date: Type.String({ format: "date", description: "UTC day, YYYY-MM-DD" }),
+    ...metricsCounters,
+  },
+  { $id: "VerificationMetricsPoint", description: "The verification counters of one UTC day" },
+);
 
-export const VerificationMetricsReply = Type.Object({
-  user_id: Uuid,
-  ...metricsCounters,
-  last_verification_requested_at: Type.Union([DateTime, Type.Null()]),
-  last_verification_completed_at: Type.Union([DateTime, Type.Null()]),
-  series: Type.Optional(
-    Type.Array(MetricsPointSchema, { description: "Only when both from and to are given" }),
-  ),
-});
+export const VerificationMetricsReply = Type.Object(
+  {
+    user_id: Uuid,
+    ...metricsCounters,
+    last_verification_requested_at: Type.Union([DateTime, Type.Null()]),
+    last_verification_completed_at: Type.Union([DateTime, Type.Null()]),
+    series: Type.Optional(
+      Type.Array(ref(MetricsPointSchema), { description: "Only when both from and to are given" }),
+    ),
+  },
+  { $id: "VerificationMetrics", description: "The caller's verification counters" },
+);
 
 const toTotals = (t: UsageTotals) => ({
   used_credits: t.usedCredits,

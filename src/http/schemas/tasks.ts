@@ -10,9 +10,10 @@ import {
   type TaskView,
 } from "../../tasks/service.ts";
 import type { UploadRecord } from "../../uploads/service.ts";
+import { VERIFICATION_STATUSES } from "../../verify/index.ts";
 import { MAX_TASK_EMAILS } from "../../tasks/task-input.ts";
 import { webhookUrlProblem } from "../../webhooks/url-policy.ts";
-import { DateTime, MAX_OFFSET, Uuid } from "./common.ts";
+import { DateTime, MAX_OFFSET, ref, StringEnum, Uuid } from "./common.ts";
 import { UploadCounts, uploadCounts } from "./uploads.ts";
 import { toVerificationReply, VerificationReply } from "./verification.ts";
 import { isUnknownReason } from "../../verify/index.ts";
@@ -27,82 +28,125 @@ export const CreateTaskBody = Type.Object({
   ),
 });
 
-const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
-
-export const CreatedTaskReply = Type.Object({
-  id: Uuid,
-  user_id: Type.Union([Uuid, Type.Null()]),
-  webhook_url: Type.Union([Type.String(), Type.Null()]),
-  source: Type.String(),
-  created_at: DateTime,
-  email_count: Type.Integer({
-    description: "Distinct addresses queued (= credits reserved); = unique_count",
-  }),
-  submitted_count: Type.Integer({ description: "Entries submitted, duplicates included" }),
-  unique_count: Type.Integer({ description: "Distinct canonical addresses: the jobs queued" }),
-  domain_count: Type.Integer(),
-});
-
-export const MetricsSchema = Type.Object({
-  total_email_addresses: Type.Integer(),
-  job_status: Type.Object({
-    pending: Type.Integer(),
-    processing: Type.Integer(),
-    completed: Type.Integer(),
-    failed: Type.Integer(),
-  }),
-  progress: Type.Number(),
-  progress_percent: Type.Number(),
-  verification_status: Type.Object({
-    valid: Type.Integer(),
-    invalid: Type.Integer(),
-    catchall: Type.Integer(),
-    invalid_syntax: Type.Integer(),
-    disposable_domain: Type.Integer(),
-    unknown: Type.Integer(),
-    role_based: Type.Integer(),
-    disposable_domain_emails: Type.Integer(),
-  }),
-  last_verification_requested_at: Nullable(DateTime),
-  last_verification_completed_at: Nullable(DateTime),
-  retries: Type.Object(
-    {
-      pending: Type.Integer({
-        description: "Pending jobs waiting for a retry (greylisting, unreachable host…)",
-      }),
-      next_attempt_at: Nullable(DateTime),
-    },
-    { description: "Not in the spec's metrics object: when the task's retries are due" },
+/**
+ * The optional Idempotency-Key of `POST /api/v1/tasks`, for the OpenAPI document only: the route
+ * reads and checks it itself (routes/tasks.ts), so Fastify never validates this schema.
+ */
+export const IdempotencyHeaders = Type.Object({
+  "Idempotency-Key": Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description:
+        "Makes retries safe for 24 hours: the same key with the same body returns the task the first request created (billed once); with a different body it is a 400.",
+    }),
   ),
 });
 
-const FileSchema = Type.Object({
-  upload_id: Uuid,
-  task_id: Uuid,
-  filename: Type.String(),
-  ...UploadCounts,
-  status: Type.String(),
-  created_at: DateTime,
-  updated_at: DateTime,
-});
+const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 
-export const TaskSummary = Type.Object({
+const TaskSource = StringEnum(
+  ["frontend", "api_key"],
+  "Origin: `api_key` (an API key) or `frontend` (a dashboard session)",
+);
+const JOB_STATUSES = ["pending", "processing", "completed", "failed"] as const;
+const JobStatus = StringEnum(JOB_STATUSES);
+const UploadStatusValue = StringEnum(
+  ["processing", "completed", "failed"],
+  "Follows the task: `processing` until it finishes, then `completed`",
+);
+
+export const CreatedTaskReply = Type.Object(
+  {
+    id: Uuid,
+    user_id: Type.Union([Uuid, Type.Null()]),
+    webhook_url: Type.Union([Type.String(), Type.Null()]),
+    source: TaskSource,
+    created_at: DateTime,
+    email_count: Type.Integer({
+      description: "Distinct addresses queued (= credits reserved); = unique_count",
+    }),
+    submitted_count: Type.Integer({ description: "Entries submitted, duplicates included" }),
+    unique_count: Type.Integer({ description: "Distinct canonical addresses: the jobs queued" }),
+    domain_count: Type.Integer(),
+  },
+  { $id: "CreatedTask", description: "A batch task as created by `POST /api/v1/tasks`" },
+);
+
+export const MetricsSchema = Type.Object(
+  {
+    total_email_addresses: Type.Integer(),
+    job_status: Type.Object({
+      pending: Type.Integer(),
+      processing: Type.Integer(),
+      completed: Type.Integer(),
+      failed: Type.Integer(),
+    }),
+    progress: Type.Number({ description: "Share of jobs in a final state, 0 to 1" }),
+    progress_percent: Type.Number({ description: "progress × 100, two decimals" }),
+    verification_status: Type.Object({
+      valid: Type.Integer(),
+      invalid: Type.Integer(),
+      catchall: Type.Integer(),
+      invalid_syntax: Type.Integer(),
+      disposable_domain: Type.Integer(),
+      unknown: Type.Integer(),
+      role_based: Type.Integer(),
+      disposable_domain_emails: Type.Integer(),
+    }),
+    last_verification_requested_at: Nullable(DateTime),
+    last_verification_completed_at: Nullable(DateTime),
+    retries: Type.Object(
+      {
+        pending: Type.Integer({
+          description: "Pending jobs waiting for a retry (greylisting, unreachable host…)",
+        }),
+        next_attempt_at: Nullable(DateTime),
+      },
+      { description: "Not in the spec's metrics object: when the task's retries are due" },
+    ),
+  },
+  { $id: "TaskMetrics", description: "Aggregated progress and verdict counts of a batch task" },
+);
+
+export const FileSchema = Type.Object(
+  {
+    upload_id: Uuid,
+    task_id: Uuid,
+    filename: Type.String({ description: "Original file name" }),
+    ...UploadCounts,
+    status: UploadStatusValue,
+    created_at: DateTime,
+    updated_at: DateTime,
+  },
+  { $id: "TaskFile", description: "The upload a file-backed task came from" },
+);
+
+const taskSummaryProperties = {
   id: Uuid,
   user_id: Type.Union([Uuid, Type.Null()]),
   webhook_url: Type.Union([Type.String(), Type.Null()]),
-  source: Type.String(),
+  source: TaskSource,
   created_at: DateTime,
   updated_at: DateTime,
   is_file_backed: Type.Boolean(),
-  file: Type.Union([FileSchema, Type.Null()]),
-  metrics: MetricsSchema,
+  file: Type.Union([ref(FileSchema), Type.Null()], { description: "Set when is_file_backed is true" }),
+  metrics: ref(MetricsSchema),
+};
+
+export const TaskSummary = Type.Object(taskSummaryProperties, {
+  $id: "TaskSummary",
+  description: "A batch task as listed by `GET /api/v1/tasks`",
 });
 
-export const TaskDetail = Type.Object({
-  ...TaskSummary.properties,
-  started_at: Nullable(DateTime),
-  finished_at: Nullable(DateTime),
-});
+export const TaskDetail = Type.Object(
+  {
+    ...taskSummaryProperties,
+    started_at: Nullable(DateTime),
+    finished_at: Nullable(DateTime),
+  },
+  { $id: "Task", description: "A batch task with its lifecycle times, as `GET /api/v1/tasks/{id}` shows it" },
+);
 
 export const ListTasksQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
@@ -112,53 +156,79 @@ export const ListTasksQuery = Type.Object({
   created_before: Type.Optional(Type.String({ description: "RFC 3339" })),
 });
 
-export const ListTasksReply = Type.Object({
-  tasks: Type.Array(TaskSummary),
-  source: Type.Optional(Type.String()),
-  count: Type.Integer({ description: "Tasks matching the filter (all pages)" }),
-  limit: Type.Integer(),
-  offset: Type.Integer(),
-});
+export const ListTasksReply = Type.Object(
+  {
+    tasks: Type.Array(ref(TaskSummary)),
+    source: Type.Optional(TaskSource),
+    count: Type.Integer({ description: "Tasks matching the filter (all pages)" }),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+  },
+  { $id: "TaskList", description: "A page of tasks; `source` is present when all share one origin" },
+);
 
 export const SeriesQuery = Type.Object({
   from: Type.Optional(Type.String({ description: "RFC 3339; with `to`" })),
   to: Type.Optional(Type.String({ description: "RFC 3339; with `from`" })),
 });
 
-export const SeriesReply = Type.Object({
-  task_id: Uuid,
-  source: Type.String(),
-  series: Type.Array(Type.Object({ date: Type.String(), ...MetricsSchema.properties })),
-});
+export const SeriesPointSchema = Type.Object(
+  {
+    date: Type.String({ format: "date", description: "UTC day, YYYY-MM-DD" }),
+    ...MetricsSchema.properties,
+  },
+  { $id: "TaskSeriesPoint", description: "The task's metrics over the jobs created on one UTC day" },
+);
+
+export const SeriesReply = Type.Object(
+  {
+    task_id: Uuid,
+    source: TaskSource,
+    series: Type.Array(ref(SeriesPointSchema)),
+  },
+  { $id: "TaskSeries", description: "One point per UTC day of the range" },
+);
 
 export const JobsQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
   offset: Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 }),
+  status: Type.Optional(
+    StringEnum(
+      [...JOB_STATUSES, ...VERIFICATION_STATUSES],
+      "Only jobs in this state (pending, processing, completed, failed) or with this result status (valid, invalid, …); `count` is then the number that match",
+    ),
+  ),
 });
 
-export const JobsReply = Type.Object({
-  jobs: Type.Array(
-    Type.Object({
-      id: Uuid,
-      task_id: Uuid,
-      email_address: Type.String(),
-      status: Type.String(),
-      attempts: Type.Integer({ description: "Verification attempts made so far" }),
-      unknown_reason: Type.Union([Type.String(), Type.Null()], {
-        description: "While pending after an attempt: why the last one did not settle it (e.g. greylisted)",
-      }),
-      next_attempt_at: Type.Union([DateTime, Type.Null()], {
-        description: "While pending: when the job is next due",
-      }),
-      email: Type.Optional(VerificationReply),
-      created_at: DateTime,
-      updated_at: DateTime,
+export const JobSchema = Type.Object(
+  {
+    id: Uuid,
+    task_id: Uuid,
+    email_address: Type.String(),
+    status: JobStatus,
+    attempts: Type.Integer({ description: "Verification attempts made so far" }),
+    unknown_reason: Type.Union([Type.String(), Type.Null()], {
+      description: "While pending after an attempt: why the last one did not settle it (e.g. greylisted)",
     }),
-  ),
-  count: Type.Integer({ description: "Jobs of the task (all pages)" }),
-  limit: Type.Integer(),
-  offset: Type.Integer(),
-});
+    next_attempt_at: Type.Union([DateTime, Type.Null()], {
+      description: "While pending: when the job is next due",
+    }),
+    email: Type.Optional(ref(VerificationReply, "The result, once the job has one")),
+    created_at: DateTime,
+    updated_at: DateTime,
+  },
+  { $id: "Job", description: "One address of a batch task" },
+);
+
+export const JobsReply = Type.Object(
+  {
+    jobs: Type.Array(ref(JobSchema)),
+    count: Type.Integer({ description: "Jobs of the task (all pages) that match the status filter, if any" }),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+  },
+  { $id: "JobList", description: "A page of a task's jobs, newest first" },
+);
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 

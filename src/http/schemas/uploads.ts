@@ -1,7 +1,7 @@
 import { Type } from "typebox";
 import type { TaskRecord } from "../../tasks/service.ts";
 import type { UploadRecord } from "../../uploads/service.ts";
-import { Uuid } from "./common.ts";
+import { StringEnum, Uuid } from "./common.ts";
 
 /** Additions to the spec's upload object (DESIGN §5 "Billing units"): every row accounted for. */
 export const UploadCounts = {
@@ -24,34 +24,67 @@ export const uploadCounts = (u: UploadRecord) => ({
   skipped_count: u.skippedCount,
 });
 
-export const UploadAccepted = Type.Object({
-  upload_id: Uuid,
-  task_id: Uuid,
-  filename: Type.String(),
-  ...UploadCounts,
-  status: Type.String(),
-  message: Type.String(),
-  uploaded_at: Type.String({ format: "date-time" }),
-});
+const UploadStatusValue = StringEnum(
+  ["processing", "completed", "failed"],
+  "Follows the task: `processing` until it finishes, then `completed`",
+);
+
+export const UploadAccepted = Type.Object(
+  {
+    upload_id: Uuid,
+    task_id: Uuid,
+    filename: Type.String({ description: "Original file name" }),
+    ...UploadCounts,
+    status: UploadStatusValue,
+    message: Type.String(),
+    uploaded_at: Type.String({ format: "date-time" }),
+  },
+  { $id: "Upload", description: "An accepted upload: its task is queued" },
+);
 
 export const UploadParams = Type.Object({ upload_id: Uuid });
 
-export const UploadStatus = Type.Object({
-  upload_id: Uuid,
-  task_id: Uuid,
-  filename: Type.String(),
-  ...UploadCounts,
-  user_id: Type.Optional(Uuid),
-  status: Type.String(),
-  created_at: Type.String({ format: "date-time" }),
-  updated_at: Type.String({ format: "date-time" }),
-  task: Type.Object({
-    id: Uuid,
-    user_id: Type.Union([Uuid, Type.Null()]),
-    webhook_url: Type.Union([Type.String(), Type.Null()]),
+export const UploadStatus = Type.Object(
+  {
+    upload_id: Uuid,
+    task_id: Uuid,
+    filename: Type.String({ description: "Original file name" }),
+    ...UploadCounts,
+    user_id: Type.Optional(Uuid),
+    status: UploadStatusValue,
     created_at: Type.String({ format: "date-time" }),
     updated_at: Type.String({ format: "date-time" }),
+    task: Type.Object({
+      id: Uuid,
+      user_id: Type.Union([Uuid, Type.Null()]),
+      webhook_url: Type.Union([Type.String(), Type.Null()]),
+      created_at: Type.String({ format: "date-time" }),
+      updated_at: Type.String({ format: "date-time" }),
+    }),
+  },
+  { $id: "UploadStatus", description: "An upload and the task processing it" },
+);
+
+/**
+ * The multipart form of `POST /api/v1/tasks/batch/upload`, for the OpenAPI document only: the
+ * route reads the parts itself (routes/uploads.ts) and Fastify never validates this schema.
+ */
+export const UploadForm = Type.Object({
+  file: Type.String({
+    format: "binary",
+    description:
+      "The list: .txt (one address per line), .csv or .xlsx; at most 10,000 addresses and MAX_UPLOAD_BYTES (default 10 MiB)",
   }),
+  webhook_url: Type.Optional(
+    Type.String({ description: "Absolute http(s) URL called when the task completes" }),
+  ),
+  email_column: Type.Optional(
+    Type.String({
+      description:
+        "csv/xlsx: header name or 1-based index of the column holding the addresses (default: found from the header or the contents)",
+    }),
+  ),
+  column: Type.Optional(Type.String({ description: "Alias of email_column" })),
 });
 
 const plural = (n: number, one: string, many: string): string => `${n.toString()} ${n === 1 ? one : many}`;

@@ -7,7 +7,7 @@ import {
   type ResultFieldKind,
   type ResultFieldValues,
 } from "../../verify/index.ts";
-import { DateTime, Uuid } from "./common.ts";
+import { DateTime, ErrorBodySchema, ref, Uuid } from "./common.ts";
 
 export const VerifyBody = Type.Object({
   email: Type.String({ maxLength: 320, description: "Address to verify (at most 320 characters)" }),
@@ -37,10 +37,17 @@ type ResultProperties = {
 };
 
 /** The spec's "Email verification result": `id`, then the result fields in the table's order. */
-export const VerificationReply = Type.Object({
-  id: Uuid,
-  ...(Object.fromEntries(RESULT_FIELDS.map((f) => [f.name, SCHEMA_OF_KIND[f.kind]()])) as ResultProperties),
-});
+export const VerificationReply = Type.Object(
+  {
+    id: Uuid,
+    ...(Object.fromEntries(RESULT_FIELDS.map((f) => [f.name, SCHEMA_OF_KIND[f.kind]()])) as ResultProperties),
+  },
+  {
+    $id: "VerificationResult",
+    description:
+      "The verdict on one address and the signals behind it (syntax, disposable and role lists, MX, reverse DNS, SMTP). `unknown_reason` is set when `status` is `unknown`.",
+  },
+);
 
 export const toVerificationReply = (r: ResultFieldValues & { id: string }) => ({
   id: r.id,
@@ -48,7 +55,11 @@ export const toVerificationReply = (r: ResultFieldValues & { id: string }) => ({
 });
 
 /** 408: the error body plus the partial result (DESIGN.md §5). */
-export const TimeoutReply = Type.Object({
-  error: Type.Object({ code: Type.String(), message: Type.String() }),
-  result: VerificationReply,
-});
+export const TimeoutReply = Type.Intersect(
+  [ref(ErrorBodySchema), Type.Object({ result: ref(VerificationReply) })],
+  {
+    $id: "VerificationTimeoutError",
+    description:
+      "VERIFICATION_TIMEOUT: the Error envelope plus `result`, the partial result (status `unknown`, `unknown_reason` naming the step that ran out of time)",
+  },
+);

@@ -998,6 +998,31 @@ describe("GET /api/v1/tasks/{id}/jobs", () => {
     assert.equal(new Set(all.jobs.map((j: { id: string }) => j.id)).size, 12);
   });
 
+  test("?status= filters by job state or by result status; count is the matching total", async () => {
+    clock.set(WORK);
+    const user = await ctx.createUser(10);
+    const task = await newTask(user, ["alice@acme.test", "nobody@acme.test", "gina@grey.test"]);
+    await drain();
+    const byStatus = async (status: string) => {
+      const res = await get(user, `/api/v1/tasks/${task.id}/jobs?status=${status}`);
+      assert.equal(res.statusCode, 200, res.body);
+      const body = res.json<{ count: number; jobs: Array<{ email_address: string }> }>();
+      assert.equal(body.count, body.jobs.length);
+      return body.jobs.map((j) => j.email_address);
+    };
+    assert.deepEqual(await byStatus("valid"), ["alice@acme.test"]);
+    assert.deepEqual(await byStatus("invalid"), ["nobody@acme.test"]);
+    assert.deepEqual(await byStatus("pending"), ["gina@grey.test"]);
+    assert.deepEqual(await byStatus("completed"), ["nobody@acme.test", "alice@acme.test"]);
+    assert.deepEqual(await byStatus("catchall"), []);
+    const bad = await get(user, `/api/v1/tasks/${task.id}/jobs?status=green`);
+    assert.equal(bad.statusCode, 400);
+    assert.equal(
+      bad.json<{ error: { details: Array<{ field: string }> } }>().error.details[0]!.field,
+      "status",
+    );
+  });
+
   test("completed jobs carry the full verification result; pending ones do not", async () => {
     clock.set(WORK);
     const user = await ctx.createUser(10);

@@ -1,0 +1,355 @@
+import { useRef, useState } from "preact/hooks";
+import { uploadTaskFile } from "@mailprobe/client";
+import { client, request } from "../api.ts";
+import { ErrorMessage, Loading } from "../components/feedback.tsx";
+import { setFlash } from "../flash.ts";
+import { announce, useApi, useTitle } from "../hooks.ts";
+import { decodeHead, parseCsvHead, parseTxtHead } from "../lib/csv.ts";
+import { columnFieldValue, columnLetter, guessEmailColumn, type ColumnGuess } from "../lib/email-column.ts";
+import { formatBytes, plural } from "../lib/format.ts";
+import { previewXlsx } from "../lib/xlsx.ts";
+import { hrefOf, navigate } from "../router.ts";
+
+/** Spec limits: 10,000 addresses per file; the size cap is MAX_UPLOAD_BYTES (default 10 MiB). */
+const MAX_EMAILS = 10_000;
+const DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
+const PREVIEW_ROWS = 20;
+const HEAD_BYTES = 256 * 1024;
+const ACCEPTED = [".txt", ".csv", ".xlsx"] as const;
+
+type Kind = "txt" | "csv" | "xlsx";
+
+interface Preview {
+  kind: Kind;
+  rows: string[][];
+  guess: ColumnGuess | null;
+  /** Set when the preview could not be made; the upload still works. */
+  problem: string | null;
+  delimiter: string | null;
+  /** The workbook sheet shown (xlsx). */
+  sheetName?: string;
+}
+
+const kindOf = (name: string): Kind | null => {
+  const ext = name.toLowerCase().split(".").pop();
+  return ext === "txt" || ext === "csv" || ext === "xlsx" ? ext : null;
+};
+
+const DELIMITER_NAME: Record<string, string> = { ",": "comma", ";": "semicolon", "\t": "tab" };
+
+async function previewOf(file: File, kind: Kind): Promise<Preview> {
+  try {
+    if (kind === "xlsx") {
+      const { rows, sheetName } = await previewXlsx(
+        file,
+        PREVIEW_ROWS + 1,
+        (r) => guessEmailColumn(r).column >= 0,
+      );
+      return { kind, rows, guess: guessEmailColumn(rows), problem: null, delimiter: null, sheetName };
+    }
+    const head = new Uint8Array(await file.slice(0, HEAD_BYTES).arrayBuffer());
+    const truncated = file.size > HEAD_BYTES;
+    const text = decodeHead(head, truncated);
+    if (kind === "txt")
+      return {
+        kind,
+        rows: parseTxtHead(text, PREVIEW_ROWS, truncated),
+        guess: null,
+        problem: null,
+        delimiter: null,
+      };
+    const { rows, delimiter } = parseCsvHead(text, PREVIEW_ROWS + 1, truncated);
+    return { kind, rows, guess: guessEmailColumn(rows), problem: null, delimiter };
+  } catch (e) {
+    return {
+      kind,
+      rows: [],
+      guess: null,
+      problem: e instanceof Error ? e.message : String(e),
+      delimiter: null,
+    };
+  }
+}
+
+export function ListsPage() {
+  useTitle("Lists");
+  const [file, setFile] = useState<File | null>(null);
+  const [fileProblem, setFileProblem] = useState<string | null>(null);
+  const [preview, setPreview] = useState<Preview | null>(null);
+  const [previewing, setPreviewing] = useState(false);
+  const [column, setColumn] = useState("auto");
+  const [webhookUrl, setWebhookUrl] = useState("");
+  const [dragging, setDragging] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const input = useRef<HTMLInputElement>(null);
+  const balance = useApi((signal) => request(client.GET("/api/v1/credits/balance", { signal })), []);
+
+  async function choose(next: File | null) {
+    setError(null);
+    setPreview(null);
+    setFileProblem(null);
+    setFile(next);
+    setColumn("auto");
+    if (!next) return;
+    const kind = kindOf(next.name);
+    if (!kind) {
+      setFileProblem(
+        `“${next.name}” is not a .txt, .csv or .xlsx file; those are the formats a list can have.`,
+      );
+      return;
+    }
+    setPreviewing(true);
+    const p = await previewOf(next, kind);
+    setPreviewing(false);
+    setPreview(p);
+    if (p.guess && p.guess.column >= 0) setColumn(String(p.guess.column));
+    announce(
+      p.problem
+        ? `Preview unavailable: ${p.problem}`
+        : `Preview of ${next.name}: ${plural(p.rows.length, "row", "rows")} shown`,
+    );
+  }
+
+  function onDrop(e: DragEvent) {
+    e.preventDefault();
+    setDragging(false);
+    const dropped = e.dataTransfer?.files[0] ?? null;
+    if (!dropped) return;
+    // Mirror the drop into the input so the form and what a screen reader hears agree.
+    if (input.current && e.dataTransfer) input.current.files = e.dataTransfer.files;
+    void choose(dropped);
+  }
+
+  async function submit(e: Event) {
+    e.preventDefault();
+    if (!file) {
+      setError(new Error("Choose a file first."));
+      return;
+    }
+    setBusy(true);
+    setError(null);
+    const emailColumn =
+      preview && preview.guess && preview.kind !== "txt" && column !== "auto"
+        ? columnFieldValue(preview.rows, preview.guess, Number(column))
+        : undefined;
+    try {
+      const accepted = await request(
+        uploadTaskFile(client, file, {
+          ...(webhookUrl.trim() ? { webhook_url: webhookUrl.trim() } : {}),
+          ...(emailColumn !== undefined ? { email_column: emailColumn } : {}),
+        }),
+      );
+      setFlash(`${accepted.filename}: ${accepted.message}.`);
+      announce("Upload accepted");
+      navigate(hrefOf.task(accepted.task_id));
+    } catch (err) {
+      setError(err);
+      announce("Upload refused");
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const oversize = file !== null && file.size > DEFAULT_MAX_UPLOAD_BYTES;
+
+  return (
+    <section>
+      <h1 tabIndex={-1}>Verify a list</h1>
+      <p class="lead">
+        Upload a <strong>.txt</strong> (one address per line), <strong>.csv</strong> or <strong>.xlsx</strong>{" "}
+        list of at most <strong>{MAX_EMAILS.toLocaleString()}</strong> addresses. Files up to{" "}
+        {formatBytes(DEFAULT_MAX_UPLOAD_BYTES)} are accepted unless the operator changed the limit (
+        <code>MAX_UPLOAD_BYTES</code>). One credit is reserved per distinct address when the list starts;
+        unknown results are refunded when it finishes. Duplicates are verified and billed once.
+      </p>
+      {balance.data && (
+        <p class="muted">
+          Your balance: <strong>{plural(balance.data.balance, "credit", "credits")}</strong>.
+        </p>
+      )}
+      <form class="stack" onSubmit={(e) => void submit(e)}>
+        <div
+          class={dragging ? "dropzone dragging" : "dropzone"}
+          onDragOver={(e) => {
+            e.preventDefault();
+            setDragging(true);
+          }}
+          onDragLeave={() => setDragging(false)}
+          onDrop={onDrop}
+        >
+          <p class="dropzone-title" id="dropzone-help">
+            Drop a file here, or choose one.
+          </p>
+          <div class="field">
+            <label for="list-file">File</label>
+            <input
+              ref={input}
+              id="list-file"
+              name="file"
+              type="file"
+              accept={ACCEPTED.join(",")}
+              aria-describedby="dropzone-help"
+              onChange={(e) => void choose(e.currentTarget.files?.[0] ?? null)}
+            />
+          </div>
+          {file && (
+            <p class="muted small">
+              {file.name}, {formatBytes(file.size)}
+            </p>
+          )}
+        </div>
+        {fileProblem && (
+          <p class="error" role="alert">
+            {fileProblem}
+          </p>
+        )}
+        {oversize && (
+          <p class="notice">
+            This file is larger than {formatBytes(DEFAULT_MAX_UPLOAD_BYTES)}, the default limit: the server
+            may refuse it.
+          </p>
+        )}
+        {previewing && <Loading label="Reading the first rows…" />}
+        {preview && file && (
+          <PreviewTable file={file} preview={preview} column={column} onColumn={setColumn} />
+        )}
+        <div class="field">
+          <label for="webhook-url">Webhook URL</label>
+          <input
+            id="webhook-url"
+            type="url"
+            inputMode="url"
+            placeholder="https://hooks.example.com/mailprobe"
+            value={webhookUrl}
+            onInput={(e) => setWebhookUrl(e.currentTarget.value)}
+            aria-describedby="webhook-url-help"
+          />
+          <p id="webhook-url-help" class="help">
+            Optional. When the list is done we POST a signed <code>task.completed</code> event there (see{" "}
+            <a href={hrefOf.webhooks}>Webhooks</a>).
+          </p>
+        </div>
+        {error !== null && <ErrorMessage error={error} title="The list was not accepted" />}
+        <div>
+          <button type="submit" disabled={busy || fileProblem !== null}>
+            Start verification
+          </button>
+          {busy && (
+            <span class="loading inline" role="status">
+              <span class="spinner" aria-hidden="true" /> Uploading and checking the file…
+            </span>
+          )}
+        </div>
+      </form>
+    </section>
+  );
+}
+
+function PreviewTable({
+  file,
+  preview,
+  column,
+  onColumn,
+}: {
+  file: File;
+  preview: Preview;
+  column: string;
+  onColumn: (c: string) => void;
+}) {
+  if (preview.problem) {
+    return (
+      <p class="notice" role="status">
+        No preview of {file.name}: {preview.problem}. You can still upload it: the server reads the whole file
+        and finds the email column by itself.
+      </p>
+    );
+  }
+  if (preview.rows.length === 0) {
+    return (
+      <p class="notice" role="status">
+        The first part of {file.name} holds no rows. Check that it is the right file.
+      </p>
+    );
+  }
+  const guess = preview.guess;
+  const hasHeader = guess?.hasHeader ?? false;
+  const header = hasHeader ? preview.rows[0]! : null;
+  const body = (hasHeader ? preview.rows.slice(1) : preview.rows).slice(0, PREVIEW_ROWS);
+  const width = Math.max(...preview.rows.map((r) => r.length), 1);
+  const columns = Array.from({ length: Math.min(width, 200) }, (_, i) => i);
+  const chosen = column === "auto" ? (guess?.column ?? -1) : Number(column);
+  const nameOf = (i: number): string => {
+    const h = header?.[i]?.trim();
+    return h ? `${columnLetter(i)}: ${h}` : `Column ${columnLetter(i)}`;
+  };
+
+  return (
+    <div class="card stack">
+      {preview.kind !== "txt" && guess && (
+        <div class="field">
+          <label for="email-column">Email column</label>
+          <select
+            id="email-column"
+            value={column}
+            onChange={(e) => onColumn(e.currentTarget.value)}
+            aria-describedby="email-column-help"
+          >
+            <option value="auto">Detect automatically</option>
+            {columns.map((i) => (
+              <option key={i} value={String(i)}>
+                {nameOf(i)}
+              </option>
+            ))}
+          </select>
+          <p id="email-column-help" class="help">
+            {guess.column >= 0
+              ? `Detected: ${nameOf(guess.column)}, because ${guess.reason}.`
+              : `Nothing detected: ${guess.reason}. The server looks at the whole file; choose the column if you know it.`}
+            {preview.delimiter
+              ? ` Fields are separated by ${DELIMITER_NAME[preview.delimiter] ?? preview.delimiter}s.`
+              : ""}
+          </p>
+        </div>
+      )}
+      {preview.kind === "txt" && (
+        <p class="help">A .txt list has one address per line, so there is no column to choose.</p>
+      )}
+      <div class="table-scroll" tabIndex={0} role="region" aria-label={`Preview of ${file.name}`}>
+        <table class="preview">
+          <caption>
+            First {plural(body.length, "row", "rows")} of {file.name}
+            {preview.sheetName ? `, sheet “${preview.sheetName}”` : ""}
+          </caption>
+          <thead>
+            <tr>
+              <th scope="col" class="rownum">
+                #
+              </th>
+              {columns.map((i) => (
+                <th scope="col" key={i} class={i === chosen ? "chosen" : undefined}>
+                  {nameOf(i)}
+                  {i === chosen && <span class="visually-hidden"> (email column)</span>}
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {body.map((row, r) => (
+              <tr key={r}>
+                <th scope="row" class="rownum">
+                  {r + 1}
+                </th>
+                {columns.map((i) => (
+                  <td key={i} class={i === chosen ? "chosen" : undefined}>
+                    {row[i] ?? ""}
+                  </td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </div>
+  );
+}
