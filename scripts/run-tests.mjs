@@ -17,8 +17,9 @@ const files = only.length
   : readdirSync(join(root, "test"), { recursive: true })
       .filter((f) => String(f).endsWith(".test.ts"))
       // Suites with their own command: the real-MTA suite needs its lab (`npm run test:mta`), the
-      // fuzz and chaos suites run for minutes (`npm run test:fuzz`, `npm run test:chaos`).
-      .filter((f) => !/^(mta|fuzz|chaos)\//.test(String(f)))
+      // fuzz and chaos suites run for minutes (`npm run test:fuzz`, `npm run test:chaos`), the
+      // browser suite needs Chromium (`npm run test:web`).
+      .filter((f) => !/^(mta|fuzz|chaos|web)\//.test(String(f)))
       .map((f) => join("test", String(f)))
       .sort();
 

@@ -243,6 +243,30 @@ export interface paths {
     get: operations["getTask"];
     put?: never;
     post?: never;
+    /**
+     * Delete a batch task
+     * @description Removes a finished task with its jobs, results and uploaded file; credit transactions are kept. An unfinished task is a 409 (cancel it first); another user's task is a 404; integration keys (zapier, n8n, google sheets) get a 403.
+     */
+    delete: operations["deleteTask"];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v1/tasks/{id}/cancel": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Cancel a batch task
+     * @description Drops the task's pending jobs and finishes it at once: address groups already being verified finish and are billed, everything else reserved is refunded in one `task_cancelled_refund` transaction, the upload becomes `cancelled` and the completion webhook is sent once with `status: cancelled`. A finished (or already cancelled) task is a 409; another user's task is a 404.
+     */
+    post: operations["cancelTask"];
     delete?: never;
     options?: never;
     head?: never;
@@ -329,6 +353,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/api/v1/webhooks/deliveries": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List webhook deliveries
+     * @description The caller's deliveries (task completions and test pings), newest first: attempts, last status code and error, next attempt, delivery time.
+     */
+    get: operations["listWebhookDeliveries"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v1/webhooks/deliveries/{id}/redeliver": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send a webhook delivery again
+     * @description Queues the delivery for an attempt now, whatever its state, with a fresh retry window: the same `webhook-id` and body (receivers deduplicate on the id), a new timestamp and signature. 404 for another user's delivery; 409 while an attempt is running.
+     */
+    post: operations["redeliverWebhook"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/api/v1/webhooks/secret": {
     parameters: {
       query?: never;
@@ -338,11 +402,51 @@ export interface paths {
     };
     /**
      * Get the webhook signing secret
-     * @description The `whsec_…` secret that signs the caller's task-completion webhooks (see `webhooks` in this document).
+     * @description The `whsec_…` secret that signs the caller's webhooks (see `webhooks` in this document), and, after a rotation, until when the previous secret signs too.
      */
     get: operations["getWebhookSecret"];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v1/webhooks/secret/rotate": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Rotate the webhook signing secret
+     * @description Makes a new secret current at once. During the grace period (`grace_seconds`, default 24 h) every delivery carries two `v1,` signatures, one per secret, so receivers verify with either while they switch; rotating again drops the older previous secret. Needs a `custom` key or a session.
+     */
+    post: operations["rotateWebhookSecret"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v1/webhooks/test": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send a test webhook
+     * @description Queues a `{"type":"ping","timestamp":…,"data":{}}` delivery to `url`, signed and logged like every delivery; follow it in `GET /api/v1/webhooks/deliveries`. It gets one attempt (not retried; redeliver it to try again). The URL follows the rules of a task's `webhook_url`. At most 5 pings may wait for their attempt at once (429).
+     */
+    post: operations["sendTestWebhook"];
     delete?: never;
     options?: never;
     head?: never;
@@ -609,7 +713,7 @@ export interface components {
       task_id: string;
       email_address: string;
       /** @enum {string} */
-      status: "pending" | "processing" | "completed" | "failed";
+      status: "pending" | "processing" | "completed" | "failed" | "cancelled";
       /** @description Verification attempts made so far */
       attempts: number;
       /** @description While pending after an attempt: why the last one did not settle it (e.g. greylisted) */
@@ -629,6 +733,18 @@ export interface components {
       count: number;
       limit: number;
       offset: number;
+    };
+    /** @description A test delivery, signed like every other; answer 2xx to mark it delivered */
+    PingEvent: {
+      /** @enum {string} */
+      type: "ping";
+      /**
+       * Format: date-time
+       * @description When the ping was asked for
+       */
+      timestamp: string;
+      /** @description Empty */
+      data: Record<string, never>;
     };
     /** @description The sample resource */
     Plant: {
@@ -691,8 +807,10 @@ export interface components {
       metrics: components["schemas"]["TaskMetrics"];
       started_at: string | null;
       finished_at: string | null;
+      /** @description Not in the spec: when the task was cancelled (finished_at is the same moment), else null */
+      cancelled_at: string | null;
     };
-    /** @description Sent once when every job of a task is completed or failed */
+    /** @description Sent once when a task finishes: every job completed or failed, or the task cancelled */
     TaskCompletedEvent: {
       /** @enum {string} */
       type: "task.completed";
@@ -704,6 +822,11 @@ export interface components {
       data: {
         /** Format: uuid */
         task_id: string;
+        /**
+         * @description How the task ended: every job done, or cancelled by its owner (POST /api/v1/tasks/{id}/cancel)
+         * @enum {string}
+         */
+        status: "completed" | "cancelled";
         /**
          * Format: uuid
          * @description Only for file uploads
@@ -731,10 +854,10 @@ export interface components {
       /** @description Rows whose email cell is blank or not an address: no job, status `skipped` in the download */
       skipped_count: number;
       /**
-       * @description Follows the task: `processing` until it finishes, then `completed`
+       * @description Follows the task: `processing` until it finishes, then `completed` (`cancelled` when the task was cancelled)
        * @enum {string}
        */
-      status: "processing" | "completed" | "failed";
+      status: "processing" | "completed" | "failed" | "cancelled";
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -761,8 +884,10 @@ export interface components {
         processing: number;
         completed: number;
         failed: number;
+        /** @description Not in the spec's object: jobs dropped by a cancel before they ran (not billed) */
+        cancelled: number;
       };
-      /** @description Share of jobs in a final state, 0 to 1 */
+      /** @description Share of jobs in a final state (completed, failed or cancelled), 0 to 1 */
       progress: number;
       /** @description progress × 100, two decimals */
       progress_percent: number;
@@ -809,8 +934,10 @@ export interface components {
         processing: number;
         completed: number;
         failed: number;
+        /** @description Not in the spec's object: jobs dropped by a cancel before they ran (not billed) */
+        cancelled: number;
       };
-      /** @description Share of jobs in a final state, 0 to 1 */
+      /** @description Share of jobs in a final state (completed, failed or cancelled), 0 to 1 */
       progress: number;
       /** @description progress × 100, two decimals */
       progress_percent: number;
@@ -872,10 +999,10 @@ export interface components {
       /** @description Rows whose email cell is blank or not an address: no job, status `skipped` in the download */
       skipped_count: number;
       /**
-       * @description Follows the task: `processing` until it finishes, then `completed`
+       * @description Follows the task: `processing` until it finishes, then `completed` (`cancelled` when the task was cancelled)
        * @enum {string}
        */
-      status: "processing" | "completed" | "failed";
+      status: "processing" | "completed" | "failed" | "cancelled";
       message: string;
       /** Format: date-time */
       uploaded_at: string;
@@ -901,10 +1028,10 @@ export interface components {
       /** Format: uuid */
       user_id?: string;
       /**
-       * @description Follows the task: `processing` until it finishes, then `completed`
+       * @description Follows the task: `processing` until it finishes, then `completed` (`cancelled` when the task was cancelled)
        * @enum {string}
        */
-      status: "processing" | "completed" | "failed";
+      status: "processing" | "completed" | "failed" | "cancelled";
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -964,6 +1091,8 @@ export interface components {
       total_catchall: number;
       total_role_based: number;
       total_disposable_domain_emails: number;
+      /** @description Verification records whose domain is a free mailbox provider (is_free_provider: gmail.com, outlook.com, yahoo.com, …) */
+      total_free_provider_emails?: number;
       last_verification_requested_at: string | null;
       last_verification_completed_at: string | null;
       /** @description Only when both from and to are given */
@@ -996,6 +1125,8 @@ export interface components {
       total_catchall: number;
       total_role_based: number;
       total_disposable_domain_emails: number;
+      /** @description Verification records whose domain is a free mailbox provider (is_free_provider: gmail.com, outlook.com, yahoo.com, …) */
+      total_free_provider_emails?: number;
     };
     /** @description The verdict on one address and the signals behind it (syntax, disposable and role lists, MX, reverse DNS, SMTP). `unknown_reason` is set when `status` is `unknown`. */
     VerificationResult: {
@@ -1015,15 +1146,57 @@ export interface components {
       validated_at: string;
       unknown_reason: string | null;
       needs_physical_verify: boolean;
+      /** @description The address with its domain corrected when the domain looks like a typo of a popular mail domain (gmial.com → gmail.com) and cannot receive mail itself (no such domain, no MX and no address, null MX, or disposable); null otherwise. Never set for a domain that receives mail. */
+      did_you_mean?: string | null;
+      /** @description The domain is a free (consumer) mailbox provider such as gmail.com, outlook.com or yahoo.com (from the email-providers list). false for a disposable domain and for a domain that cannot receive mail. */
+      is_free_provider?: boolean;
     };
     /** @description VERIFICATION_TIMEOUT: the Error envelope plus `result`, the partial result (status `unknown`, `unknown_reason` naming the step that ran out of time) */
     VerificationTimeoutError: components["schemas"]["Error"] & {
       result: components["schemas"]["VerificationResult"];
     };
+    /** @description One webhook message and its delivery state; its `id` is the `webhook-id` header */
+    WebhookDelivery: {
+      /** Format: uuid */
+      id: string;
+      /** @description The task whose completion this reports; null for a test ping */
+      task_id: string | null;
+      /** @description `task.completed`, or `ping` for a test delivery */
+      event_type: string;
+      /** @description Where it is sent, as stored */
+      url: string;
+      /**
+       * @description pending (waiting for its next attempt), delivering (an attempt is running), delivered (a 2xx answer), failed (given up)
+       * @enum {string}
+       */
+      status: "pending" | "delivering" | "delivered" | "failed";
+      /** @description Attempts made so far, redeliveries included */
+      attempts: number;
+      /** @description HTTP status of the last attempt; null before the first or when no answer came */
+      last_status_code: number | null;
+      /** @description Why the last attempt did not deliver (timeout, connection error, address not allowed, redirect not followed), at most 200 characters; null otherwise */
+      last_error: string | null;
+      /** @description When the next attempt is due (pending only); null otherwise */
+      next_attempt_at: string | null;
+      /** @description When a receiver answered 2xx (delivered only); null otherwise */
+      delivered_at: string | null;
+      /** Format: date-time */
+      created_at: string;
+    };
+    /** @description A page of the caller's webhook deliveries, newest first */
+    WebhookDeliveryList: {
+      deliveries: components["schemas"]["WebhookDelivery"][];
+      /** @description The caller's deliveries (all pages) */
+      count: number;
+      limit: number;
+      offset: number;
+    };
     /** @description The secret that signs the caller's webhook deliveries */
     WebhookSecret: {
       /** @description Standard Webhooks secret for verifying deliveries */
       secret: string;
+      /** @description After a rotation: until when the previous secret still signs deliveries too (a second `v1,` signature); null when it no longer does */
+      previous_secret_expires_at: string | null;
     };
   };
   responses: never;
@@ -2202,6 +2375,188 @@ export interface operations {
       };
     };
   };
+  deleteTask: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted */
+      204: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
+      400: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Missing or invalid credentials (UNAUTHORIZED) */
+      401: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
+      403: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not found (or not yours) (NOT_FOUND) */
+      404: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Conflicts with the current state (CONFLICT) */
+      409: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  cancelTask: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The cancelled task */
+      200: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Task"];
+        };
+      };
+      /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
+      400: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Missing or invalid credentials (UNAUTHORIZED) */
+      401: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not found (or not yours) (NOT_FOUND) */
+      404: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Conflicts with the current state (CONFLICT) */
+      409: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
   downloadTaskResults: {
     parameters: {
       query?: {
@@ -2307,12 +2662,13 @@ export interface operations {
       query?: {
         limit?: number;
         offset?: number;
-        /** @description Only jobs in this state (pending, processing, completed, failed) or with this result status (valid, invalid, …); `count` is then the number that match */
+        /** @description Only jobs in this state (pending, processing, completed, failed, cancelled) or with this result status (valid, invalid, …); `count` is then the number that match */
         status?:
           | "pending"
           | "processing"
           | "completed"
           | "failed"
+          | "cancelled"
           | "valid"
           | "invalid"
           | "catchall"
@@ -2588,6 +2944,161 @@ export interface operations {
       };
     };
   };
+  listWebhookDeliveries: {
+    parameters: {
+      query?: {
+        limit?: number;
+        offset?: number;
+      };
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of deliveries */
+      200: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookDeliveryList"];
+        };
+      };
+      /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
+      400: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Missing or invalid credentials (UNAUTHORIZED) */
+      401: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  redeliverWebhook: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Queued */
+      202: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookDelivery"];
+        };
+      };
+      /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
+      400: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Missing or invalid credentials (UNAUTHORIZED) */
+      401: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not found (or not yours) (NOT_FOUND) */
+      404: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Conflicts with the current state (CONFLICT) */
+      409: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
   getWebhookSecret: {
     parameters: {
       query?: never;
@@ -2622,6 +3133,173 @@ export interface operations {
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
       404: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  rotateWebhookSecret: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          /**
+           * @description How long the previous secret keeps signing beside the new one (default 86400 s = 24 h, at most 604800 s = 7 days; 0 stops it at once)
+           * @default 86400
+           */
+          grace_seconds?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description The new secret */
+      200: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookSecret"];
+        };
+      };
+      /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
+      400: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Missing or invalid credentials (UNAUTHORIZED) */
+      401: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
+      403: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not found (or not yours) (NOT_FOUND) */
+      404: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  sendTestWebhook: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @description Where to send the ping: the same rules as a task's `webhook_url` */
+          url: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Queued */
+      202: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookDelivery"];
+        };
+      };
+      /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
+      400: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Missing or invalid credentials (UNAUTHORIZED) */
+      401: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
           [name: string]: unknown;

@@ -1,11 +1,16 @@
 // Verifies mailprobe's completion webhooks on the receiving side. The server signs per Standard
 // Webhooks (src/webhooks/signing.ts, DESIGN §5): `webhook-signature` is a space-separated list of
 // "v1,<base64 HMAC-SHA256 of `${webhook-id}.${webhook-timestamp}.${raw body}`>", keyed with the
-// base64-decoded part of the user's "whsec_…" secret (GET /api/v1/webhooks/secret). WebCrypto
-// only, so the same code runs on Node 22, Deno, Bun, workers and browsers.
+// base64-decoded part of the user's "whsec_…" secret (GET /api/v1/webhooks/secret). After a
+// secret rotation the header carries one signature per secret during the grace period; any
+// match is enough. WebCrypto only, so the same code runs on Node 22, Deno, Bun, workers and
+// browsers.
 import type { TaskCompletedEvent } from "./index.js";
+import type { components } from "./schema.js";
 
 export type { TaskCompletedEvent } from "./index.js";
+/** A test delivery (POST /api/v1/webhooks/test): `{ type: "ping", timestamp, data: {} }`. */
+export type PingEvent = components["schemas"]["PingEvent"];
 
 /** The delivery id: stable across retries of one event, so receivers can deduplicate on it. */
 export const WEBHOOK_ID_HEADER = "webhook-id";
@@ -16,8 +21,8 @@ export const WEBHOOK_SIGNATURE_HEADER = "webhook-signature";
 /** How far (either way) a delivery's timestamp may be from the receiver's clock, by default. */
 export const DEFAULT_WEBHOOK_TOLERANCE_SECONDS = 300;
 
-/** Every event mailprobe sends (one kind today). */
-export type WebhookEvent = TaskCompletedEvent;
+/** Every event mailprobe sends: task completions and test pings (switch on `type`). */
+export type WebhookEvent = TaskCompletedEvent | PingEvent;
 
 /** Why a delivery was refused. */
 export type WebhookFailureReason =
@@ -90,7 +95,7 @@ export async function verifyWebhookSignature(input: VerifyWebhookInput): Promise
   if (sentAt - now > tolerance) return { ok: false, reason: "timestamp_too_new" };
 
   const candidates = signature
-    .split(" ")
+    .split(/\s+/)
     .map((entry) => /^v1,([A-Za-z0-9+/]+={0,2})$/.exec(entry)?.[1])
     .filter((s): s is string => s !== undefined);
   if (candidates.length === 0) return { ok: false, reason: "malformed_signature" };

@@ -116,7 +116,7 @@ export function buildServices(opts: ServiceOptions): Services {
     tasks: createTasksService(db, clock, engine),
     uploads: createUploadsService(db, clock, engine, listParser),
     reports: createReportsService(db),
-    webhooks: createWebhooksService(db),
+    webhooks: createWebhooksService(db, clock),
     async close() {
       await engine.close();
       await rateLimiter.close();

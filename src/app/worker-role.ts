@@ -1,6 +1,7 @@
 import type { Services } from "./services.ts";
 import { createPgHostGate } from "../jobs/host-gate.ts";
 import { createWorkerPool, newWorkerId, type WorkerPool } from "../jobs/runner.ts";
+import { createRetentionSweeper, type RetentionSweeper } from "../tasks/retention.ts";
 import { createEngine } from "../verify/index.ts";
 import { createWebhookDispatcher, type WebhookDispatcher } from "../webhooks/dispatcher.ts";
 import { engineOptionsFrom, guardPorts } from "./engine-options.ts";
@@ -8,6 +9,8 @@ import { engineOptionsFrom, guardPorts } from "./engine-options.ts";
 export interface WorkerRole {
   pool: WorkerPool;
   webhooks: WebhookDispatcher;
+  /** RESULT_RETENTION_DAYS: purges old task data on a timer (idle when unset). */
+  retention: RetentionSweeper;
   start(): void;
   stop(deadlineMs: number): Promise<void>;
 }
@@ -44,14 +47,18 @@ export function createWorkerRole(
     recordRetryDelaysMs: opts.recordRetryDelaysMs,
   });
   const webhooks = createWebhookDispatcher({ db, clock, logger, config: config.webhooks });
+  const retention = createRetentionSweeper({ db, clock, logger, retentionDays: config.resultRetentionDays });
   return {
     pool,
     webhooks,
+    retention,
     start() {
       pool.start();
       webhooks.start();
+      retention.start();
     },
     async stop(deadlineMs) {
+      await retention.stop();
       await pool.stop(deadlineMs);
       await webhooks.stop();
       await engine.close();

@@ -58,6 +58,11 @@ export interface Config {
   /** Completion webhooks. */
   webhooks: WebhookConfig;
   /**
+   * RESULT_RETENTION_DAYS: finished tasks older than this many days lose their jobs, results and
+   * uploaded file (the ledger stays); null (unset) keeps them forever.
+   */
+  resultRetentionDays: number | null;
+  /**
    * Set-up problems that don't stop the process but cost accuracy (a HELO name receivers refuse);
    * logged at WARN when serve/worker start and listed by /readyz.
    */
@@ -188,6 +193,10 @@ export function loadConfig(
       concurrency: intVar(env, "WEBHOOK_CONCURRENCY", 8, 1, 1000),
       maxPerHost: intVar(env, "WEBHOOK_MAX_PER_HOST", 2, 1, 1000),
     }),
+    resultRetentionDays:
+      optionalVar(env, "RESULT_RETENTION_DAYS") === null
+        ? null
+        : intVar(env, "RESULT_RETENTION_DAYS", 0, 1, 36_500),
     warnings: Object.freeze(smtp.warnings),
   });
 }

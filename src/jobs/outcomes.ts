@@ -1,7 +1,7 @@
 // What to do with each job of a processed group: pure decisions over the engine's answers (or
 // the error that stopped it), the job's counters and the retry schedules. The runner applies them.
 import type { JobRecord, RetrySchedule } from "../db/queries/jobs.ts";
-import type { VerificationResult } from "../verify/index.ts";
+import { isSandboxAddress, type VerificationResult } from "../verify/index.ts";
 import {
   hostBusyDelayMs,
   internalRetryDelayMs,
@@ -37,7 +37,9 @@ export function outcomeOfResult(
   schedules: RetrySchedules,
 ): JobOutcome {
   const reason = result.status === "unknown" ? result.unknownReason : null;
-  if (reason === null) return { kind: "result", job, result };
+  // A sandbox answer is fixed (verify/sandbox.ts): a retry would give it again, and its
+  // timeout_smtp would otherwise be requeued at once as "interrupted", forever.
+  if (reason === null || isSandboxAddress(job.emailAddress)) return { kind: "result", job, result };
   // `cancelled` and the timeout_* reasons only arise when our own shutdown aborted the session:
   // the address was never really tried.
   if (retryClassOf(reason) === "interrupted") {

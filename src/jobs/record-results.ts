@@ -1,5 +1,6 @@
 import type { Database } from "../db/client.ts";
 import {
+  cancelHeldJobs,
   completeJobs,
   failJobs,
   jobsHeldBy,
@@ -11,8 +12,9 @@ import { lockTask, type TaskRecord } from "../db/queries/tasks.ts";
 import { insertVerifications, type VerificationRecord } from "../db/queries/verifications.ts";
 import { newId } from "../lib/ids.ts";
 import { recordOfResult } from "../verifications/record-of-result.ts";
+import { chargeLateResults } from "../tasks/cancel-task.ts";
 import { finishTaskIfDone } from "../tasks/finish-task.ts";
-import type { VerificationResult } from "../verify/index.ts";
+import { isSandboxAddress, type VerificationResult } from "../verify/index.ts";
 import type { JobOutcome } from "./outcomes.ts";
 
 function toRecord(job: JobRecord, task: TaskRecord, r: VerificationResult, at: Date): VerificationRecord {
@@ -33,7 +35,9 @@ function toRecord(job: JobRecord, task: TaskRecord, r: VerificationResult, at: D
  * Records a processed group in one short transaction (no network I/O inside): results stored and
  * linked, retries rescheduled, hopeless jobs failed, and every touched task finished if this was
  * its last work. Jobs whose lease this worker lost meanwhile (another worker took them over) are
- * left alone, so nothing is recorded twice. Returns the ids of tasks this call finished.
+ * left alone, so nothing is recorded twice. A group that was running when its task was cancelled
+ * is recorded too: its billable results are charged (the cancel refunded them) and its retries
+ * end as `cancelled`. Returns the ids of tasks this call finished.
  */
 export async function recordGroup(
   db: Database,
@@ -67,8 +71,20 @@ export async function recordGroup(
     }
     await insertVerifications(tx, records);
     await completeJobs(tx, done, worker, at);
-    await rescheduleJobs(tx, mine.filter((o) => o.kind === "retry").map(rescheduleOf), worker, at);
+    // A cancelled task's jobs never go back to the queue: a retry ends them instead.
+    const isCancelled = (o: JobOutcome) => tasks.get(o.job.taskId)!.cancelledAt !== null;
+    const retries = mine.filter((o) => o.kind === "retry");
+    await rescheduleJobs(tx, retries.filter((o) => !isCancelled(o)).map(rescheduleOf), worker, at);
+    await cancelHeldJobs(
+      tx,
+      retries.filter(isCancelled).map((o) => o.job.id),
+      worker,
+      at,
+    );
     for (const o of mine) if (o.kind === "failed") await failJobs(tx, [o.job.id], o.error, worker, at);
+    for (const task of tasks.values()) {
+      if (task.cancelledAt !== null) await chargeLateResults(tx, task, billedJobIds(mine, task.id), at);
+    }
 
     const finished: string[] = [];
     for (const task of tasks.values()) {
@@ -77,6 +93,17 @@ export async function recordGroup(
     return finished;
   });
 }
+
+/** The jobs of `taskId` whose recorded result is billed: not unknown, not a sandbox address. */
+export const billedJobIds = (outcomes: readonly JobOutcome[], taskId: string): string[] =>
+  outcomes.flatMap((o) =>
+    o.kind === "result" &&
+    o.job.taskId === taskId &&
+    o.result.status !== "unknown" &&
+    !isSandboxAddress(o.job.emailAddress)
+      ? [o.job.id]
+      : [],
+  );
 
 /** The row that puts a job back in the queue for a retry outcome. */
 export const rescheduleOf = (o: JobOutcome & { kind: "retry" }): Reschedule => ({

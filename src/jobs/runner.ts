@@ -5,6 +5,7 @@ import type { WorkerConfig } from "../config/index.ts";
 import { isDatabaseUnavailable, type Database } from "../db/client.ts";
 import {
   claimDomainGroup,
+  dropJobsOfCancelledTasks,
   extendLeases,
   releaseExpiredLeases,
   rescheduleJobs,
@@ -186,8 +187,18 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
       let claimed =
         preferred.length > 0 ? await claimDomainGroup(tx, { ...base, onlyDomains: preferred }) : [];
       if (claimed.length === 0) claimed = await claimDomainGroup(tx, base);
-      if (claimed.length > 0) await markTasksStarted(tx, [...new Set(claimed.map((j) => j.taskId))], now);
-      return claimed;
+      if (claimed.length === 0) return claimed;
+      await markTasksStarted(tx, [...new Set(claimed.map((j) => j.taskId))], now);
+      // No job of a cancelled task runs: one a lease sweep or a lost write put back after the
+      // cancel, or one taken while a cancel of its task was committing, when the update above had
+      // to wait for that cancel's task lock. A claim that committed first is in flight: it
+      // finishes and is billed like any group running at the cancel.
+      const dropped = await dropJobsOfCancelledTasks(
+        tx,
+        claimed.map((j) => j.id),
+        now,
+      );
+      return dropped.size > 0 ? claimed.filter((j) => !dropped.has(j.id)) : claimed;
     });
     for (const job of jobs) inFlight.add(job.id);
     return jobs;

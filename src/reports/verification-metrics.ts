@@ -39,6 +39,8 @@ export interface MetricsCounts {
   totalCatchall: number;
   totalRoleBased: number;
   totalDisposableDomainEmails: number;
+  /** Beyond the spec (issue 13): results whose domain is a free mailbox provider. */
+  totalFreeProviderEmails: number;
 }
 
 export interface MetricsPoint extends MetricsCounts {
@@ -73,6 +75,7 @@ function countsOf(v: VerificationCounts, j: JobCounts, tasks: number, unique: nu
     totalCatchall: v.catchallDomain,
     totalRoleBased: v.roleBased,
     totalDisposableDomainEmails: v.disposable,
+    totalFreeProviderEmails: v.freeProvider,
   };
 }
 

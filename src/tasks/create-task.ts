@@ -15,7 +15,7 @@ import { lockUserBalance } from "../db/queries/users.ts";
 import { AppError, notFound, validationError } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
-import type { Engine } from "../verify/index.ts";
+import { isSandboxAddress, type Engine } from "../verify/index.ts";
 
 /** How long an Idempotency-Key is remembered (Stripe keeps them 24 h too). */
 const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -117,21 +117,27 @@ export async function createTask(
       isFileBacked: input.isFileBacked ?? false,
       createdAt: now,
     });
-    const reservation = await deductCredits(tx, {
-      userId: principal.userId,
-      amount: planned.jobs.length,
-      reason: "task_reservation",
-      metadata: { ...attributionOf(principal), task_id: task.id },
-      idempotencyKey: `task:${task.id}:reserve`,
-      at: now,
-    });
-    if (reservation.kind === "insufficient") {
-      throw new AppError(
-        "INSUFFICIENT_CREDITS",
-        `Insufficient credits: the task needs ${planned.jobs.length}, the balance is ${reservation.balance}`,
-      );
+    // Sandbox addresses (verify/sandbox.ts) are never reserved nor charged; the refund on finish
+    // leaves them out too (countUnbillableJobs). A task of only sandbox addresses writes no
+    // ledger row and needs no balance.
+    const billable = planned.jobs.filter((j) => !isSandboxAddress(j.emailAddress)).length;
+    if (billable > 0) {
+      const reservation = await deductCredits(tx, {
+        userId: principal.userId,
+        amount: billable,
+        reason: "task_reservation",
+        metadata: { ...attributionOf(principal), task_id: task.id },
+        idempotencyKey: `task:${task.id}:reserve`,
+        at: now,
+      });
+      if (reservation.kind === "insufficient") {
+        throw new AppError(
+          "INSUFFICIENT_CREDITS",
+          `Insufficient credits: the task needs ${billable}, the balance is ${reservation.balance}`,
+        );
+      }
+      if (reservation.kind === "user_not_found") throw notFound("User");
     }
-    if (reservation.kind === "user_not_found") throw notFound("User");
     await insertJobs(tx, task.id, principal.userId, planned.jobs, now);
     if (input.attach) await input.attach(tx, task);
     if (input.idempotencyKey) {

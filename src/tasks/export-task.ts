@@ -50,14 +50,19 @@ export interface Download {
  */
 export const SKIPPED_STATUS = "skipped";
 
+/** Status of a row whose job was dropped by a cancel before it ran (not billed). */
+export const CANCELLED_STATUS = "cancelled";
+
 /**
- * The result cells of one row. A job still running shows `pending`; a job that failed outright
+ * The result cells of one row. A job still running shows `pending`; a job dropped by a cancel
+ * shows `cancelled`; a job that failed outright
  * shows unknown; a row without an address shows `skipped`.
  */
 function cellsOf(row: ExportRow): Partial<Record<ResultFieldKey, ResultCell>> {
   if (row.result) return resultCells(row.result);
   if (row.email === null) return { status: SKIPPED_STATUS };
   if (row.jobStatus === null) return { email: row.email, status: SKIPPED_STATUS }; // no job (not expected)
+  if (row.jobStatus === "cancelled") return { email: row.email, status: CANCELLED_STATUS };
   return row.jobStatus === "failed"
     ? { email: row.email, status: "unknown", unknownReason: "verification_failed" }
     : { email: row.email, status: "pending" };

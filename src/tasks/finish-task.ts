@@ -9,7 +9,7 @@ import { enqueueTaskCompleted } from "../webhooks/outbox.ts";
 import { toMetricsReply } from "./metrics-view.ts";
 
 /** The refund is attributed like the reservation it returns (spec: Authentication rule 6). */
-async function attributionOfTask(tx: Queryable, task: TaskRecord): Promise<Record<string, string>> {
+export async function attributionOfTask(tx: Queryable, task: TaskRecord): Promise<Record<string, string>> {
   if (task.source !== "api_key" || !task.apiKeyId) return { source: task.source };
   const purpose = await findApiKeyPurpose(tx, task.apiKeyId);
   return { source: "api_key", api_key_id: task.apiKeyId, ...(purpose ? { api_key_purpose: purpose } : {}) };
@@ -38,18 +38,32 @@ export async function finishTaskIfDone(tx: Queryable, task: TaskRecord, at: Date
     });
   }
   await completeUploadOfTask(tx, task.id, at);
-  if (task.webhookUrl && task.userId) {
-    const metrics = (await metricsOfTasks(tx, [task.id])).get(task.id)!;
-    await enqueueTaskCompleted(tx, {
-      userId: task.userId,
-      url: task.webhookUrl,
-      event: {
-        taskId: task.id,
-        uploadId: await findUploadIdOfTask(tx, task.id),
-        metrics: toMetricsReply(metrics),
-      },
-      at,
-    });
-  }
+  await enqueueCompletionWebhook(tx, task, "completed", at);
   return true;
+}
+
+/**
+ * Queues the task's one completion webhook (when it has a webhook_url), in the caller's
+ * transaction; the outbox row is unique per task and event type, so it is written once whichever
+ * way the task ended.
+ */
+export async function enqueueCompletionWebhook(
+  tx: Queryable,
+  task: TaskRecord,
+  status: "completed" | "cancelled",
+  at: Date,
+): Promise<void> {
+  if (!task.webhookUrl || !task.userId) return;
+  const metrics = (await metricsOfTasks(tx, [task.id])).get(task.id)!;
+  await enqueueTaskCompleted(tx, {
+    userId: task.userId,
+    url: task.webhookUrl,
+    event: {
+      taskId: task.id,
+      status,
+      uploadId: await findUploadIdOfTask(tx, task.id),
+      metrics: toMetricsReply(metrics),
+    },
+    at,
+  });
 }

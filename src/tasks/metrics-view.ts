@@ -4,10 +4,11 @@ const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
 /**
  * The spec's metrics object, as the API and the completion webhook show it. `progress` is the
- * share of jobs that reached a final state (completed or failed): 1 when nothing is left to do.
+ * share of jobs that reached a final state (completed, failed or cancelled): 1 when nothing is
+ * left to do.
  */
 export function toMetricsReply(m: TaskMetrics) {
-  const done = m.jobStatus.completed + m.jobStatus.failed;
+  const done = m.jobStatus.completed + m.jobStatus.failed + m.jobStatus.cancelled;
   const progress = m.totalEmailAddresses === 0 ? 0 : done / m.totalEmailAddresses;
   return {
     total_email_addresses: m.totalEmailAddresses,

@@ -13,6 +13,7 @@ import { findVerificationsByIds, type VerificationRecord } from "../db/queries/v
 import { AppError, notFound } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import type { Engine } from "../verify/index.ts";
+import { cancelTask, deleteTask } from "./cancel-task.ts";
 import { createTask, type CreateTaskInput, type CreatedTask } from "./create-task.ts";
 import {
   prepareDownload as prepareTaskDownload,
@@ -69,6 +70,10 @@ export interface TasksService {
   ): Promise<{ jobs: JobView[]; total: number }>;
   /** The results file of one of the caller's tasks, streamed; FORBIDDEN for another user's task. */
   prepareDownload(principal: Principal, id: string, opts: DownloadOptions): Promise<Download>;
+  /** Cancels an unfinished task (cancel-task.ts); CONFLICT once it has finished. Returns it as `get` does. */
+  cancel(principal: Principal, id: string): Promise<TaskView>;
+  /** Deletes a finished task's jobs, results and upload (cancel-task.ts); CONFLICT while it runs. */
+  delete(principal: Principal, id: string): Promise<void>;
 }
 
 export function createTasksService(
@@ -81,6 +86,14 @@ export function createTasksService(
     const task = await findTask(db, id);
     if (!task || task.userId !== principal.userId) throw notFound("Task");
     return task;
+  }
+
+  async function viewOf(task: TaskRecord): Promise<TaskView> {
+    const [metrics, uploads] = await Promise.all([
+      metricsOfTasks(db, [task.id]),
+      findUploadsOfTasks(db, [task.id]),
+    ]);
+    return { task, metrics: metrics.get(task.id) ?? emptyMetrics(), upload: uploads.get(task.id) ?? null };
   }
 
   return {
@@ -105,12 +118,7 @@ export function createTasksService(
 
     async get(principal, id) {
       // The stored (lowercase) id, not the URL's spelling: the lookups below compare exactly.
-      const task = await ownTask(principal, id);
-      const [metrics, uploads] = await Promise.all([
-        metricsOfTasks(db, [task.id]),
-        findUploadsOfTasks(db, [task.id]),
-      ]);
-      return { task, metrics: metrics.get(task.id) ?? emptyMetrics(), upload: uploads.get(task.id) ?? null };
+      return viewOf(await ownTask(principal, id));
     },
 
     async series(principal, id, range) {
@@ -137,6 +145,12 @@ export function createTasksService(
     },
 
     prepareDownload: (principal, id, opts) => prepareTaskDownload(db, principal, id, opts),
+
+    async cancel(principal, id) {
+      return viewOf(await cancelTask(db, clock, principal, id));
+    },
+
+    delete: (principal, id) => deleteTask(db, principal, id),
   };
 }
 

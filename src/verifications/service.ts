@@ -12,7 +12,12 @@ import {
 import { AppError, notFound } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
-import { decidedByEvidence, type Engine, type VerificationResult } from "../verify/index.ts";
+import {
+  decidedByEvidence,
+  isSandboxAddress,
+  type Engine,
+  type VerificationResult,
+} from "../verify/index.ts";
 import { freeRepeatWindowStart, realtimeChargeKey } from "./charge-rules.ts";
 import { createInFlightLimiter } from "./in-flight.ts";
 import { readRealtimeEmail } from "./realtime-input.ts";
@@ -81,6 +86,9 @@ export function createVerificationsService(
     canonical: string,
     now: Date,
   ): Promise<{ result: VerificationResult; cached: VerificationRecord | null }> {
+    // Sandbox addresses (verify/sandbox.ts) are free and answered without the network: no
+    // balance needed, no cache, no in-flight slot.
+    if (isSandboxAddress(canonical)) return { result: await engine.verifyOne(input), cached: null };
     if (opts.cacheTtlMs > 0 && engine.checkSyntax(input).ok) {
       const cached = await findCachedVerification(
         db,
@@ -122,7 +130,8 @@ export function createVerificationsService(
   ): Promise<VerificationRecord> {
     const id = newId();
     let creditTransactionId: string | null = null;
-    if (result.status !== "unknown") {
+    // Sandbox addresses are never charged: no ledger row, whatever their status.
+    if (result.status !== "unknown" && !isSandboxAddress(canonical)) {
       // The lock makes the free-repeat check and the charge one atomic decision: of N concurrent
       // identical requests, the first charges and the others then see its paid verification.
       await lockUserBalance(tx, principal.userId);

@@ -13,13 +13,15 @@ import { isDisposableDomain } from "./lists/disposable.ts";
 import { isRoleAccount } from "./lists/role-accounts.ts";
 import { defaultEngineOptions, type EngineOptions } from "./options.ts";
 import { noAddressPolicy, systemClock, type EnginePorts } from "./ports.ts";
-import { detectServerType, providerTraits, type ServerType } from "./providers.ts";
+import { detectServerType, isFreeProviderDomain, providerTraits, type ServerType } from "./providers.ts";
 import { DomainResolver, type DomainResolution, type NoMailCause } from "./resolve-domain.ts";
 import { directConnect } from "./smtp/connect.ts";
 import type { SmtpReply } from "./smtp/reply-reader.ts";
 import { type ReplyVerdict } from "./smtp/replies.ts";
+import { isSandboxDomain, SANDBOX_HOST, sandboxResult } from "./sandbox.ts";
 import { runSession, type SessionReport } from "./smtp/session.ts";
 import { createSocksConnect } from "./smtp/socks-connect.ts";
+import { suggestAddress, type DeadDomainCause } from "./suggest.ts";
 import { checkDomainSyntax, checkSyntax, extractDomainPart, type SyntaxResult } from "./syntax.ts";
 import { TtlCache } from "./ttl-cache.ts";
 import type { UnknownReason, VerificationResult } from "./types.ts";
@@ -126,7 +128,8 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
     c: Pick<
       VerificationResult,
       "status" | "unknownReason" | "isCatchall" | "needsPhysicalVerify" | "evidence" | "retryAfterMs"
-    >,
+    > &
+      Partial<Pick<VerificationResult, "didYouMean" | "isFreeProvider">>,
   ): VerificationResult {
     return {
       email: address,
@@ -134,6 +137,8 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       isDisposable: isDisposableDomain(domain),
       domainName: domain,
       ...facts,
+      didYouMean: null,
+      isFreeProvider: isFreeProviderDomain(domain),
       ...c,
       validatedAt: clock.now(),
     };
@@ -152,6 +157,7 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       status: VerificationResult["status"],
       unknownReason: UnknownReason | null,
       evidence: string,
+      dead: DeadDomainCause | null = null,
     ): Map<string, VerificationResult> => {
       for (const a of source.take())
         results.set(
@@ -162,12 +168,15 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
             isCatchall: false,
             needsPhysicalVerify: false,
             evidence,
+            // A domain that takes no mail is nobody's mailbox provider, whatever a list says.
+            ...(dead === null ? {} : { didYouMean: suggestAddress(a, domain, dead), isFreeProvider: false }),
           }),
         );
       return results;
     };
 
-    if (isDisposableDomain(domain)) return finishAll("disposable_domain", null, "list: disposable domain");
+    if (isDisposableDomain(domain))
+      return finishAll("disposable_domain", null, "list: disposable domain", "disposable");
 
     let resolution: DomainResolution;
     try {
@@ -180,7 +189,7 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
     facts.hasMxRecords = resolution.hasMxRecords;
     switch (resolution.kind) {
       case "no_mail":
-        return finishAll("invalid", null, NO_MAIL_EVIDENCE[resolution.cause]);
+        return finishAll("invalid", null, NO_MAIL_EVIDENCE[resolution.cause], resolution.cause);
       case "dns_error":
         return finishAll("unknown", "dns_error", `dns: lookup failed (${resolution.code})`);
       case "dns_timeout":
@@ -304,7 +313,7 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       const byDomain = new Map<string, string[]>();
       if (groupDomain.ok) byDomain.set(groupDomain.domain, []);
       for (const p of parsed) {
-        if (!p.ok || p.addressLiteral) continue;
+        if (!p.ok || p.addressLiteral || isSandboxDomain(p.domain)) continue;
         const list = byDomain.get(p.domain) ?? [];
         if (!list.includes(p.canonical)) list.push(p.canonical);
         byDomain.set(p.domain, list);
@@ -319,6 +328,7 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       return parsed.map((p, i) => {
         if (!p.ok) return syntaxFailure(addresses[i] ?? "", p.reason);
         if (p.addressLiteral) return literalResult(p.canonical, p.domain);
+        if (isSandboxDomain(p.domain)) return sandboxResult(p.canonical, clock.now());
         const answer = answers.get(p.canonical);
         if (answer === undefined) throw new Error(`no result for ${p.canonical}`);
         return { ...answer };
@@ -391,6 +401,8 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       validatedAt: clock.now(),
       unknownReason: null,
       needsPhysicalVerify: false,
+      didYouMean: null,
+      isFreeProvider: false,
       evidence: `syntax: ${reason}`,
     };
   }
@@ -414,6 +426,8 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       const parsed = checkSyntax(address);
       if (!parsed.ok) return syntaxFailure(address, parsed.reason);
       if (parsed.addressLiteral) return literalResult(parsed.canonical, parsed.domain);
+      // Sandbox addresses (sandbox.ts): fixed answers, before any DNS or SMTP.
+      if (isSandboxDomain(parsed.domain)) return sandboxResult(parsed.canonical, clock.now());
       return verifyOneBatched(parsed.canonical, parsed.domain, callOptions);
     },
     verifyGroup,
@@ -423,6 +437,12 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       // An address literal has no DNS: nothing to resolve, nothing to probe.
       if (d.ok && d.addressLiteral)
         return Promise.resolve({ kind: "no_mail", hasMxRecords: false, cause: "no_records" });
+      if (d.ok && isSandboxDomain(d.domain))
+        return Promise.resolve({
+          kind: "mail_hosts",
+          hasMxRecords: true,
+          hosts: [{ name: SANDBOX_HOST, preference: 10, addresses: [] }],
+        });
       return resolver.resolve(d.ok ? d.domain : domain.trim().toLowerCase());
     },
     async close() {

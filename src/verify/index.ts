@@ -27,6 +27,16 @@ export {
 } from "./doctor.ts";
 export { checkSyntax, checkDomainSyntax, type SyntaxResult, type SyntaxFailureReason } from "./syntax.ts";
 export { isRoleAccount } from "./lists/role-accounts.ts";
+export {
+  SANDBOX_DOMAIN,
+  SANDBOX_HOST,
+  SANDBOX_MAILBOXES,
+  isSandboxAddress,
+  isSandboxDomain,
+  sandboxMailboxOf,
+  sandboxResult,
+  type SandboxMailbox,
+} from "./sandbox.ts";
 export { isDisposableDomain } from "./lists/disposable.ts";
 export { classifyReply, type ReplyVerdict } from "./smtp/replies.ts";
 export { detectServerType, PROVIDER_TRAITS, type ServerType, type ProviderTraits } from "./providers.ts";

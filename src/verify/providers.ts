@@ -1,6 +1,9 @@
 // Who runs a domain's mail, from MX host names first (stable, published in DNS), then from the
 // banner/EHLO text (self-declared, often hidden), then from the wording of its MAIL/RCPT replies
-// (which MTAs rarely customise). Drives server_type and needs_physical_verify.
+// (which MTAs rarely customise). Drives server_type and needs_physical_verify. Also: whether a
+// domain is a free mailbox provider (is_free_provider), from its name alone.
+import freeProviderList from "email-providers/all.json" with { type: "json" };
+import { isDisposableDomain } from "./lists/disposable.ts";
 
 export type ServerType =
   // Mailbox providers
@@ -194,4 +197,28 @@ export function detectServerType(
 
 export function providerTraits(type: ServerType): ProviderTraits {
   return PROVIDER_TRAITS[type];
+}
+
+// The RFC 2606 example domains are on the list (people type them into sign-up forms) but are
+// reserved names nobody hands out mailboxes on.
+const RESERVED_EXAMPLES = new Set(["example.com", "example.net", "example.org"]);
+
+let freeProviders: ReadonlySet<string> | null = null;
+
+/**
+ * True when the domain is a free (consumer) mailbox provider: gmail.com, outlook.com, yahoo.com,
+ * gmx.de, … From `email-providers` (derhuerst/email-providers, ~8,700 domains, a list shipped in
+ * the package: nothing is fetched at install or run time). Exact names only: a company's
+ * "mail.example.org" is not free because its parent is listed. A domain on the disposable list
+ * is disposable, not free: about 3,000 of the list's names are (10minutemail.com, and typo
+ * catchers such as gmial.com), and a throw-away inbox is not a provider's customer.
+ */
+export function isFreeProviderDomain(domain: string): boolean {
+  freeProviders ??= new Set(
+    (freeProviderList as readonly string[])
+      .map((d) => d.trim().toLowerCase())
+      .filter((d) => !RESERVED_EXAMPLES.has(d)),
+  );
+  const name = domain.trim().toLowerCase().replace(/\.$/, "");
+  return freeProviders.has(name) && !isDisposableDomain(name);
 }

@@ -27,7 +27,18 @@ const field = <K extends keyof VerificationResult, N extends string>(
   key: K,
   name: N,
   kind: KindOf<VerificationResult[K]>,
-) => ({ key, name, kind }) as const;
+) => ({ key, name, kind, extension: null }) as const;
+
+/**
+ * A field beyond the spec's: always written, but optional in the API schema (clients made from an
+ * older document, or talking to an older server, do without it), and described there.
+ */
+const extension = <K extends keyof VerificationResult, N extends string>(
+  key: K,
+  name: N,
+  kind: KindOf<VerificationResult[K]>,
+  description: string,
+) => ({ key, name, kind, extension: { description } }) as const;
 
 /**
  * The result fields in the spec's (and the API's) order. `key` is the engine's property, `name`
@@ -47,6 +58,19 @@ export const RESULT_FIELDS = [
   field("validatedAt", "validated_at", "timestamp"),
   field("unknownReason", "unknown_reason", "nullable_string"),
   field("needsPhysicalVerify", "needs_physical_verify", "boolean"),
+  // Beyond the spec (issue 13), after its fields so that their order stays as it is.
+  extension(
+    "didYouMean",
+    "did_you_mean",
+    "nullable_string",
+    "The address with its domain corrected when the domain looks like a typo of a popular mail domain (gmial.com → gmail.com) and cannot receive mail itself (no such domain, no MX and no address, null MX, or disposable); null otherwise. Never set for a domain that receives mail.",
+  ),
+  extension(
+    "isFreeProvider",
+    "is_free_provider",
+    "boolean",
+    "The domain is a free (consumer) mailbox provider such as gmail.com, outlook.com or yahoo.com (from the email-providers list). false for a disposable domain and for a domain that cannot receive mail.",
+  ),
 ] as const;
 
 export type ResultField = (typeof RESULT_FIELDS)[number];

@@ -64,6 +64,13 @@ export interface VerificationResult {
   unknownReason: UnknownReason | null;
   needsPhysicalVerify: boolean;
   /**
+   * The address with its domain corrected when the domain looks like a typo of a popular mail
+   * domain and cannot receive mail itself (verify/suggest.ts); null otherwise.
+   */
+  didYouMean: string | null;
+  /** The domain is a free (consumer) mailbox provider: gmail.com, outlook.com, yahoo.com, … */
+  isFreeProvider: boolean;
+  /**
    * What decided the status, in one line (the reply and rule, or the evidence that decided an
    * unrecognised rejection). Stored and logged; not one of the spec's result fields.
    */

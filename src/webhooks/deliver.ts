@@ -35,7 +35,8 @@ export interface DeliveryInput {
   id: string;
   url: string;
   body: string;
-  secret: string;
+  /** The "whsec_…" secret, or the secrets (current first) during a rotation's grace period. */
+  secret: string | readonly string[];
   /** Signing time (webhook-timestamp). */
   at: Date;
 }

@@ -22,6 +22,8 @@ import {
   type WebhookHttpPost,
 } from "./deliver.ts";
 import { serializeWebhookPayload } from "./payload.ts";
+import { PING_EVENT_TYPE } from "./ping.ts";
+import { signingSecrets } from "./signing.ts";
 
 export interface WebhookDispatcher {
   /** Starts the background loop (idempotent). */
@@ -63,6 +65,12 @@ export interface WebhookDispatcherDeps {
   metrics?: WebhookMetrics;
 }
 
+/**
+ * Test pings get one attempt (a redelivery is another): whoever sent one is watching the log, and
+ * retries of a ping to a dead URL would hold one of the user's few ping slots for a day.
+ */
+export const isRetried = (eventType: string): boolean => eventType !== PING_EVENT_TYPE;
+
 // A lease must outlast one attempt (timeoutMs covers DNS + HTTP) plus the claim and the record
 // statements; past it, the sweep hands the delivery to another dispatcher. A minute of slack
 // keeps a slow database from causing a double send, at the price of a minute's delay after a crash.
@@ -100,7 +108,7 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDis
           id: d.id,
           url: d.url,
           body: serializeWebhookPayload(d.payload),
-          secret: d.webhookSecret,
+          secret: signingSecrets(d.webhookSecret, d.previousSecret, attemptedAt),
           at: attemptedAt,
         },
         { allowPrivate: config.allowPrivate, timeoutMs: config.timeoutMs, resolve, post },
@@ -113,7 +121,7 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDis
     const disposition: AttemptDisposition =
       outcome.kind === "delivered"
         ? { kind: "delivered" }
-        : outcome.kind === "refused"
+        : outcome.kind === "refused" || !isRetried(d.eventType)
           ? { kind: "failed" }
           : {
               kind: "retry",

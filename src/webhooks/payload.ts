@@ -5,6 +5,8 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 /** What the batch pipeline reports when a task finishes. */
 export interface TaskCompletedEvent {
   taskId: string;
+  /** How the task ended: every job done (`completed`, the default), or cancelled by its owner. */
+  status?: "completed" | "cancelled";
   uploadId: string | null;
   metrics: Record<string, unknown>;
 }
@@ -13,7 +15,12 @@ export interface TaskCompletedEvent {
 export interface TaskCompletedPayload {
   type: "task.completed";
   timestamp: string;
-  data: { task_id: string; upload_id?: string; metrics: Record<string, unknown> };
+  data: {
+    task_id: string;
+    status: "completed" | "cancelled";
+    upload_id?: string;
+    metrics: Record<string, unknown>;
+  };
 }
 
 export function taskCompletedPayload(event: TaskCompletedEvent, at: Date): TaskCompletedPayload {
@@ -22,6 +29,7 @@ export function taskCompletedPayload(event: TaskCompletedEvent, at: Date): TaskC
     timestamp: at.toISOString(),
     data: {
       task_id: event.taskId,
+      status: event.status ?? "completed",
       ...(event.uploadId !== null ? { upload_id: event.uploadId } : {}),
       metrics: event.metrics,
     },
@@ -37,6 +45,7 @@ export function taskCompletedPayload(event: TaskCompletedEvent, at: Date): TaskC
 export function serializeWebhookPayload(stored: Record<string, unknown>): string {
   const { type, timestamp, data, ...rest } = stored;
   if (typeof data !== "object" || data === null) return JSON.stringify({ type, timestamp, data, ...rest });
-  const { task_id, upload_id, metrics, ...more } = data as Record<string, unknown>;
-  return JSON.stringify({ type, timestamp, data: { task_id, upload_id, metrics, ...more }, ...rest });
+  // `status` is absent from payloads stored before cancels existed; undefined keys are not written.
+  const { task_id, status, upload_id, metrics, ...more } = data as Record<string, unknown>;
+  return JSON.stringify({ type, timestamp, data: { task_id, status, upload_id, metrics, ...more }, ...rest });
 }

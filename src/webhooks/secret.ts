@@ -1,10 +1,57 @@
+import { randomBytes } from "node:crypto";
 import type { Queryable } from "../db/client.ts";
-import { findWebhookSecret } from "../db/queries/webhook-deliveries.ts";
+import { findWebhookSecrets, rotateWebhookSecret } from "../db/queries/webhook-secrets.ts";
 import { notFound } from "../lib/app-error.ts";
 
-/** The user's signing secret (GET /api/v1/webhooks/secret); NOT_FOUND for an unknown user. */
-export async function webhookSecretOf(q: Queryable, userId: string): Promise<string> {
-  const secret = await findWebhookSecret(q, userId);
-  if (secret === null) throw notFound("User");
-  return secret;
+/** What GET /api/v1/webhooks/secret and the rotation show. */
+export interface WebhookSecretView {
+  /** The current "whsec_…" secret. */
+  secret: string;
+  /** While the secret before the last rotation still signs too: until when; null otherwise. */
+  previousExpiresAt: Date | null;
 }
+
+/** Default grace period of a rotation: a day for receivers to switch to the new secret. */
+export const DEFAULT_ROTATION_GRACE_SECONDS = 24 * 3600;
+/** Longest grace period: a leaked secret being rotated out must not live on for long. */
+export const MAX_ROTATION_GRACE_SECONDS = 7 * 24 * 3600;
+
+/** A new Standard Webhooks secret: "whsec_" + base64 of 24 random bytes (as users/service.ts makes them). */
+export const newWebhookSecret = (): string => "whsec_" + randomBytes(24).toString("base64");
+
+/** The user's signing secret (GET /api/v1/webhooks/secret); NOT_FOUND for an unknown user. */
+export async function webhookSecretOf(q: Queryable, userId: string, now: Date): Promise<WebhookSecretView> {
+  const found = await findWebhookSecrets(q, userId);
+  if (found === null) throw notFound("User");
+  return viewOf(found.secret, found.previous, now);
+}
+
+/**
+ * Replaces the user's secret with a new one; the old one keeps signing (beside the new) for
+ * `graceSeconds` (0: stops at once). NOT_FOUND for an unknown user.
+ */
+export async function rotateSecretOf(
+  q: Queryable,
+  userId: string,
+  graceSeconds: number,
+  now: Date,
+): Promise<WebhookSecretView> {
+  const grace = Math.min(MAX_ROTATION_GRACE_SECONDS, Math.max(0, Math.floor(graceSeconds)));
+  const rotated = await rotateWebhookSecret(q, {
+    userId,
+    secret: newWebhookSecret(),
+    previousUntil: new Date(now.getTime() + grace * 1000),
+    at: now,
+  });
+  if (rotated === null) throw notFound("User");
+  return viewOf(rotated.secret, rotated.previous, now);
+}
+
+const viewOf = (
+  secret: string,
+  previous: { secret: string; until: Date } | null,
+  now: Date,
+): WebhookSecretView => ({
+  secret,
+  previousExpiresAt: previous !== null && previous.until.getTime() > now.getTime() ? previous.until : null,
+});

@@ -20,18 +20,25 @@ interface State {
   reason: SignedOutReason;
 }
 
-let state: State = { session: load(), reason: null };
 const listeners = new Set<() => void>();
 let expiryTimer: number | undefined;
+let state: State = load();
 
-function load(): Session | null {
+/**
+ * The stored session of this tab. One that expired while the tab was closed or asleep is
+ * dropped from storage at once and reported as expired, so the sign-in form says why.
+ */
+function load(): State {
   try {
     const raw = window.sessionStorage.getItem(STORAGE_KEY);
-    if (!raw) return null;
+    if (!raw) return { session: null, reason: null };
     const s = JSON.parse(raw) as Session;
-    return typeof s.token === "string" && Date.parse(s.expiresAt) > Date.now() ? s : null;
+    if (typeof s.token === "string" && Date.parse(s.expiresAt) > Date.now())
+      return { session: s, reason: null };
+    window.sessionStorage.removeItem(STORAGE_KEY);
+    return { session: null, reason: "expired" };
   } catch {
-    return null;
+    return { session: null, reason: null };
   }
 }
 

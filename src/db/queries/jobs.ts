@@ -1,6 +1,7 @@
 import type { Queryable } from "../client.ts";
 
-export type JobStatus = "pending" | "processing" | "completed" | "failed";
+/** `cancelled`: the task was cancelled before the job ran (final, neither billed nor refunded at finish). */
+export type JobStatus = "pending" | "processing" | "completed" | "failed" | "cancelled";
 
 export interface JobRecord {
   id: string;
@@ -242,6 +243,54 @@ export async function jobsHeldBy(q: Queryable, ids: string[], worker: string): P
   const { rows } = await q.query<{ id: string }>(
     "select id from email_jobs where id = any($1::uuid[]) and locked_by = $2 and status = 'processing' for update",
     [ids, worker],
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * A cancel drops the task's pending jobs; running ones finish. Returns how many were dropped.
+ * SKIP LOCKED: a job locked right now belongs to a claim in progress. Waiting for it would
+ * deadlock, because the cancel holds the task's row and that claim's markTasksStarted wants it.
+ * The claim drops such a job itself once the cancel has committed (dropJobsOfCancelledTasks).
+ */
+export async function cancelPendingJobs(q: Queryable, taskId: string, at: Date): Promise<number> {
+  const { rowCount } = await q.query(
+    `update email_jobs set status = 'cancelled', updated_at = $2
+      where id in (select id from email_jobs where task_id = $1 and status = 'pending' for update skip locked)`,
+    [taskId, at],
+  );
+  return rowCount;
+}
+
+/** Jobs this worker holds whose task was cancelled meanwhile: they end instead of going back to the queue. */
+export async function cancelHeldJobs(
+  q: Queryable,
+  ids: string[],
+  worker: string,
+  now: Date,
+): Promise<number> {
+  if (ids.length === 0) return 0;
+  const { rowCount } = await q.query(
+    `update email_jobs set status = 'cancelled', locked_by = null, locked_until = null, updated_at = $2
+      where id = any($1::uuid[]) and locked_by = $3 and status = 'processing'`,
+    [ids, now, worker],
+  );
+  return rowCount;
+}
+
+/**
+ * The claim's last guard: of the jobs just claimed, those of a cancelled task (a job put back to
+ * pending by a lease sweep or a lost write after the cancel) are cancelled instead of run.
+ * Returns their ids.
+ */
+export async function dropJobsOfCancelledTasks(q: Queryable, ids: string[], now: Date): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const { rows } = await q.query<{ id: string }>(
+    `update email_jobs j set status = 'cancelled', locked_by = null, locked_until = null, updated_at = $2
+       from tasks t
+      where j.id = any($1::uuid[]) and t.id = j.task_id and t.cancelled_at is not null
+     returning j.id`,
+    [ids, now],
   );
   return new Set(rows.map((r) => r.id));
 }

@@ -214,6 +214,8 @@ export interface VerificationCounts {
   catchallDomain: number;
   roleBased: number;
   disposable: number;
+  /** is_free_provider = true (gmail.com, outlook.com, …); rows from before migration 0009 are false. */
+  freeProvider: number;
   /** Newest created_at of a realtime verification (a batch result's request is its job). */
   lastRealtimeCreatedAt: Date | null;
   lastValidatedAt: Date | null;
@@ -240,6 +242,7 @@ export const NO_VERIFICATIONS: Readonly<VerificationCounts> = Object.freeze({
   catchallDomain: 0,
   roleBased: 0,
   disposable: 0,
+  freeProvider: 0,
   lastRealtimeCreatedAt: null,
   lastValidatedAt: null,
 });
@@ -288,6 +291,7 @@ interface VerificationCountsRow {
   catchall_domain: number;
   role_based: number;
   disposable: number;
+  free_provider: number;
   last_realtime_created_at: Date | null;
   last_validated_at: Date | null;
 }
@@ -312,6 +316,7 @@ export async function countVerifications(
             count(*) filter (where t.is_catchall) as catchall_domain,
             count(*) filter (where t.is_role_based) as role_based,
             count(*) filter (where t.is_disposable) as disposable,
+            count(*) filter (where t.is_free_provider) as free_provider,
             max(t.created_at) filter (where t.origin = 'realtime') as last_realtime_created_at,
             max(t.validated_at) as last_validated_at
        from ${f.from}
@@ -331,6 +336,7 @@ export async function countVerifications(
       catchallDomain: r.catchall_domain,
       roleBased: r.role_based,
       disposable: r.disposable,
+      freeProvider: r.free_provider,
       lastRealtimeCreatedAt: r.last_realtime_created_at,
       lastValidatedAt: r.last_validated_at,
     }),

@@ -1,9 +1,10 @@
+import { SANDBOX_DOMAIN } from "../../verify/index.ts";
 import type { Queryable } from "../client.ts";
 
 /** The spec's batch metrics object, computed in SQL over a task's jobs and their results. */
 export interface TaskMetrics {
   totalEmailAddresses: number;
-  jobStatus: { pending: number; processing: number; completed: number; failed: number };
+  jobStatus: { pending: number; processing: number; completed: number; failed: number; cancelled: number };
   verificationStatus: {
     valid: number;
     invalid: number;
@@ -26,6 +27,7 @@ export interface MetricsRow {
   processing: number;
   completed: number;
   failed: number;
+  cancelled: number;
   valid: number;
   invalid: number;
   catchall: number;
@@ -47,6 +49,7 @@ export const METRICS_COLUMNS = `
   count(*) filter (where j.status = 'processing') as processing,
   count(*) filter (where j.status = 'completed') as completed,
   count(*) filter (where j.status = 'failed') as failed,
+  count(*) filter (where j.status = 'cancelled') as cancelled,
   count(*) filter (where v.status = 'valid') as valid,
   count(*) filter (where v.status = 'invalid') as invalid,
   count(*) filter (where v.status = 'catchall') as catchall,
@@ -67,6 +70,7 @@ export const toTaskMetrics = (r: MetricsRow | undefined): TaskMetrics => ({
     processing: r?.processing ?? 0,
     completed: r?.completed ?? 0,
     failed: r?.failed ?? 0,
+    cancelled: r?.cancelled ?? 0,
   },
   verificationStatus: {
     valid: r?.valid ?? 0,
@@ -117,11 +121,30 @@ export async function dailyMetricsOfTask(
 
 /** Credits to return when a task finishes: results that are unknown plus jobs that failed outright. */
 export async function countUnbillableJobs(q: Queryable, taskId: string): Promise<number> {
+  // Sandbox addresses were never reserved (tasks/create-task.ts), so there is nothing to return
+  // for them. Job addresses are lowercase, and the domain holds no `@`, `%` or `_`: this LIKE is
+  // isSandboxAddress.
   const { rows } = await q.query<{ n: number }>(
     `select count(*) as n
        from email_jobs j left join email_verifications v on v.id = j.email_id
-      where j.task_id = $1 and (j.status = 'failed' or v.status = 'unknown')`,
-    [taskId],
+      where j.task_id = $1 and (j.status = 'failed' or v.status = 'unknown')
+        and j.email_address not like $2`,
+    [taskId, `%@${SANDBOX_DOMAIN}`],
+  );
+  return rows[0]?.n ?? 0;
+}
+
+/**
+ * Credits a task has delivered so far: completed jobs whose result is not unknown (sandbox
+ * addresses excluded, as in countUnbillableJobs: they were never reserved).
+ */
+export async function countBillableJobs(q: Queryable, taskId: string): Promise<number> {
+  const { rows } = await q.query<{ n: number }>(
+    `select count(*) as n
+       from email_jobs j join email_verifications v on v.id = j.email_id
+      where j.task_id = $1 and j.status = 'completed' and v.status <> 'unknown'
+        and j.email_address not like $2`,
+    [taskId, `%@${SANDBOX_DOMAIN}`],
   );
   return rows[0]?.n ?? 0;
 }

@@ -16,6 +16,8 @@ export interface TaskRecord {
   updatedAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /** Set when the task was cancelled (finishedAt is then the same moment). */
+  cancelledAt: Date | null;
 }
 
 interface TaskRow {
@@ -32,6 +34,7 @@ interface TaskRow {
   updated_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
+  cancelled_at: Date | null;
 }
 
 const toTask = (r: TaskRow): TaskRecord => ({
@@ -48,11 +51,12 @@ const toTask = (r: TaskRow): TaskRecord => ({
   updatedAt: r.updated_at,
   startedAt: r.started_at,
   finishedAt: r.finished_at,
+  cancelledAt: r.cancelled_at,
 });
 
 export async function insertTask(
   q: Queryable,
-  t: Omit<TaskRecord, "updatedAt" | "startedAt" | "finishedAt">,
+  t: Omit<TaskRecord, "updatedAt" | "startedAt" | "finishedAt" | "cancelledAt">,
 ): Promise<TaskRecord> {
   const { rows } = await q.query<TaskRow>(
     `insert into tasks (id, user_id, webhook_url, source, api_key_id, email_count, domain_count, is_file_backed, created_at, updated_at, submitted_count)
@@ -135,6 +139,44 @@ export async function markTaskFinished(q: Queryable, id: string, at: Date): Prom
     [id, at],
   );
   return rowCount > 0;
+}
+
+/** Cancels an unfinished task: finished and cancelled at `at`; false when it had already finished. */
+export async function markTaskCancelled(q: Queryable, id: string, at: Date): Promise<boolean> {
+  const { rowCount } = await q.query(
+    "update tasks set finished_at = $2, cancelled_at = $2, updated_at = $2 where id = $1 and finished_at is null",
+    [id, at],
+  );
+  return rowCount > 0;
+}
+
+/**
+ * Removes a finished task and everything made from it except money history: its jobs, results,
+ * upload (the stored rows of the file) and idempotency keys. Webhook deliveries are kept, detached
+ * (a delivery still due is still sent once). The caller holds the task's row lock (lockTask) and
+ * has checked that it finished: a running group's recorder waits on that lock and then finds
+ * nothing to record. Returns false when the task was not there.
+ */
+export async function deleteTaskData(q: Queryable, id: string): Promise<boolean> {
+  await q.query("delete from email_jobs where task_id = $1", [id]);
+  await q.query("delete from email_verifications where task_id = $1", [id]);
+  await q.query("delete from upload_rows where upload_id in (select id from uploads where task_id = $1)", [
+    id,
+  ]);
+  await q.query("delete from uploads where task_id = $1", [id]);
+  await q.query("delete from idempotency_keys where task_id = $1", [id]);
+  await q.query("update webhook_deliveries set task_id = null where task_id = $1", [id]);
+  const { rowCount } = await q.query("delete from tasks where id = $1 and finished_at is not null", [id]);
+  return rowCount > 0;
+}
+
+/** Finished tasks older than `before`, oldest first: what RESULT_RETENTION_DAYS purges next. */
+export async function findTasksFinishedBefore(q: Queryable, before: Date, limit: number): Promise<string[]> {
+  const { rows } = await q.query<{ id: string }>(
+    "select id from tasks where finished_at is not null and finished_at < $1 order by finished_at limit $2",
+    [before, limit],
+  );
+  return rows.map((r) => r.id);
 }
 
 export async function findIdempotentTask(

@@ -9,10 +9,20 @@ export async function completeUploadOfTask(q: Queryable, taskId: string, at: Dat
   return rows[0]?.id ?? null;
 }
 
+/** A cancelled task's upload is `cancelled`. */
+export async function cancelUploadOfTask(q: Queryable, taskId: string, at: Date): Promise<void> {
+  await q.query(
+    "update uploads set status = 'cancelled', updated_at = $2 where task_id = $1 and status = 'processing'",
+    [taskId, at],
+  );
+}
+
 export async function findUploadIdOfTask(q: Queryable, taskId: string): Promise<string | null> {
   const { rows } = await q.query<{ id: string }>("select id from uploads where task_id = $1", [taskId]);
   return rows[0]?.id ?? null;
 }
+
+export type UploadState = "processing" | "completed" | "failed" | "cancelled";
 
 export interface UploadRecord {
   id: string;
@@ -29,7 +39,7 @@ export interface UploadRecord {
   header: string[] | null;
   emailColumn: number | null;
   columnCount: number;
-  status: "processing" | "completed" | "failed";
+  status: UploadState;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -46,7 +56,7 @@ interface UploadRow {
   header: string[] | null;
   email_column: number | null;
   column_count: number;
-  status: "processing" | "completed" | "failed";
+  status: UploadState;
   created_at: Date;
   updated_at: Date;
 }

@@ -71,6 +71,8 @@ export interface ClaimedWebhookDelivery {
   createdAt: Date;
   /** The user's Standard Webhooks secret ("whsec_…"). */
   webhookSecret: string;
+  /** The secret before the last rotation, and until when it still signs (null: none). */
+  previousSecret: { secret: string; until: Date } | null;
 }
 
 interface ClaimedRow {
@@ -82,6 +84,8 @@ interface ClaimedRow {
   attempts: number;
   created_at: Date;
   webhook_secret: string;
+  webhook_secret_previous: string | null;
+  webhook_secret_previous_until: Date | null;
 }
 
 /** One webhook_attempts row. */
@@ -103,13 +107,16 @@ interface WebhookAttemptRow {
   error: string | null;
 }
 
-/** Inserts a pending delivery due at `at`; false when (task, event type) already has one. */
+/**
+ * Inserts a pending delivery due at `at`; false when (task, event type) already has one. A
+ * delivery without a task (a test ping) never conflicts.
+ */
 export async function insertWebhookDelivery(
   q: Queryable,
   d: {
     id: string;
     userId: string;
-    taskId: string;
+    taskId: string | null;
     eventType: string;
     url: string;
     payload: object;
@@ -187,7 +194,8 @@ export async function claimWebhookDeliveries(
           set status = 'delivering', attempts = d.attempts + 1, locked_until = $3, updated_at = $1
          from picked, users u
         where d.id = picked.id and u.id = d.user_id
-       returning d.id, d.user_id, d.event_type, d.url, d.payload, d.attempts, d.created_at, u.webhook_secret`,
+       returning d.id, d.user_id, d.event_type, d.url, d.payload, d.attempts, d.created_at, u.webhook_secret,
+                 u.webhook_secret_previous, u.webhook_secret_previous_until`,
       [c.now, c.limit, c.lockedUntil, c.maxPerHost, c.maxPerUser],
     );
     return rows;
@@ -201,6 +209,10 @@ export async function claimWebhookDeliveries(
     attempts: r.attempts,
     createdAt: r.created_at,
     webhookSecret: r.webhook_secret,
+    previousSecret:
+      r.webhook_secret_previous !== null && r.webhook_secret_previous_until !== null
+        ? { secret: r.webhook_secret_previous, until: r.webhook_secret_previous_until }
+        : null,
   }));
 }
 
@@ -218,7 +230,10 @@ export async function releaseExpiredWebhookLeases(q: Queryable, now: Date): Prom
 export type AttemptDisposition =
   /** A 2xx answer. */
   | { kind: "delivered" }
-  /** Try again `delayMs` after `finishedAt`, but never past `createdAt + retryWindowMs`. */
+  /**
+   * Try again `delayMs` after `finishedAt`, but never past `createdAt + retryWindowMs` (the window
+   * starts at the last redelivery instead, if any).
+   */
   | { kind: "retry"; delayMs: number; retryWindowMs: number }
   /** Permanent: never retried (refused by policy). */
   | { kind: "failed" };
@@ -255,11 +270,12 @@ export async function recordWebhookAttempt(
         set status = case
               when $8::text = 'delivered' then 'delivered'
               when $8::text = 'failed' then 'failed'
-              when $7::timestamptz >= d.created_at + $10::double precision * interval '1 millisecond' then 'failed'
+              when $7::timestamptz >= coalesce(d.retry_window_from, d.created_at)
+                                       + $10::double precision * interval '1 millisecond' then 'failed'
               else 'pending' end,
             next_attempt_at = case when $8::text = 'retry'
               then least($7::timestamptz + $9::double precision * interval '1 millisecond',
-                         d.created_at + $10::double precision * interval '1 millisecond')
+                         coalesce(d.retry_window_from, d.created_at) + $10::double precision * interval '1 millisecond')
               else d.next_attempt_at end,
             delivered_at = case when $8::text = 'delivered' then $7::timestamptz else null end,
             locked_until = null,
@@ -284,15 +300,6 @@ export async function recordWebhookAttempt(
     ],
   );
   return rows[0]?.status ?? null;
-}
-
-/** The user's Standard Webhooks secret, or null when the user does not exist. */
-export async function findWebhookSecret(q: Queryable, userId: string): Promise<string | null> {
-  const { rows } = await q.query<{ webhook_secret: string }>(
-    "select webhook_secret from users where id = $1",
-    [userId],
-  );
-  return rows[0]?.webhook_secret ?? null;
 }
 
 export async function findWebhookDelivery(q: Queryable, id: string): Promise<WebhookDelivery | null> {
@@ -323,4 +330,70 @@ export async function listWebhookAttempts(q: Queryable, deliveryId: string): Pro
     statusCode: r.status_code,
     error: r.error,
   }));
+}
+
+/** One page of a user's deliveries, newest first, and how many they have in all. */
+export async function listWebhookDeliveriesOfUser(
+  q: Queryable,
+  userId: string,
+  page: { limit: number; offset: number },
+): Promise<{ deliveries: WebhookDelivery[]; total: number }> {
+  const { rows } = await q.query<WebhookDeliveryRow>(
+    `select * from webhook_deliveries where user_id = $1
+      order by created_at desc, id desc limit $2 offset $3`,
+    [userId, page.limit, page.offset],
+  );
+  const counted = await q.query<{ n: string | number }>(
+    "select count(*) as n from webhook_deliveries where user_id = $1",
+    [userId],
+  );
+  return { deliveries: rows.map(toDelivery), total: Number(counted.rows[0]?.n ?? 0) };
+}
+
+/** What asking to redeliver a delivery did. */
+export type RequeueOutcome =
+  | { kind: "requeued"; delivery: WebhookDelivery }
+  /** An attempt is running now; its outcome decides what happens next. */
+  | { kind: "in_flight" }
+  /** No such delivery of this user. */
+  | { kind: "not_found" };
+
+/**
+ * Queues a user's delivery for an attempt at `at`, whatever its state (delivered, failed or
+ * waiting for a retry), with a fresh retry window from `at`. The row keeps its id, which is the
+ * `webhook-id` receivers deduplicate on, and its payload, so the same message is sent again.
+ * A delivery being attempted right now is left alone (`in_flight`).
+ */
+export async function requeueWebhookDelivery(
+  q: Queryable,
+  r: { id: string; userId: string; at: Date },
+): Promise<RequeueOutcome> {
+  const { rows } = await q.query<WebhookDeliveryRow>(
+    `update webhook_deliveries
+        set status = 'pending', next_attempt_at = $3, retry_window_from = $3, delivered_at = null,
+            updated_at = $3
+      where id = $1 and user_id = $2 and status <> 'delivering'
+     returning *`,
+    [r.id, r.userId, r.at],
+  );
+  if (rows[0]) return { kind: "requeued", delivery: toDelivery(rows[0]) };
+  const { rows: found } = await q.query<{ status: WebhookDeliveryStatus }>(
+    "select status from webhook_deliveries where id = $1 and user_id = $2",
+    [r.id, r.userId],
+  );
+  return found[0] ? { kind: "in_flight" } : { kind: "not_found" };
+}
+
+/** A user's deliveries of `eventType` not settled yet (pending or being attempted). */
+export async function countUnsettledWebhookDeliveries(
+  q: Queryable,
+  userId: string,
+  eventType: string,
+): Promise<number> {
+  const { rows } = await q.query<{ n: string | number }>(
+    `select count(*) as n from webhook_deliveries
+      where user_id = $1 and event_type = $2 and status in ('pending', 'delivering')`,
+    [userId, eventType],
+  );
+  return Number(rows[0]?.n ?? 0);
 }

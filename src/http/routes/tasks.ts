@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "typebox";
 import { validationError, type FieldError } from "../../lib/app-error.ts";
 import { parseDateRange, parseRfc3339, utcDaysOf } from "../../reports/date-range.ts";
 import type { HttpDeps } from "../deps.ts";
@@ -177,6 +178,47 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
         status: status ?? null,
       });
       return { jobs: page.jobs.map(toJobReply), count: page.total, limit, offset };
+    },
+  );
+
+  app.post(
+    "/api/v1/tasks/:id/cancel",
+    {
+      schema: {
+        operationId: "cancelTask",
+        summary: "Cancel a batch task",
+        description:
+          "Drops the task's pending jobs and finishes it at once: address groups already being verified finish and are billed, everything else reserved is refunded in one `task_cancelled_refund` transaction, the upload becomes `cancelled` and the completion webhook is sent once with `status: cancelled`. A finished (or already cancelled) task is a 409; another user's task is a 404.",
+        tags: [TAG.tasks],
+        params: IdParams,
+        response: {
+          200: ref(TaskDetail, "The cancelled task"),
+          ...errorResponses(400, 401, 404, 409, 429, 500),
+        },
+      },
+    },
+    async (req) => toTaskDetail(await tasks.cancel(principalOf(req), req.params.id)),
+  );
+
+  app.delete(
+    "/api/v1/tasks/:id",
+    {
+      schema: {
+        operationId: "deleteTask",
+        summary: "Delete a batch task",
+        description:
+          "Removes a finished task with its jobs, results and uploaded file; credit transactions are kept. An unfinished task is a 409 (cancel it first); another user's task is a 404; integration keys (zapier, n8n, google sheets) get a 403.",
+        tags: [TAG.tasks],
+        params: IdParams,
+        response: {
+          204: Type.Null({ description: "Deleted" }),
+          ...errorResponses(400, 401, 403, 404, 409, 429, 500),
+        },
+      },
+    },
+    async (req, reply) => {
+      await tasks.delete(principalOf(req), req.params.id);
+      return reply.status(204).send(null);
     },
   );
 };

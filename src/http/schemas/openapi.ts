@@ -34,7 +34,13 @@ import {
 } from "./tasks.ts";
 import { UploadAccepted, UploadStatus } from "./uploads.ts";
 import { TimeoutReply, VerificationReply } from "./verification.ts";
-import { TaskCompletedEvent, WebhookSecretReply } from "./webhooks.ts";
+import {
+  PingEvent,
+  TaskCompletedEvent,
+  WebhookDeliveryListReply,
+  WebhookDeliverySchema,
+  WebhookSecretReply,
+} from "./webhooks.ts";
 
 /**
  * The named schemas: each is registered once with app.addSchema (build-app.ts), referenced by
@@ -71,7 +77,10 @@ export const COMPONENTS = [
   ListApiKeysReply,
   SessionReply,
   WebhookSecretReply,
+  WebhookDeliverySchema,
+  WebhookDeliveryListReply,
   TaskCompletedEvent,
+  PingEvent,
   HealthReply,
   ReadyReply,
   PlantReply,

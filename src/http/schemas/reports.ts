@@ -126,6 +126,14 @@ const metricsCounters = {
   total_catchall: Count,
   total_role_based: Count,
   total_disposable_domain_emails: Count,
+  // Beyond the spec (issue 13): optional for clients made from an older document, always sent.
+  total_free_provider_emails: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      description:
+        "Verification records whose domain is a free mailbox provider (is_free_provider: gmail.com, outlook.com, yahoo.com, …)",
+    }),
+  ),
 };
 
 export const MetricsPointSchema = Type.Object(
@@ -186,6 +194,7 @@ const toCounters = (c: MetricsCounts) => ({
   total_catchall: c.totalCatchall,
   total_role_based: c.totalRoleBased,
   total_disposable_domain_emails: c.totalDisposableDomainEmails,
+  total_free_provider_emails: c.totalFreeProviderEmails,
 });
 
 export const toCreditUsageReply = (r: CreditUsageReport) => ({

@@ -49,11 +49,11 @@ const TaskSource = StringEnum(
   ["frontend", "api_key"],
   "Origin: `api_key` (an API key) or `frontend` (a dashboard session)",
 );
-const JOB_STATUSES = ["pending", "processing", "completed", "failed"] as const;
+const JOB_STATUSES = ["pending", "processing", "completed", "failed", "cancelled"] as const;
 const JobStatus = StringEnum(JOB_STATUSES);
 const UploadStatusValue = StringEnum(
-  ["processing", "completed", "failed"],
-  "Follows the task: `processing` until it finishes, then `completed`",
+  ["processing", "completed", "failed", "cancelled"],
+  "Follows the task: `processing` until it finishes, then `completed` (`cancelled` when the task was cancelled)",
 );
 
 export const CreatedTaskReply = Type.Object(
@@ -81,8 +81,13 @@ export const MetricsSchema = Type.Object(
       processing: Type.Integer(),
       completed: Type.Integer(),
       failed: Type.Integer(),
+      cancelled: Type.Integer({
+        description: "Not in the spec's object: jobs dropped by a cancel before they ran (not billed)",
+      }),
     }),
-    progress: Type.Number({ description: "Share of jobs in a final state, 0 to 1" }),
+    progress: Type.Number({
+      description: "Share of jobs in a final state (completed, failed or cancelled), 0 to 1",
+    }),
     progress_percent: Type.Number({ description: "progress × 100, two decimals" }),
     verification_status: Type.Object({
       valid: Type.Integer(),
@@ -144,6 +149,9 @@ export const TaskDetail = Type.Object(
     ...taskSummaryProperties,
     started_at: Nullable(DateTime),
     finished_at: Nullable(DateTime),
+    cancelled_at: Type.Union([DateTime, Type.Null()], {
+      description: "Not in the spec: when the task was cancelled (finished_at is the same moment), else null",
+    }),
   },
   { $id: "Task", description: "A batch task with its lifecycle times, as `GET /api/v1/tasks/{id}` shows it" },
 );
@@ -195,7 +203,7 @@ export const JobsQuery = Type.Object({
   status: Type.Optional(
     StringEnum(
       [...JOB_STATUSES, ...VERIFICATION_STATUSES],
-      "Only jobs in this state (pending, processing, completed, failed) or with this result status (valid, invalid, …); `count` is then the number that match",
+      "Only jobs in this state (pending, processing, completed, failed, cancelled) or with this result status (valid, invalid, …); `count` is then the number that match",
     ),
   ),
 });
@@ -265,6 +273,7 @@ export const toTaskDetail = (v: TaskView) => ({
   ...toTaskSummary(v),
   started_at: iso(v.task.startedAt),
   finished_at: iso(v.task.finishedAt),
+  cancelled_at: iso(v.task.cancelledAt),
 });
 
 export const toJobReply = ({ job, result }: JobView) => ({

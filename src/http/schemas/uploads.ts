@@ -25,8 +25,8 @@ export const uploadCounts = (u: UploadRecord) => ({
 });
 
 const UploadStatusValue = StringEnum(
-  ["processing", "completed", "failed"],
-  "Follows the task: `processing` until it finishes, then `completed`",
+  ["processing", "completed", "failed", "cancelled"],
+  "Follows the task: `processing` until it finishes, then `completed` (`cancelled` when the task was cancelled)",
 );
 
 export const UploadAccepted = Type.Object(

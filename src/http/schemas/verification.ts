@@ -1,4 +1,4 @@
-import { Type, type TLiteral, type TLiteralValue } from "typebox";
+import { Type, type TLiteral, type TLiteralValue, type TOptional, type TSchema } from "typebox";
 import {
   RESULT_FIELDS,
   resultFieldsJson,
@@ -32,15 +32,24 @@ const SCHEMA_OF_KIND = {
   nullable_string: () => Type.Union([Type.String(), Type.Null()]),
 } satisfies Record<ResultFieldKind, () => unknown>;
 
+type KindSchema<F extends ResultField> = ReturnType<(typeof SCHEMA_OF_KIND)[F["kind"]]>;
+
+// The spec's fields are required; the ones beyond it are optional, described, and always sent.
 type ResultProperties = {
-  [F in ResultField as F["name"]]: ReturnType<(typeof SCHEMA_OF_KIND)[F["kind"]]>;
+  [F in ResultField as F["name"]]: F["extension"] extends null ? KindSchema<F> : TOptional<KindSchema<F>>;
+};
+
+const propertyOf = (f: ResultField): TSchema => {
+  if (f.extension === null) return SCHEMA_OF_KIND[f.kind]();
+  const base: TSchema = SCHEMA_OF_KIND[f.kind]();
+  return Type.Optional({ ...base, description: f.extension.description });
 };
 
 /** The spec's "Email verification result": `id`, then the result fields in the table's order. */
 export const VerificationReply = Type.Object(
   {
     id: Uuid,
-    ...(Object.fromEntries(RESULT_FIELDS.map((f) => [f.name, SCHEMA_OF_KIND[f.kind]()])) as ResultProperties),
+    ...(Object.fromEntries(RESULT_FIELDS.map((f) => [f.name, propertyOf(f)])) as ResultProperties),
   },
   {
     $id: "VerificationResult",

@@ -139,6 +139,8 @@ describe("results", () => {
         is_catchall: false,
         unknown_reason: null,
         needs_physical_verify: false,
+        did_you_mean: null,
+        is_free_provider: false,
       },
     );
     assert.equal(r.validated_at, clock.now().toISOString());

@@ -57,6 +57,7 @@ export interface VerificationSpec {
   isRoleBased?: boolean;
   isDisposable?: boolean;
   isCatchall?: boolean;
+  isFreeProvider?: boolean;
 }
 
 export async function insertVerificationRow(
@@ -79,6 +80,8 @@ export async function insertVerificationRow(
     isCatchall: v.isCatchall ?? false,
     unknownReason: v.status === "unknown" ? "greylisted" : null,
     needsPhysicalVerify: false,
+    didYouMean: null,
+    isFreeProvider: v.isFreeProvider ?? false,
     evidence: null,
     validatedAt: new Date(v.validatedAt ?? v.createdAt),
     origin: v.origin ?? "realtime",

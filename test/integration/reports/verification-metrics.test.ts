@@ -100,12 +100,13 @@ async function seedMetricsHistory(userId: string): Promise<void> {
   ) => insertVerificationRow(db, userId, { email, status, createdAt, ...more });
   await realtime("a@x.test", "valid", "2026-03-01T09:00:00Z");
   await realtime("admin@y.test", "valid", "2026-03-01T23:59:59.999Z", { isRoleBased: true });
-  await realtime("c@x.test", "valid", "2026-03-01T12:00:00Z");
+  // Rows as stored for a free-provider domain (is_free_provider: true), as the engine marks gmail.com.
+  await realtime("c@x.test", "valid", "2026-03-01T12:00:00Z", { isFreeProvider: true });
   await realtime("temp@mailinator.test", "disposable_domain", "2026-03-02T00:00:00.000Z", {
     isDisposable: true,
   });
   await realtime("not-an-email", "invalid_syntax", "2026-03-02T11:00:00Z");
-  await realtime("f@x.test", "invalid", "2026-03-03T12:00:00Z");
+  await realtime("f@x.test", "invalid", "2026-03-03T12:00:00Z", { isFreeProvider: true });
   await realtime("g@x.test", "valid", "2026-03-03T13:00:00Z", { validatedAt: "2026-03-01T08:00:00Z" });
   await realtime("late@x.test", "valid", "2026-03-03T19:00:00Z");
 }
@@ -138,6 +139,7 @@ const counters = (c: {
   catchall: number;
   role: number;
   disposable: number;
+  free: number;
 }) => ({
   total_verifications: c.verifications,
   total_tasks: c.tasks,
@@ -154,6 +156,7 @@ const counters = (c: {
   total_catchall: c.catchall,
   total_role_based: c.role,
   total_disposable_domain_emails: c.disposable,
+  total_free_provider_emails: c.free,
 });
 
 describe("GET /api/v1/metrics/verifications", () => {
@@ -175,6 +178,7 @@ describe("GET /api/v1/metrics/verifications", () => {
         catchall: 2,
         role: 1,
         disposable: 1,
+        free: 2,
       }),
       // Newest of realtime created_at (g, 03-03 13:00) and job created_at (T2, 03-02 23:30).
       last_verification_requested_at: "2026-03-03T13:00:00.000Z",
@@ -193,6 +197,7 @@ describe("GET /api/v1/metrics/verifications", () => {
             catchall: 0,
             role: 1,
             disposable: 0,
+            free: 1,
           }),
         },
         {
@@ -207,6 +212,7 @@ describe("GET /api/v1/metrics/verifications", () => {
             catchall: 1,
             role: 0,
             disposable: 1,
+            free: 0,
           }),
         },
         {
@@ -221,6 +227,7 @@ describe("GET /api/v1/metrics/verifications", () => {
             catchall: 1,
             role: 0,
             disposable: 0,
+            free: 1,
           }),
         },
       ],
@@ -240,6 +247,7 @@ describe("GET /api/v1/metrics/verifications", () => {
         catchall: 2,
         role: 1,
         disposable: 1,
+        free: 2,
       }),
       last_verification_requested_at: "2026-03-03T19:00:00.000Z",
       last_verification_completed_at: "2026-03-03T19:00:00.000Z",
@@ -271,6 +279,10 @@ describe("GET /api/v1/metrics/verifications", () => {
       sum((c) => c.total_catchall),
       body.total_catchall,
     );
+    assert.equal(
+      sum((c) => c.total_free_provider_emails),
+      body.total_free_provider_emails,
+    );
     // a is requested on 03-01 and again on 03-02.
     assert.equal(
       sum((c) => c.unique_email_addresses),
@@ -296,6 +308,7 @@ describe("GET /api/v1/metrics/verifications", () => {
         catchall: 1,
         role: 0,
         disposable: 0,
+        free: 0,
       }),
       last_verification_requested_at: "2026-03-02T11:00:00.000Z",
       last_verification_completed_at: "2026-03-02T11:00:00.000Z",
@@ -311,6 +324,7 @@ describe("GET /api/v1/metrics/verifications", () => {
             catchall: 1,
             role: 0,
             disposable: 0,
+            free: 0,
           }),
         },
       ],
@@ -328,6 +342,7 @@ describe("GET /api/v1/metrics/verifications", () => {
       catchall: 0,
       role: 0,
       disposable: 0,
+      free: 0,
     });
     assert.deepEqual(okJson(await metrics(fresh)), {
       user_id: fresh.userId,

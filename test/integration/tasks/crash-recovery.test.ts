@@ -140,6 +140,7 @@ test("SIGKILL mid-task: another process finishes it, every job once, one reserva
     processing: 0,
     completed: emails.length,
     failed: 0,
+    cancelled: 0,
   });
   assert.equal(task.metrics.verification_status.valid, emails.length / 2);
   assert.equal(task.metrics.verification_status.invalid, emails.length / 2);

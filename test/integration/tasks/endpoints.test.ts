@@ -214,7 +214,7 @@ const zeroStatus = {
 /** The metrics object of a task none of whose jobs has been claimed yet. */
 const untouchedMetrics = (n: number, createdAt: string) => ({
   total_email_addresses: n,
-  job_status: { pending: n, processing: 0, completed: 0, failed: 0 },
+  job_status: { pending: n, processing: 0, completed: 0, failed: 0, cancelled: 0 },
   progress: 0,
   progress_percent: 0,
   verification_status: zeroStatus,
@@ -226,7 +226,7 @@ const untouchedMetrics = (n: number, createdAt: string) => ({
 const emptyPoint = (date: string) => ({
   date,
   total_email_addresses: 0,
-  job_status: { pending: 0, processing: 0, completed: 0, failed: 0 },
+  job_status: { pending: 0, processing: 0, completed: 0, failed: 0, cancelled: 0 },
   progress: 0,
   progress_percent: 0,
   verification_status: zeroStatus,
@@ -858,6 +858,7 @@ describe("GET /api/v1/tasks/{id}", () => {
       metrics: untouchedMetrics(7, WORK),
       started_at: null,
       finished_at: null,
+      cancelled_at: null,
     });
 
     clock.advance(5 * 60_000);
@@ -871,7 +872,7 @@ describe("GET /api/v1/tasks/{id}", () => {
     assert.equal(task.created_at, WORK);
     assert.deepEqual(task.metrics, {
       total_email_addresses: 7,
-      job_status: { pending: 0, processing: 0, completed: 7, failed: 0 },
+      job_status: { pending: 0, processing: 0, completed: 7, failed: 0, cancelled: 0 },
       progress: 1,
       progress_percent: 100,
       verification_status: {
@@ -908,7 +909,13 @@ describe("GET /api/v1/tasks/{id}", () => {
     const mid = (await get(user, `/api/v1/tasks/${created.id}`)).json();
     assert.equal(mid.started_at, WORK);
     assert.equal(mid.finished_at, null);
-    assert.deepEqual(mid.metrics.job_status, { pending: 1, processing: 0, completed: 1, failed: 0 });
+    assert.deepEqual(mid.metrics.job_status, {
+      pending: 1,
+      processing: 0,
+      completed: 1,
+      failed: 0,
+      cancelled: 0,
+    });
     assert.equal(mid.metrics.progress, 0.5);
     assert.equal(mid.metrics.progress_percent, 50);
     assert.deepEqual(mid.metrics.verification_status, { ...zeroStatus, valid: 1 });
@@ -923,7 +930,13 @@ describe("GET /api/v1/tasks/{id}", () => {
     await drain();
     const done = (await get(user, `/api/v1/tasks/${created.id}`)).json();
     assert.equal(done.finished_at, clock.now().toISOString());
-    assert.deepEqual(done.metrics.job_status, { pending: 0, processing: 0, completed: 2, failed: 0 });
+    assert.deepEqual(done.metrics.job_status, {
+      pending: 0,
+      processing: 0,
+      completed: 2,
+      failed: 0,
+      cancelled: 0,
+    });
     assert.equal(done.metrics.progress, 1);
     assert.deepEqual(done.metrics.verification_status, { ...zeroStatus, valid: 1, unknown: 1 });
     assert.equal(await balanceOf(user), 9);
@@ -1062,6 +1075,8 @@ describe("GET /api/v1/tasks/{id}/jobs", () => {
       validated_at: WORK,
       unknown_reason: null,
       needs_physical_verify: false,
+      did_you_mean: null,
+      is_free_provider: false,
     });
     const stored = await ctx.db.query<{ task_id: string }>(
       "select task_id from email_verifications where id = $1",
@@ -1215,7 +1230,7 @@ describe("GET /api/v1/tasks/{id}/series", () => {
         {
           date: "2025-06-02",
           total_email_addresses: 4,
-          job_status: { pending: 1, processing: 0, completed: 3, failed: 0 },
+          job_status: { pending: 1, processing: 0, completed: 3, failed: 0, cancelled: 0 },
           progress: 0.75,
           progress_percent: 75,
           verification_status: { ...zeroStatus, valid: 2, invalid: 1 },
@@ -1257,7 +1272,7 @@ describe("GET /api/v1/tasks/{id}/series", () => {
     assert.deepEqual(byDate.get("2025-06-02"), {
       date: "2025-06-02",
       total_email_addresses: 3,
-      job_status: { pending: 0, processing: 0, completed: 3, failed: 0 },
+      job_status: { pending: 0, processing: 0, completed: 3, failed: 0, cancelled: 0 },
       progress: 1,
       progress_percent: 100,
       verification_status: { ...zeroStatus, valid: 2, invalid: 1 },
@@ -1268,7 +1283,7 @@ describe("GET /api/v1/tasks/{id}/series", () => {
     assert.deepEqual(byDate.get("2025-06-04"), {
       date: "2025-06-04",
       total_email_addresses: 1,
-      job_status: { pending: 0, processing: 0, completed: 1, failed: 0 },
+      job_status: { pending: 0, processing: 0, completed: 1, failed: 0, cancelled: 0 },
       progress: 1,
       progress_percent: 100,
       verification_status: { ...zeroStatus, unknown: 1 },

@@ -108,7 +108,13 @@ test("10,000 addresses over 300 domains: every result matches the world, refund 
   for (const a of addresses) expected[world.expectation(a).status]++;
   const task = await getTask(user, created.id);
   assert.equal(task.metrics.total_email_addresses, 10_000);
-  assert.deepEqual(task.metrics.job_status, { pending: 0, processing: 0, completed: 10_000, failed: 0 });
+  assert.deepEqual(task.metrics.job_status, {
+    pending: 0,
+    processing: 0,
+    completed: 10_000,
+    failed: 0,
+    cancelled: 0,
+  });
   assert.equal(task.metrics.progress, 1);
   const { role_based: _r, disposable_domain_emails: _d, ...statuses } = task.metrics.verification_status;
   assert.deepEqual(statuses, expected);

@@ -35,6 +35,8 @@ const RESULT_COLUMNS = [
   "is_catchall",
   "unknown_reason",
   "needs_physical_verify",
+  "did_you_mean",
+  "is_free_provider",
   "validated_at",
 ];
 
@@ -183,6 +185,8 @@ interface Verdict {
   is_catchall: boolean;
   unknown_reason: string | null;
   needs_physical_verify: boolean;
+  did_you_mean: string | null;
+  is_free_provider: boolean;
   validated_at: Date;
 }
 
@@ -202,7 +206,7 @@ const esc = (s: string): string => (/^[=+\-@\t\r]/.test(s) ? `'${s}` : s);
 /** The result cells of a row without an address (DESIGN §5: every row has a status). */
 const SKIPPED = ["", "skipped", ...RESULT_COLUMNS.slice(2).map(() => "")];
 
-/** The 13 result cells of an address as csv text. */
+/** The 15 result cells of an address as csv text. */
 function resultText(v: Verdict | undefined, escape: boolean): string[] {
   if (!v) return [...SKIPPED];
   return [
@@ -218,11 +222,13 @@ function resultText(v: Verdict | undefined, escape: boolean): string[] {
     String(v.is_catchall),
     v.unknown_reason ?? "",
     String(v.needs_physical_verify),
+    v.did_you_mean ?? "",
+    String(v.is_free_provider),
     v.validated_at.toISOString(),
   ];
 }
 
-/** The 13 result cells of an address as xlsx values: booleans stay booleans. */
+/** The 15 result cells of an address as xlsx values: booleans stay booleans. */
 function resultTyped(v: Verdict | undefined, escape: boolean): XlsxValue[] {
   if (!v) return [...SKIPPED];
   return [
@@ -238,6 +244,8 @@ function resultTyped(v: Verdict | undefined, escape: boolean): XlsxValue[] {
     v.is_catchall,
     v.unknown_reason ?? "",
     v.needs_physical_verify,
+    v.did_you_mean ?? "",
+    v.is_free_provider,
     v.validated_at.toISOString(),
   ];
 }

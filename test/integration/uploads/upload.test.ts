@@ -266,7 +266,13 @@ describe("upload lifecycle (the first test is the only one with a running worker
     assert.equal(task.statusCode, 200, task.body);
     assert.equal(task.json().is_file_backed, true);
     assert.equal(task.json().file.status, "completed");
-    assert.deepEqual(task.json().metrics.job_status, { pending: 0, processing: 0, completed: 4, failed: 0 });
+    assert.deepEqual(task.json().metrics.job_status, {
+      pending: 0,
+      processing: 0,
+      completed: 4,
+      failed: 0,
+      cancelled: 0,
+    });
     const {
       role_based: _r,
       disposable_domain_emails: _d,

@@ -208,6 +208,7 @@ describe("delivery", () => {
       timestamp: at.toISOString(),
       data: {
         task_id: taskId,
+        status: "completed",
         upload_id: "7f1d2b8e-3c4a-4e5f-8a9b-0c1d2e3f4a5b",
         metrics: { valid: 7, invalid: 2, unknown: 1, total: 10 },
       },
@@ -237,7 +238,7 @@ describe("delivery", () => {
     assert.equal((await runUntilSettled(dispatcherFor(clock), taskId)).status, "delivered");
     assert.equal(receiver.requests.length, 1);
     const body = JSON.parse(receiver.requests[0]!.body) as { data: Record<string, unknown> };
-    assert.deepEqual(body.data, { task_id: taskId, metrics: {} });
+    assert.deepEqual(body.data, { task_id: taskId, status: "completed", metrics: {} });
   });
 
   test("500, 500, then 200: three attempts on the backoff schedule, same webhook-id, then delivered", async () => {

@@ -18,13 +18,14 @@ const getSecret = (headers: Record<string, string>) =>
   ctx.app.inject({ method: "GET", url: "/api/v1/webhooks/secret", headers });
 
 describe("happy path", () => {
-  test("returns exactly { secret } — the user's whsec_ secret, usable by standardwebhooks", async () => {
+  test("returns exactly { secret, previous_secret_expires_at } — the user's whsec_ secret, usable by standardwebhooks", async () => {
     const u = await ctx.createUser();
     const res = await getSecret(ctx.bearer(u.apiKey));
     assert.equal(res.statusCode, 200, res.body);
     assert.match(String(res.headers["content-type"]), /^application\/json/);
-    const body = res.json<{ secret: string }>();
-    assert.deepEqual(Object.keys(body), ["secret"]);
+    const body = res.json<{ secret: string; previous_secret_expires_at: string | null }>();
+    assert.deepEqual(Object.keys(body), ["secret", "previous_secret_expires_at"]);
+    assert.equal(body.previous_secret_expires_at, null, "never rotated");
     assert.match(body.secret, /^whsec_[A-Za-z0-9+/]{32}$/);
     const { rows } = await ctx.db.query<{ webhook_secret: string }>(
       "select webhook_secret from users where id = $1",

@@ -236,6 +236,8 @@ void test("round trip: parse an upload, write results as csv/xlsx/txt, read them
           false,
           null,
           false,
+          null,
+          false,
           "2024-01-01T00:00:00Z",
         ]
       : [
@@ -251,6 +253,8 @@ void test("round trip: parse an upload, write results as csv/xlsx/txt, read them
           false,
           null,
           false,
+          null,
+          true,
           "2024-01-01T00:00:00Z",
         ];
   const header = buildResultHeader(list.header, list.columnCount);
@@ -304,7 +308,7 @@ void test("contentTypeFor and RESULT_COLUMNS", () => {
   assert.equal(contentTypeFor("xlsx"), "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet");
   assert.deepEqual(
     [...RESULT_COLUMNS],
-    "email,status,is_role_based,is_disposable,has_mx_records,has_reverse_dns,domain_name,host_name,server_type,is_catchall,unknown_reason,needs_physical_verify,validated_at".split(
+    "email,status,is_role_based,is_disposable,has_mx_records,has_reverse_dns,domain_name,host_name,server_type,is_catchall,unknown_reason,needs_physical_verify,did_you_mean,is_free_provider,validated_at".split(
       ",",
     ),
   );

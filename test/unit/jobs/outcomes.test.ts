@@ -36,6 +36,8 @@ const result = (over: Partial<VerificationResult>): VerificationResult => ({
   validatedAt: now,
   unknownReason: null,
   needsPhysicalVerify: false,
+  didYouMean: null,
+  isFreeProvider: false,
   evidence: "",
   ...over,
 });

@@ -84,6 +84,25 @@ describe("accepts what the server signs", () => {
     );
   });
 
+  test("a rotation's header (the server signs with both secrets) verifies with either, not a third", async () => {
+    const next = "whsec_" + randomBytes(24).toString("base64");
+    const headers = { ...signWebhook([next, secret], "msg_2f1a", at, body) };
+    const entries = headers[WEBHOOK_SIGNATURE_HEADER].split(" ");
+    assert.equal(entries.length, 2);
+    assert.ok(entries.every((e) => /^v1,[A-Za-z0-9+/]{43}=$/.test(e)));
+    assert.ok((await verify({ payload: body, headers })).ok, "previous secret");
+    assert.ok((await verify({ payload: body, headers, secret: next })).ok, "new secret");
+    const stranger = "whsec_" + randomBytes(24).toString("base64");
+    assert.deepEqual(await verify({ payload: body, headers, secret: stranger }), {
+      ok: false,
+      reason: "signature_mismatch",
+    });
+    // The reference library accepts the same header with either secret.
+    const live = { ...signWebhook([next, secret], "msg_2f1a", new Date(), body) };
+    assert.doesNotThrow(() => new Webhook(secret).verify(body, live));
+    assert.doesNotThrow(() => new Webhook(next).verify(body, live));
+  });
+
   test("within the tolerance both ways; the boundary is inclusive like the reference library", async () => {
     const { payload, headers } = signed();
     for (const skew of [-300, -1, 0, 1, 300]) {

@@ -26,6 +26,8 @@ const result: VerificationResult = {
   validatedAt: new Date("2024-05-06T07:08:09.010Z"),
   unknownReason: "greylisted",
   needsPhysicalVerify: true,
+  didYouMean: null,
+  isFreeProvider: false,
   evidence: "450 4.2.0 greylisted",
   retryAfterMs: 300_000,
 };
@@ -51,19 +53,19 @@ void test("each field's name is its key in snake_case", () => {
   for (const f of RESULT_FIELDS) assert.equal(f.name, snake(f.key));
 });
 
-void test("the table follows the spec's result field order (the API's JSON order)", () => {
+void test("the table follows the spec's result field order (the API's JSON order), then the extensions", () => {
   assert.deepEqual(
     RESULT_FIELDS.map((f) => f.name),
-    "email,status,is_role_based,is_disposable,has_mx_records,has_reverse_dns,domain_name,host_name,server_type,is_catchall,validated_at,unknown_reason,needs_physical_verify".split(
+    "email,status,is_role_based,is_disposable,has_mx_records,has_reverse_dns,domain_name,host_name,server_type,is_catchall,validated_at,unknown_reason,needs_physical_verify,did_you_mean,is_free_provider".split(
       ",",
     ),
   );
 });
 
-void test("download columns are DESIGN §5's list: validated_at last", () => {
+void test("download columns are DESIGN §5's list plus the extensions: validated_at last", () => {
   assert.deepEqual(
     FILE_FIELDS.map((f) => f.name),
-    "email,status,is_role_based,is_disposable,has_mx_records,has_reverse_dns,domain_name,host_name,server_type,is_catchall,unknown_reason,needs_physical_verify,validated_at".split(
+    "email,status,is_role_based,is_disposable,has_mx_records,has_reverse_dns,domain_name,host_name,server_type,is_catchall,unknown_reason,needs_physical_verify,did_you_mean,is_free_provider,validated_at".split(
       ",",
     ),
   );
@@ -89,26 +91,36 @@ void test("resultFieldsJson: snake_case keys in table order, RFC 3339 time, null
     validated_at: "2024-05-06T07:08:09.010Z",
     unknown_reason: "greylisted",
     needs_physical_verify: true,
+    did_you_mean: null,
+    is_free_provider: false,
   });
   assert.equal(resultFieldsJson({ ...result, unknownReason: null }).unknown_reason, null);
+  assert.equal(resultFieldsJson({ ...result, didYouMean: "ann@gmail.com" }).did_you_mean, "ann@gmail.com");
 });
 
 void test("file cells: booleans stay typed, a null reason is blank, missing cells are blank", () => {
-  assert.deepEqual(cellsInOrder(resultCells({ ...result, unknownReason: null })), [
-    "ann@example.test",
-    "unknown",
-    false,
-    true,
-    true,
-    false,
-    "example.test",
-    "mx.example.test",
-    "postfix",
-    false,
-    "",
-    true,
-    "2024-05-06T07:08:09.010Z",
-  ]);
+  assert.deepEqual(
+    cellsInOrder(
+      resultCells({ ...result, unknownReason: null, didYouMean: "ann@gmail.com", isFreeProvider: true }),
+    ),
+    [
+      "ann@example.test",
+      "unknown",
+      false,
+      true,
+      true,
+      false,
+      "example.test",
+      "mx.example.test",
+      "postfix",
+      false,
+      "",
+      true,
+      "ann@gmail.com",
+      true,
+      "2024-05-06T07:08:09.010Z",
+    ],
+  );
   assert.deepEqual(cellsInOrder({ email: "x@y.test", status: "pending" }, fieldsNamed(["status", "email"])), [
     "pending",
     "x@y.test",
@@ -128,10 +140,22 @@ void test("pickResultFields drops the engine's internal properties", () => {
   );
 });
 
-void test("the API schema is id plus the table's fields, all required", () => {
+void test("the API schema is id plus the table's fields, the spec's required, the extensions optional", () => {
   const names = ["id", ...RESULT_FIELDS.map((f) => f.name)];
   assert.deepEqual(Object.keys(VerificationReply.properties), names);
-  assert.deepEqual(VerificationReply.required, names);
+  assert.deepEqual(VerificationReply.required, [
+    "id",
+    ...RESULT_FIELDS.filter((f) => f.extension === null).map((f) => f.name),
+  ]);
+  assert.deepEqual(
+    RESULT_FIELDS.filter((f) => f.extension !== null).map((f) => f.name),
+    ["did_you_mean", "is_free_provider"],
+  );
+  assert.match(
+    String((VerificationReply.properties.did_you_mean as { description?: unknown }).description),
+    /typo of a popular mail domain/,
+  );
+  assert.equal(VerificationReply.properties.is_free_provider.type, "boolean");
   assert.deepEqual(VerificationReply.properties.unknown_reason, {
     anyOf: [{ type: "string" }, { type: "null" }],
   });

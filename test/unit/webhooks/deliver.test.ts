@@ -196,18 +196,18 @@ void test("the body is the documented envelope in the documented key order, uplo
   );
   // jsonb hands objects back with keys reordered (shortest first); serialisation restores the order.
   const fromJsonb = {
-    data: { metrics: { valid: 3, invalid: 1 }, task_id: "t-1", upload_id: "u-1" },
+    data: { metrics: { valid: 3, invalid: 1 }, status: "completed", task_id: "t-1", upload_id: "u-1" },
     type: "task.completed",
     timestamp: at.toISOString(),
   };
   const expected =
-    '{"type":"task.completed","timestamp":"2026-03-04T05:06:07.089Z","data":{"task_id":"t-1","upload_id":"u-1","metrics":{"valid":3,"invalid":1}}}';
+    '{"type":"task.completed","timestamp":"2026-03-04T05:06:07.089Z","data":{"task_id":"t-1","status":"completed","upload_id":"u-1","metrics":{"valid":3,"invalid":1}}}';
   assert.equal(serializeWebhookPayload(withUpload as unknown as Record<string, unknown>), expected);
   assert.equal(serializeWebhookPayload(fromJsonb), expected);
   const withoutUpload = taskCompletedPayload({ taskId: "t-2", uploadId: null, metrics: {} }, at);
   assert.equal(
     serializeWebhookPayload(withoutUpload as unknown as Record<string, unknown>),
-    '{"type":"task.completed","timestamp":"2026-03-04T05:06:07.089Z","data":{"task_id":"t-2","metrics":{}}}',
+    '{"type":"task.completed","timestamp":"2026-03-04T05:06:07.089Z","data":{"task_id":"t-2","status":"completed","metrics":{}}}',
   );
 });
 
