@@ -26,6 +26,7 @@ export function ResultCard({ result, cost }: { result: VerificationResult; cost?
     ],
     ["Role address", yesNo(result.is_role_based), FIELD_MEANING.is_role_based],
     ["Disposable domain", yesNo(result.is_disposable), FIELD_MEANING.is_disposable],
+    ["Free mail provider", yesNo(result.is_free_provider ?? false), FIELD_MEANING.is_free_provider],
     ["Has MX records", yesNo(result.has_mx_records), FIELD_MEANING.has_mx_records],
     ["Reverse DNS", yesNo(result.has_reverse_dns), FIELD_MEANING.has_reverse_dns],
     ["Domain", result.domain_name || "—", FIELD_MEANING.domain_name],
@@ -47,6 +48,12 @@ export function ResultCard({ result, cost }: { result: VerificationResult; cost?
       {reason && (
         <p class="result-reason">
           <strong>Why unknown ({reason}):</strong> {UNKNOWN_REASON_MEANING[reason] ?? "See the reason code."}
+        </p>
+      )}
+      {result.did_you_mean && (
+        <p class="result-reason">
+          <strong>Did you mean {result.did_you_mean}?</strong> The domain typed cannot receive mail and looks
+          like a typo of a popular mail provider.
         </p>
       )}
       {result.needs_physical_verify && (

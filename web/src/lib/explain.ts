@@ -75,6 +75,8 @@ export const FIELD_MEANING = {
   host_name: "The mail server that was asked.",
   server_type: "The kind of mail server or provider, recognised from its answers.",
   domain_name: "The domain of the address.",
+  is_free_provider:
+    "The domain is a free consumer mailbox provider (Gmail, Outlook, Yahoo…), not a company's own.",
   validated_at: "When the check finished.",
 } as const;
 
