@@ -21,3 +21,6 @@ export function safeEqual(a: string, b: string): boolean {
   const db = createHash("sha256").update(b).digest();
   return timingSafeEqual(da, db);
 }
+
+/** A new Standard Webhooks signing secret: "whsec_" + base64 of 24 random bytes. */
+export const newWebhookSecret = (): string => "whsec_" + randomBytes(24).toString("base64");

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { newWebhookSecret } from "../lib/tokens.ts";
 import type { Database } from "../db/client.ts";
 import { insertUser, type User } from "../db/queries/users.ts";
 import { grantCredits } from "../credits/ledger.ts";
@@ -18,9 +18,6 @@ export interface UsersService {
   /** Creates a user with an optional opening grant and a first API key, all in one transaction. */
   create(input: { email: string | null; credits: number }): Promise<CreatedUser>;
 }
-
-/** Standard Webhooks secret format: "whsec_" + base64 of 24 random bytes. */
-const newWebhookSecret = (): string => "whsec_" + randomBytes(24).toString("base64");
 
 export function createUsersService(db: Database, clock: Clock, apiKeys: ApiKeysService): UsersService {
   return {

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { newWebhookSecret } from "../lib/tokens.ts";
 import type { Queryable } from "../db/client.ts";
 import { findWebhookSecrets, rotateWebhookSecret } from "../db/queries/webhook-secrets.ts";
 import { notFound } from "../lib/app-error.ts";
@@ -16,8 +16,7 @@ export const DEFAULT_ROTATION_GRACE_SECONDS = 24 * 3600;
 /** Longest grace period: a leaked secret being rotated out must not live on for long. */
 export const MAX_ROTATION_GRACE_SECONDS = 7 * 24 * 3600;
 
-/** A new Standard Webhooks secret: "whsec_" + base64 of 24 random bytes (as users/service.ts makes them). */
-export const newWebhookSecret = (): string => "whsec_" + randomBytes(24).toString("base64");
+export { newWebhookSecret };
 
 /** The user's signing secret (GET /api/v1/webhooks/secret); NOT_FOUND for an unknown user. */
 export async function webhookSecretOf(q: Queryable, userId: string, now: Date): Promise<WebhookSecretView> {
