@@ -60,7 +60,7 @@ const ALLOWED = {
 const FASTIFY = { regex: "^(fastify|@fastify/[^/]+)(/|$)", allowedIn: ["http", "app"] };
 const DRIVERS = {
   regex: "^(pg|@electric-sql/pglite)(/|$)",
-  files: ["src/db/pglite.ts", "src/db/postgres.ts"],
+  files: ["src/db/pglite.ts", "src/db/postgres.ts", "src/db/postgres-listen.ts"],
 };
 
 /** `no-restricted-imports` for one folder: every src/ folder not on its allow-list, plus packages. */
@@ -77,7 +77,7 @@ function layerRules(from, { allowDrivers = false } = {}) {
   if (!allowDrivers)
     patterns.push({
       regex: DRIVERS.regex,
-      message: "Only db/pglite.ts and db/postgres.ts import their drivers (DESIGN.md §4).",
+      message: "Only db/pglite.ts and db/postgres*.ts import their drivers (DESIGN.md §4).",
     });
   return { "no-restricted-imports": ["error", { patterns }] };
 }

@@ -23,6 +23,7 @@ const offlineDb: Database = {
   query: noDatabase,
   transaction: noDatabase,
   exec: noDatabase,
+  subscribe: noDatabase,
   close: async () => {},
 };
 

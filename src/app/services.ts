@@ -4,7 +4,9 @@ import { createAuthenticator, type Authenticator } from "../auth/authenticate.ts
 import { createJwtService, type JwtService } from "../auth/jwt.ts";
 import { createCreditsService, type CreditsService } from "../credits/service.ts";
 import { createListParserPool } from "../files/index.ts";
+import { createInvalidationBus, type InvalidationBus } from "../db/invalidation-bus.ts";
 import { createApiKeysService, type ApiKeysService } from "../keys/service.ts";
+import { createRecentResults } from "../verifications/recent-results.ts";
 import { systemClock, type Clock } from "../lib/clock.ts";
 import type { Logger } from "../observability/logger.ts";
 import { createMetrics, type Metrics } from "../observability/metrics.ts";
@@ -39,6 +41,8 @@ export interface Services {
   tasks: TasksService;
   uploads: UploadsService;
   webhooks: WebhooksService;
+  /** Tells every node's caches what changed (db/invalidation-bus.ts). */
+  invalidations: InvalidationBus;
   /** Releases what the services hold (engine sessions, limiter stores); not the database. */
   close(): Promise<void>;
 }
@@ -60,7 +64,13 @@ export interface ServiceOptions {
 export function buildServices(opts: ServiceOptions): Services {
   const { config, db, logger } = opts;
   const clock = opts.clock ?? systemClock;
-  const apiKeys = createApiKeysService(db, clock, opts.encryptionKey);
+  const invalidations = createInvalidationBus(db, (e) =>
+    logger.warn({ err: e }, "cache invalidation channel unavailable; caches bypassed until it is back"),
+  );
+  const apiKeys = createApiKeysService(db, clock, opts.encryptionKey, {
+    bus: invalidations,
+    ttlMs: config.hotCache.authTtlMs,
+  });
   const jwt = createJwtService({
     secret: opts.jwtSecret,
     jwksUrl: config.jwtJwksUrl,
@@ -112,12 +122,18 @@ export function buildServices(opts: ServiceOptions): Services {
       maxInFlightPerUser: config.verify.maxInFlightPerUser,
       onEvidenceDecision: (r) =>
         logger.info({ domain: r.domainName, email: r.email, evidence: r.evidence }, "decided by evidence"),
+      recent: createRecentResults(invalidations, {
+        maxEntries: config.hotCache.resultMaxEntries,
+        maxBytes: config.hotCache.resultMaxBytes,
+      }),
     }),
-    tasks: createTasksService(db, clock, engine),
+    tasks: createTasksService(db, clock, engine, invalidations),
     uploads: createUploadsService(db, clock, engine, listParser),
     reports: createReportsService(db),
     webhooks: createWebhooksService(db, clock),
+    invalidations,
     async close() {
+      await invalidations.close();
       await engine.close();
       await rateLimiter.close();
       await listParser.close();

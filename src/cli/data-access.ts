@@ -5,6 +5,7 @@ import { findAdminEndpoint, type AdminEndpoint } from "../app/admin-endpoint.ts"
 import { openRuntime } from "../app/runtime.ts";
 import { dataDirOwner } from "../db/data-dir-lock.ts";
 import { sleep } from "../lib/sleep.ts";
+import { CliError } from "./cli-support.ts";
 import type { ApiKeyPurpose, ApiKeyRecord } from "../keys/service.ts";
 import type { Logger } from "../observability/logger.ts";
 
@@ -49,9 +50,7 @@ const cliKeyOf = (r: ApiKeyRecord): CliApiKey => ({
   prefix: r.keyPrefix,
 });
 
-export class CliError extends Error {
-  override name = "CliError";
-}
+export { CliError };
 
 async function adminCall<T>(endpoint: AdminEndpoint, path: string, body: unknown): Promise<T> {
   const res = await fetch(endpoint.url + path, {

@@ -1,34 +1,28 @@
+// The command tree of `mailprobe`. Only commander is imported up front: every action loads its
+// module (`await import(...)`) when it runs, so `--help` and `--version` stay fast (README:
+// "Command-line tool"). Keep it that way: no static import of anything but commander, node: built-ins
+// and dependency-free modules here.
+import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
-import type { Logger } from "../observability/logger.ts";
-import { serve } from "../app/serve.ts";
-import { work } from "../app/work.ts";
-import { ConfigError, loadConfig, type Config } from "../config/index.ts";
-import { migrate } from "../db/migrate.ts";
-import { openDatabase } from "../db/open.ts";
-import { lockDataDir } from "../db/data-dir-lock.ts";
-import { API_KEY_PURPOSES, type ApiKeyPurpose } from "../keys/service.ts";
+import { API_KEY_PURPOSES, type ApiKeyPurpose } from "../keys/purposes.ts";
 import { isUuid } from "../lib/ids.ts";
-import { createLogger } from "../observability/logger.ts";
-import { CliError, openDataAccess } from "./data-access.ts";
-import { formatTable, toJson, verifyAddresses } from "./verify-command.ts";
-import { doctorJson, formatDoctorReport, runDoctorCommand } from "./doctor-command.ts";
 
-const say = (line: string): void => void process.stdout.write(line + "\n");
-
-// The data commands print their result on stdout (`--json` is meant to be piped), so their own
-// warnings (e.g. "generated an encryption key") must go to stderr, not into that output.
-// Data commands print their results on stdout (machine-readable with --json); logs go to stderr.
-const dataCommandLogger = (): Logger => createLogger("warn", "stderr");
-
-// Commands that probe mail servers say on stderr what the server logs at start (e.g. a HELO name
-// receivers refuse), without disturbing --json on stdout.
-function warnAboutConfig(config: Readonly<Config>): void {
-  for (const w of config.warnings) process.stderr.write(`mailprobe: warning: ${w.message}\n`);
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+    version?: string;
+  };
+  return pkg.version ?? "0.0.0";
 }
 
 function positiveInt(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError("must be a non-negative integer");
   return Number(value);
+}
+
+function atLeastOne(value: string): number {
+  const n = positiveInt(value);
+  if (n < 1) throw new InvalidArgumentError("must be at least 1");
+  return n;
 }
 
 // Checked here so a typo is a usage error, not a database error (invalid input syntax for uuid)
@@ -43,15 +37,41 @@ function keyIdArg(value: string): string {
   return value;
 }
 
+function taskIdArg(value: string): string {
+  if (!isUuid(value)) throw new InvalidArgumentError("must be a task id (UUID)");
+  return value;
+}
+
 function purposeArg(value: string): ApiKeyPurpose {
   const purpose = API_KEY_PURPOSES.find((p) => p === value);
   if (!purpose) throw new InvalidArgumentError(`must be one of ${API_KEY_PURPOSES.join(", ")}`);
   return purpose;
 }
 
+const FORMATS = ["csv", "txt", "xlsx"] as const;
+type FileFormat = (typeof FORMATS)[number];
+
+function formatArg(value: string): FileFormat {
+  const format = FORMATS.find((f) => f === value.toLowerCase());
+  if (!format) throw new InvalidArgumentError(`must be one of ${FORMATS.join(", ")}`);
+  return format;
+}
+
+/** A usage mistake found in an action (not by commander): printed like any CliError. */
+class UsageError extends Error {
+  override name = "CliError";
+}
+
+const commands = () => import("./commands.ts");
+const client = () => import("./client.ts");
+
+const COLUMN_HELP =
+  "the email column (csv/xlsx): a header name, a column letter (E) or a 1-based number; default: the column named like Email, else the one holding addresses";
+
 function buildProgram(): Command {
   const program = new Command("mailprobe")
     .description("Self-hostable email verification service")
+    .version(packageVersion(), "-V, --version", "print the version")
     .showHelpAfterError()
     .exitOverride();
 
@@ -59,38 +79,17 @@ function buildProgram(): Command {
     .command("serve")
     .description("run the HTTP API and, unless --no-worker, the batch workers")
     .option("--no-worker", "do not run batch workers in this process")
-    .action(async (opts: { worker: boolean }) => {
-      const config = loadConfig(process.env);
-      await serve(config, createLogger(config.logLevel), { say, withWorker: opts.worker });
-    });
+    .action(async (opts: { worker: boolean }) => (await commands()).serveCommand(opts));
 
   program
     .command("worker")
     .description("run only the batch worker pool and webhook dispatcher")
-    .action(async () => {
-      const config = loadConfig(process.env);
-      await work(config, createLogger(config.logLevel), say);
-    });
+    .action(async () => (await commands()).workerCommand());
 
   program
     .command("migrate")
     .description("apply pending database migrations and exit")
-    .action(async () => {
-      const config = loadConfig(process.env);
-      const release = config.databaseUrl ? null : await lockDataDir(config.dataDir).catch(toCliError);
-      const db = await openDatabase({
-        databaseUrl: config.databaseUrl,
-        dataDir: config.dataDir,
-        poolSize: 2,
-      });
-      try {
-        const applied = await migrate(db);
-        say(applied.length ? `applied migrations: ${applied.join(", ")}` : "database is up to date");
-      } finally {
-        await db.close();
-        await release?.();
-      }
-    });
+    .action(async () => (await commands()).migrateCommand());
 
   const users = program.command("users").description("manage users");
   users
@@ -99,24 +98,9 @@ function buildProgram(): Command {
     .requiredOption("--credits <n>", "opening credit balance", positiveInt)
     .option("--email <email>", "contact email (unique)")
     .option("--json", "print JSON")
-    .action(async (opts: { credits: number; email?: string; json?: boolean }) => {
-      const config = loadConfig(process.env);
-      const data = await openDataAccess(config, dataCommandLogger());
-      try {
-        const u = await data.createUser(opts.credits, opts.email ?? null);
-        if (opts.json) say(JSON.stringify({ user_id: u.userId, balance: u.balance, api_key: u.apiKey }));
-        else {
-          say(`user_id: ${u.userId}`);
-          say(`balance: ${u.balance}`);
-          say(`api_key: ${u.apiKey}`);
-          say(
-            "(the key is shown once here; list or reveal keys later with GET /api/v1/api-keys?reveal=true)",
-          );
-        }
-      } finally {
-        await data.close();
-      }
-    });
+    .action(async (opts: { credits: number; email?: string; json?: boolean }) =>
+      (await commands()).usersCreateCommand(opts),
+    );
 
   const credits = program.command("credits").description("manage credits");
   credits
@@ -125,19 +109,9 @@ function buildProgram(): Command {
     .argument("<user_id>", "user id (UUID)", uuidArg)
     .argument("<amount>", "credits to add", positiveInt)
     .requiredOption("--reason <reason>", "reason recorded on the transaction")
-    .action(async (userId: string, amount: number, opts: { reason: string }) => {
-      if (amount < 1) throw new CliError("amount must be at least 1");
-      const config = loadConfig(process.env);
-      const data = await openDataAccess(config, dataCommandLogger());
-      try {
-        const t = await data.grantCredits(userId, amount, opts.reason);
-        say(
-          `granted ${amount} credits to ${userId}: balance ${t.balanceAfter} (transaction ${t.transactionId})`,
-        );
-      } finally {
-        await data.close();
-      }
-    });
+    .action(async (userId: string, amount: number, opts: { reason: string }) =>
+      (await commands()).creditsGrantCommand(userId, amount, opts),
+    );
 
   const keys = program.command("keys").description("manage a user's API keys (operators)");
   keys
@@ -147,60 +121,65 @@ function buildProgram(): Command {
     .option("--name <name>", "key name", "cli")
     .option("--purpose <purpose>", `one of ${API_KEY_PURPOSES.join(", ")}`, purposeArg, "custom")
     .option("--json", "print JSON")
-    .action(async (userId: string, opts: { name: string; purpose: ApiKeyPurpose; json?: boolean }) => {
-      if (!opts.name.trim()) throw new CliError("--name must not be blank");
-      const data = await openDataAccess(loadConfig(process.env), dataCommandLogger());
-      try {
-        const k = await data.createKey(userId, opts.name.trim(), opts.purpose);
-        if (opts.json) say(JSON.stringify(k));
-        else for (const f of ["id", "name", "purpose", "key"] as const) say(`${f}: ${k[f]}`);
-      } finally {
-        await data.close();
-      }
-    });
+    .action(async (userId: string, opts: { name: string; purpose: ApiKeyPurpose; json?: boolean }) =>
+      (await commands()).keysCreateCommand(userId, opts),
+    );
   keys
     .command("list")
     .description("list a user's API keys (never their plaintext)")
     .argument("<user_id>", "user id (UUID)", uuidArg)
     .option("--json", "print JSON")
-    .action(async (userId: string, opts: { json?: boolean }) => {
-      const data = await openDataAccess(loadConfig(process.env), dataCommandLogger());
-      try {
-        const list = await data.listKeys(userId);
-        if (opts.json) say(JSON.stringify(list));
-        else
-          for (const k of list)
-            say([k.id, k.is_active ? "active" : "revoked", k.purpose, k.prefix, k.name].join("\t"));
-      } finally {
-        await data.close();
-      }
-    });
+    .action(async (userId: string, opts: { json?: boolean }) =>
+      (await commands()).keysListCommand(userId, opts),
+    );
   keys
     .command("revoke")
     .description("deactivate one of a user's API keys (its sessions end too; the last active key is kept)")
     .argument("<user_id>", "user id (UUID)", uuidArg)
     .argument("<key_id>", "API key id (UUID)", keyIdArg)
-    .action(async (userId: string, keyId: string) => {
-      const data = await openDataAccess(loadConfig(process.env), dataCommandLogger());
-      try {
-        await data.revokeKey(userId, keyId);
-        say(`revoked ${keyId}`);
-      } finally {
-        await data.close();
-      }
-    });
+    .action(async (userId: string, keyId: string) => (await commands()).keysRevokeCommand(userId, keyId));
 
   program
     .command("verify")
-    .description("verify addresses locally with the engine (no server, no credits) and print the results")
-    .argument("<address...>", "addresses to verify")
-    .option("--json", "print JSON lines")
-    .action(async (addresses: string[], opts: { json?: boolean }) => {
-      const config = loadConfig(process.env);
-      warnAboutConfig(config);
-      const results = await verifyAddresses(config, addresses);
-      say(opts.json ? results.map((r) => JSON.stringify(toJson(r))).join("\n") : formatTable(results));
-    });
+    .description(
+      "verify addresses, or a list file with --file, locally with the engine (no server, no credits)",
+    )
+    .argument("[address...]", "addresses to verify")
+    .option("--json", "addresses: print JSON lines")
+    .option("-f, --file <list>", "a .csv, .txt or .xlsx list to verify (at most 100,000 addresses)")
+    .option("-c, --column <column>", COLUMN_HELP)
+    .option("-o, --out <file>", "results file (default: <list>.results.<format> next to the list)")
+    .option(
+      "--format <format>",
+      "results format: csv, txt or xlsx (default: from --out, else csv)",
+      formatArg,
+    )
+    .option("--no-escape-formulas", "keep cells starting with = + - @ as they are (machine use)")
+    .action(
+      async (
+        addresses: string[],
+        opts: {
+          json?: boolean;
+          file?: string;
+          column?: string;
+          out?: string;
+          format?: FileFormat;
+          escapeFormulas: boolean;
+        },
+      ) => {
+        if (opts.file !== undefined) {
+          if (addresses.length > 0) throw new UsageError("give addresses or --file, not both");
+          const { verifyFileCommand } = await import("./verify-file.ts");
+          await verifyFileCommand({ ...opts, file: opts.file });
+          return;
+        }
+        if (addresses.length === 0) throw new UsageError("give one or more addresses, or --file");
+        for (const flag of ["column", "out", "format"] as const) {
+          if (opts[flag] !== undefined) throw new UsageError(`--${flag} applies to --file only`);
+        }
+        await (await commands()).verifyAddressesCommand(addresses, opts);
+      },
+    );
 
   program
     .command("doctor")
@@ -212,19 +191,71 @@ function buildProgram(): Command {
       "an IP, a mail host, or a domain (its best MX) to probe; default: the MAIL FROM domain's MX",
     )
     .option("--json", "print one JSON document")
-    .action(async (opts: { mx?: string; json?: boolean }) => {
-      const config = loadConfig(process.env);
-      const report = await runDoctorCommand(config, { mx: opts.mx ?? null });
-      say(opts.json ? JSON.stringify(doctorJson(config, report)) : formatDoctorReport(config, report));
-      if (!report.ok) process.exitCode = 1;
-    });
+    .action(async (opts: { mx?: string; json?: boolean }) => (await commands()).doctorCommand(opts));
+
+  const remote = program
+    .command("client")
+    .description("talk to a running mailprobe server (MAILPROBE_URL, MAILPROBE_KEY)");
+  remote
+    .command("verify")
+    .description("verify addresses in realtime on the server (billed as POST /api/v1/verify)")
+    .argument("<address...>", "addresses to verify")
+    .option("--json", "print the server's JSON, one line per address")
+    .action(async (addresses: string[], opts: { json?: boolean }) =>
+      (await client()).clientVerify(addresses, opts),
+    );
+  remote
+    .command("upload")
+    .description("upload a list file as a batch task; with --wait, follow it and download the results")
+    .argument("<file>", "a .csv, .txt or .xlsx list")
+    .option("-c, --column <column>", COLUMN_HELP)
+    .option("-w, --wait", "wait for the task to finish (progress on stderr), then download the results")
+    .option(
+      "-o, --out <file>",
+      "with --wait: results file (default: <list>.results.<format> next to the list)",
+    )
+    .option("--format <format>", "with --wait: csv, txt or xlsx (default: from --out, else csv)", formatArg)
+    .option("--timeout <minutes>", "with --wait: give up waiting after this long", atLeastOne, 120)
+    .option("--json", "print the server's JSON answer (the upload; with --wait, the finished task)")
+    .action(
+      async (
+        file: string,
+        opts: {
+          column?: string;
+          wait?: boolean;
+          out?: string;
+          format?: FileFormat;
+          timeout: number;
+          json?: boolean;
+        },
+      ) => (await client()).clientUpload(file, opts),
+    );
+  remote
+    .command("download")
+    .description("download a task's results")
+    .argument("<task_id>", "task id (UUID)", taskIdArg)
+    .option("-o, --out <file>", "results file (default: the server's file name, in this directory)")
+    .option("--format <format>", "csv, txt or xlsx (default: from --out, else csv)", formatArg)
+    .action(async (taskId: string, opts: { out?: string; format?: FileFormat }) =>
+      (await client()).clientDownload(taskId, opts),
+    );
+  remote
+    .command("tasks")
+    .description("list your batch tasks, newest first")
+    .option("--limit <n>", "how many (1-100)", atLeastOne, 10)
+    .option("--json", "print the server's JSON")
+    .action(async (opts: { limit: number; json?: boolean }) => (await client()).clientTasks(opts));
+  remote
+    .command("credits")
+    .description("show your credit balance")
+    .option("--json", "print the server's JSON")
+    .action(async (opts: { json?: boolean }) => (await client()).clientCredits(opts));
 
   return program;
 }
 
-function toCliError(e: unknown): never {
-  throw new CliError(e instanceof Error ? e.message : String(e));
-}
+/** Errors that are the user's to fix: one line on stderr, exit 1, no stack trace. */
+const EXPECTED_ERRORS = new Set(["ConfigError", "CliError", "AppError", "DataDirBusyError", "ClientError"]);
 
 export async function main(argv: string[]): Promise<void> {
   try {
@@ -235,12 +266,7 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = err.exitCode ?? 1;
       return;
     }
-    if (
-      e instanceof ConfigError ||
-      e instanceof CliError ||
-      err.name === "AppError" ||
-      err.name === "DataDirBusyError"
-    ) {
+    if (typeof err.name === "string" && EXPECTED_ERRORS.has(err.name)) {
       process.stderr.write(`mailprobe: ${err.message}\n`);
       process.exitCode = 1;
       return;

@@ -10,6 +10,10 @@ export type { ConfigWarningCode } from "./smtp-identity.ts";
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 
+/** LOG_FORMAT: `auto` is human-readable on a terminal, JSON lines otherwise. */
+export type LogFormat = "auto" | "json" | "pretty";
+export const LOG_FORMATS: readonly LogFormat[] = ["auto", "json", "pretty"];
+
 /** The whole runtime configuration. Built once by loadConfig; nothing else reads process.env. */
 export interface Config {
   /** HTTP port. */
@@ -36,6 +40,8 @@ export interface Config {
   rateLimitPerSecond: number;
   /** Requests a credential may burst above the sustained rate. */
   rateLimitBurst: number;
+  /** Per-node memory of the realtime path (issue 14): authenticated keys and recent results. */
+  hotCache: { authTtlMs: number; resultMaxEntries: number; resultMaxBytes: number };
   /** Redis for cluster-wide rate-limit counters; null → PostgreSQL (cluster) or memory (embedded). */
   redisUrl: string | null;
   /** Largest JSON request body accepted. */
@@ -49,6 +55,8 @@ export interface Config {
   /** METRICS_TOKEN: when set, GET /metrics requires `Authorization: Bearer <token>`. */
   metricsToken: string | null;
   logLevel: LogLevel;
+  /** LOG_FORMAT (default auto): serve/worker logs as JSON lines, or pretty on a terminal. */
+  logFormat: LogFormat;
   /** Grace period for in-flight work at SIGTERM before the process exits anyway. */
   shutdownTimeoutMs: number;
   /** Verification engine settings (DNS, SMTP probing). */
@@ -172,6 +180,11 @@ export function loadConfig(
     sessionTtlSeconds: intVar(env, "SESSION_TTL_SECONDS", 900, 60, 86_400),
     rateLimitPerSecond: intVar(env, "RATE_LIMIT_PER_SECOND", 20, 1, 1_000_000),
     rateLimitBurst: intVar(env, "RATE_LIMIT_BURST", 40, 1, 1_000_000),
+    hotCache: Object.freeze({
+      authTtlMs: intVar(env, "AUTH_CACHE_TTL_MS", 60_000, 0, 3_600_000),
+      resultMaxEntries: intVar(env, "RESULT_CACHE_MAX_ENTRIES", 100_000, 0, 10_000_000),
+      resultMaxBytes: intVar(env, "RESULT_CACHE_MAX_MB", 64, 1, 16_384) * 1024 * 1024,
+    }),
     redisUrl: urlVar(env, "REDIS_URL", ["redis:", "rediss:"]),
     bodyLimitBytes: intVar(env, "BODY_LIMIT_BYTES", 5 * 1024 * 1024, 1024),
     maxUploadBytes: intVar(env, "MAX_UPLOAD_BYTES", 10 * 1024 * 1024, 1024),
@@ -183,6 +196,7 @@ export function loadConfig(
     trustProxy: boolVar(env, "TRUST_PROXY", false),
     metricsToken: optionalVar(env, "METRICS_TOKEN"),
     logLevel: enumVar(env, "LOG_LEVEL", LOG_LEVELS, "info"),
+    logFormat: enumVar(env, "LOG_FORMAT", LOG_FORMATS, "auto"),
     shutdownTimeoutMs: intVar(env, "SHUTDOWN_TIMEOUT_MS", 30_000, 0, 600_000),
     verify: loadVerifyConfig(env, smtp),
     worker: loadWorkerConfig(env),

@@ -18,13 +18,41 @@ export interface Transaction extends Queryable {
   exec(sql: string): Promise<void>;
 }
 
+/** What a subscriber of a notification channel is told. */
+export interface ChannelHandlers {
+  /** A NOTIFY payload on the channel (sent by any process of the cluster, this one included). */
+  message(payload: string): void;
+  /**
+   * The subscription was (re)established after a time without it: anything sent meanwhile was
+   * missed, so whatever the messages keep fresh must be dropped now.
+   */
+  gap(): void;
+}
+
+/** A live LISTEN. `connected` is false while the listening connection is being re-established. */
+export interface Subscription {
+  readonly connected: boolean;
+  close(): Promise<void>;
+}
+
 export interface Database extends Queryable {
   readonly kind: DatabaseKind;
+  /**
+   * LISTENs on `channel` (a plain lower-case name) for the life of the subscription. Messages are
+   * sent with `select pg_notify(channel, payload)`, inside the transaction whose commit they
+   * announce. On PostgreSQL the listening connection is reconnected after a restart.
+   */
+  subscribe(channel: string, handlers: ChannelHandlers): Promise<Subscription>;
   /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
   /** Runs a multi-statement script (migrations only). */
   exec(sql: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Channel names are interpolated into LISTEN (it takes no parameters): only plain identifiers. */
+export function assertChannelName(channel: string): void {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel)) throw new RangeError(`bad channel name: ${channel}`);
 }
 
 /** PostgreSQL type OIDs whose text form we parse to JS numbers in both adapters. */

@@ -1,6 +1,6 @@
 import { PGlite } from "@electric-sql/pglite";
 import type { Database, QueryResult, Transaction } from "./client.ts";
-import { NUMBER_TYPE_OIDS, parseNumber } from "./client.ts";
+import { assertChannelName, NUMBER_TYPE_OIDS, parseNumber } from "./client.ts";
 
 const parsers = { [NUMBER_TYPE_OIDS.int8]: parseNumber, [NUMBER_TYPE_OIDS.numeric]: parseNumber };
 
@@ -40,6 +40,22 @@ export async function openPglite(
     },
     async exec(sql) {
       await pg.exec(sql);
+    },
+    async subscribe(channel, handlers) {
+      assertChannelName(channel);
+      // One in-process connection: a LISTEN here never drops, so there is never a gap.
+      const unlisten = await pg.listen(channel, (payload) => handlers.message(payload));
+      let open = true;
+      return {
+        get connected() {
+          return open && !pg.closed;
+        },
+        async close() {
+          if (!open) return;
+          open = false;
+          if (!pg.closed) await unlisten();
+        },
+      };
     },
     async close() {
       if (!pg.closed) await pg.close();

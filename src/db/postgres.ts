@@ -1,6 +1,7 @@
 import pg from "pg";
 import type { Database, Transaction } from "./client.ts";
 import { DatabaseUnavailableError, isDatabaseUnavailable, NUMBER_TYPE_OIDS, parseNumber } from "./client.ts";
+import { listenOnPostgres } from "./postgres-listen.ts";
 
 const types = {
   getTypeParser(oid: number, format?: "text" | "binary") {
@@ -92,6 +93,7 @@ export function openPostgres(
     async exec(sql) {
       await base.exec(sql);
     },
+    subscribe: (channel, handlers) => listenOnPostgres(connectionString, channel, handlers, onError),
     async close() {
       // Idempotent like the PGlite adapter's (pg itself throws "Called end on pool more than
       // once"), so cleanup code can close a database without knowing whether it already was.

@@ -1,4 +1,6 @@
+import { LRUCache } from "lru-cache";
 import type { Database, Queryable } from "../db/client.ts";
+import { announceInvalidation, type InvalidationBus } from "../db/invalidation-bus.ts";
 import {
   countActiveApiKeysOfUser,
   deactivateApiKey,
@@ -18,7 +20,7 @@ import { safeEqual } from "../lib/tokens.ts";
 import { decryptSecret, encryptSecret } from "./key-cipher.ts";
 import { generateApiKey, hashApiKey, looksLikeApiKey } from "./key-material.ts";
 
-export const API_KEY_PURPOSES: readonly ApiKeyPurpose[] = ["zapier", "n8n", "google sheets", "custom"];
+export { API_KEY_PURPOSES } from "./purposes.ts";
 
 /** Most active keys one user may hold (DESIGN §5 "Key scopes"): creating one more → 409 CONFLICT. */
 export const MAX_ACTIVE_KEYS_PER_USER = 50;
@@ -53,10 +55,20 @@ export interface ApiKeysService {
   isActiveKeyOf(userId: string, id: string): Promise<boolean>;
 }
 
+export interface ApiKeyCacheOptions {
+  /** Announces deactivations to every node; without it nothing is cached (one-shot CLI). */
+  bus: InvalidationBus;
+  /** How long an authenticated key is remembered (AUTH_CACHE_TTL_MS; 0 = never). */
+  ttlMs: number;
+  /** Most keys remembered at once. */
+  maxEntries?: number;
+}
+
 export function createApiKeysService(
   db: Database,
   clock: Clock,
   encryptionKey: Buffer | null,
+  cacheOptions?: ApiKeyCacheOptions,
 ): ApiKeysService {
   const requireKey = (): Buffer => {
     if (!encryptionKey) {
@@ -82,7 +94,35 @@ export function createApiKeysService(
 
   // Session → key liveness, remembered briefly so a session request costs no query most of the time.
   const liveness = new Map<string, { userId: string; active: boolean; at: number }>();
-  const forget = (id: string): void => void liveness.delete(id);
+  // Key hash → active key, so a request with a known key costs no query. A deactivation reaches
+  // every node through the bus at once; the TTL only bounds what a lost message could keep alive,
+  // and while the bus is down (`live` false) this cache is neither read nor filled.
+  const bus = cacheOptions?.bus;
+  const authenticated =
+    bus && cacheOptions.ttlMs > 0
+      ? new LRUCache<string, ApiKeyRecord>({
+          max: cacheOptions.maxEntries ?? 10_000,
+          ttl: cacheOptions.ttlMs,
+        })
+      : null;
+  const forget = (id: string): void => {
+    liveness.delete(id);
+    if (!authenticated) return;
+    for (const [hash, record] of authenticated.entries()) if (record.id === id) authenticated.delete(hash);
+  };
+  // Grows with every message that may concern a key: a fill that read the key before one arrived
+  // may hold what it invalidated, so it is not stored.
+  let keyEpoch = 0;
+  bus?.on((m) => {
+    if (m === null) {
+      keyEpoch++;
+      liveness.clear();
+      authenticated?.clear();
+    } else if (m.kind === "api_key") {
+      keyEpoch++;
+      forget(m.id);
+    }
+  });
 
   const insert = async (q: Queryable, userId: string, name: string, purpose: ApiKeyPurpose) => {
     const key = requireKey();
@@ -137,17 +177,29 @@ export function createApiKeysService(
               "Create another key first, then delete this one",
           );
         await deactivateApiKey(tx, userId, id, clock.now());
+        // Always announced, also from a one-shot CLI without caches: running nodes have the key cached.
+        await announceInvalidation(tx, { kind: "api_key", id });
       });
-      forget(id);
+      if (bus) bus.applyLocally({ kind: "api_key", id });
+      else forget(id);
     },
 
     async authenticate(plaintext) {
       if (!looksLikeApiKey(plaintext)) return null;
       const hash = hashApiKey(plaintext);
+      const useCache = authenticated !== null && bus!.live;
+      const hit = useCache ? authenticated.get(hash) : undefined;
+      if (hit) {
+        touch(hit.id);
+        return hit;
+      }
+      const epoch = keyEpoch;
       const record = await findApiKeyByHash(db, hash);
       // The index lookup already matched the hash; the constant-time re-check keeps the decision
       // itself free of early-exit timing.
       if (!record || !safeEqual(record.keyHash, hash) || !record.isActive) return null;
+      // Not stored when an invalidation arrived during the read: it may be about this very key.
+      if (useCache && bus!.live && keyEpoch === epoch) authenticated.set(hash, record);
       touch(record.id);
       return record;
     },

@@ -1,4 +1,5 @@
 import { INTEGRATION_PURPOSES, type Principal } from "../auth/principal.ts";
+import { announceInvalidation, type InvalidationBus } from "../db/invalidation-bus.ts";
 import { deductCredits, refundCredits } from "../credits/ledger.ts";
 import type { Database, Queryable } from "../db/client.ts";
 import { findCreditTransactionByKey } from "../db/queries/credit-transactions.ts";
@@ -129,7 +130,12 @@ export const mayDeleteTasks = (p: Principal): boolean =>
  * ledger is untouched (money history is never deleted). An unfinished task is a CONFLICT: cancel
  * it first.
  */
-export async function deleteTask(db: Database, principal: Principal, id: string): Promise<void> {
+export async function deleteTask(
+  db: Database,
+  principal: Principal,
+  id: string,
+  bus?: Pick<InvalidationBus, "applyLocally">,
+): Promise<void> {
   if (!mayDeleteTasks(principal))
     throw forbidden(
       `An integration key (purpose "${principal.apiKeyPurpose}") cannot delete tasks; use a "custom" key or a session`,
@@ -138,7 +144,10 @@ export async function deleteTask(db: Database, principal: Principal, id: string)
     const task = await lockOwnTask(tx, principal, id);
     if (!task.finishedAt) throw conflict("The task has not finished; cancel it first, then delete it");
     await deleteTaskData(tx, task.id);
+    // Nodes that remember the user's results (verifications/recent-results.ts) forget them.
+    await announceInvalidation(tx, { kind: "user_results", userId: principal.userId });
   });
+  bus?.applyLocally({ kind: "user_results", userId: principal.userId });
 }
 
 /**
@@ -152,7 +161,9 @@ export async function purgeTasksFinishedBefore(db: Database, before: Date, limit
   for (const id of ids) {
     const done = await db.transaction(async (tx) => {
       const task = await lockTask(tx, id);
-      return task?.finishedAt ? deleteTaskData(tx, id) : false;
+      if (!task?.finishedAt || !(await deleteTaskData(tx, id))) return false;
+      if (task.userId) await announceInvalidation(tx, { kind: "user_results", userId: task.userId });
+      return true;
     });
     if (done) deleted++;
   }

@@ -1,6 +1,8 @@
 import type { Database } from "../db/client.ts";
 import type { Clock } from "../lib/clock.ts";
 import type { Logger } from "../observability/logger.ts";
+import { purgeChargesBefore } from "../db/queries/address-charges.ts";
+import { FREE_REPEAT_WINDOW_MS } from "../verifications/charge-rules.ts";
 import { purgeTasksFinishedBefore } from "./cancel-task.ts";
 
 const DAY_MS = 86_400_000;
@@ -58,6 +60,8 @@ export function createRetentionSweeper(deps: RetentionDeps): RetentionSweeper {
       if (n < batchSize) break;
     }
     if (total > 0) log.info({ tasks: total, before: before.toISOString() }, "purged old task data");
+    // Charges older than the free-repeat window make nothing free any more (the ledger keeps them).
+    await purgeChargesBefore(db, new Date(clock.now().getTime() - FREE_REPEAT_WINDOW_MS));
     return total;
   }
 

@@ -1,4 +1,5 @@
 import type { Principal } from "../auth/principal.ts";
+import type { InvalidationBus } from "../db/invalidation-bus.ts";
 import type { Database } from "../db/client.ts";
 import { listJobsOfTask, type JobRecord } from "../db/queries/jobs.ts";
 import {
@@ -80,6 +81,7 @@ export function createTasksService(
   db: Database,
   clock: Clock,
   engine: Pick<Engine, "checkSyntax">,
+  bus?: Pick<InvalidationBus, "applyLocally">,
 ): TasksService {
   /** Another user's task is "not found" on get/jobs: its existence is not revealed (DESIGN §5). */
   async function ownTask(principal: Principal, id: string): Promise<TaskRecord> {
@@ -150,7 +152,7 @@ export function createTasksService(
       return viewOf(await cancelTask(db, clock, principal, id));
     },
 
-    delete: (principal, id) => deleteTask(db, principal, id),
+    delete: (principal, id) => deleteTask(db, principal, id, bus),
   };
 }
 

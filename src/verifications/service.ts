@@ -1,11 +1,11 @@
 import type { Principal } from "../auth/principal.ts";
 import { attributionOf } from "../auth/principal.ts";
-import { deductCredits } from "../credits/ledger.ts";
-import type { Database, Queryable } from "../db/client.ts";
-import { findUser, lockUserBalance } from "../db/queries/users.ts";
+import type { Database } from "../db/client.ts";
+import { lastChargeOf } from "../db/queries/address-charges.ts";
+import { chargeRealtime } from "../db/queries/realtime-charge.ts";
+import { findUser } from "../db/queries/users.ts";
 import {
   findCachedVerification,
-  hasPaidVerificationSince,
   insertVerification,
   type VerificationRecord,
 } from "../db/queries/verifications.ts";
@@ -22,6 +22,7 @@ import { freeRepeatWindowStart, realtimeChargeKey } from "./charge-rules.ts";
 import { createInFlightLimiter } from "./in-flight.ts";
 import { readRealtimeEmail } from "./realtime-input.ts";
 import { recordOfResult, resultOfRecord } from "./record-of-result.ts";
+import type { RecentResults } from "./recent-results.ts";
 
 export interface RealtimeVerificationOptions {
   /** Deadline of one verification (VERIFY_TIMEOUT_MS). */
@@ -35,6 +36,8 @@ export interface RealtimeVerificationOptions {
   maxInFlightPerUser: number;
   /** Told of fresh results that the server's other answers, not their wording, decided. */
   onEvidenceDecision?: (result: VerificationResult) => void;
+  /** This node's memory of recent results and charges (verifications/recent-results.ts). */
+  recent: RecentResults;
 }
 
 /** A finished verification, or one cut short by the deadline (its partial, unbilled record). */
@@ -58,48 +61,120 @@ export function createVerificationsService(
   opts: RealtimeVerificationOptions,
 ): VerificationsService {
   const inFlight = createInFlightLimiter(opts.maxInFlightPerUser);
+  const { recent } = opts;
 
-  /** What the engine would call this address: the canonical key of caches, windows and charges. */
-  const canonicalOf = (email: string): string => {
-    const syntax = engine.checkSyntax(email);
-    return syntax.ok ? syntax.canonical : email.toLowerCase();
-  };
+  const insufficient = (): AppError =>
+    new AppError("INSUFFICIENT_CREDITS", "Insufficient credits: a verification costs 1 credit");
 
-  async function assertCanPay(userId: string, email: string, now: Date): Promise<void> {
-    const user = await findUser(db, userId);
-    if (!user) throw notFound("User");
-    if (user.balance >= 1) return;
-    // A free repeat needs no balance; everything else would end in a refused charge anyway, so
-    // refuse before spending an SMTP session on it.
-    if (!(await hasPaidVerificationSince(db, userId, email, freeRepeatWindowStart(now)))) {
-      throw new AppError("INSUFFICIENT_CREDITS", "Insufficient credits: a verification costs 1 credit");
-    }
+  /** Did the user pay for this address after `windowStart`? From memory, else one indexed read. */
+  async function paidSince(userId: string, email: string, windowStart: Date): Promise<boolean> {
+    const known = recent.lastCharge(userId, email);
+    if (known !== undefined && known > windowStart) return true;
+    const last = await lastChargeOf(db, userId, email);
+    if (last) recent.rememberCharge(userId, email, last);
+    return last !== null && last > windowStart;
   }
 
   /**
-   * A cached answer costs no SMTP, so it goes straight to the charging transaction (which refuses
-   * an unpaid charge itself); a fresh verification is only started for a caller who can pay.
+   * Memory first, then the table: the user's newest definitive result within the cache window,
+   * and when the user last paid for the address (if known).
    */
-  async function obtainResult(
+  async function cachedResult(
+    userId: string,
+    email: string,
+    now: Date,
+  ): Promise<{ record: VerificationRecord | null; lastChargedAt: Date | undefined }> {
+    const since = new Date(now.getTime() - opts.cacheTtlMs);
+    const remembered = recent.result(userId, email, since);
+    if (remembered) return { record: remembered, lastChargedAt: recent.lastCharge(userId, email) };
+    const mark = recent.mark();
+    const { record, lastChargedAt } = await findCachedVerification(db, userId, email, since);
+    if (lastChargedAt) recent.rememberCharge(userId, email, lastChargedAt);
+    if (record) recent.rememberResult(email, record, mark);
+    return { record, lastChargedAt: lastChargedAt ?? undefined };
+  }
+
+  const contextOf = (principal: Principal, fromCache: boolean, at: Date) => ({
+    id: newId(),
+    userId: principal.userId,
+    origin: "realtime" as const,
+    source: principal.source,
+    apiKeyId: principal.apiKeyId,
+    taskId: null,
+    creditTransactionId: null,
+    fromCache,
+    createdAt: at,
+  });
+
+  /**
+   * Charges for `record` unless the address was paid within the window, in one statement
+   * (db/queries/realtime-charge.ts). A fresh result is stored either way; a cached one only with
+   * a charge (a free repeat of a stored result is that result, and writes nothing).
+   */
+  async function charge(
+    principal: Principal,
+    email: string,
+    record: VerificationRecord,
+    fresh: boolean,
+  ): Promise<VerificationRecord | null> {
+    const at = record.createdAt;
+    const outcome = await chargeRealtime(db, {
+      userId: principal.userId,
+      email,
+      at,
+      freeRepeatWindowStart: freeRepeatWindowStart(at),
+      transactionId: newId(),
+      metadata: { ...attributionOf(principal), verification_id: record.id },
+      idempotencyKey: realtimeChargeKey(email, at),
+      record,
+      storeWhenFree: fresh,
+    });
+    switch (outcome.kind) {
+      case "insufficient":
+        throw insufficient();
+      case "charged":
+        recent.rememberCharge(principal.userId, email, at);
+        return outcome.record;
+      case "free": {
+        // Paid meanwhile (another request or node): learn when, so the next repeat stays in memory.
+        const last = await lastChargeOf(db, principal.userId, email);
+        if (last) recent.rememberCharge(principal.userId, email, last);
+        if (outcome.record || !fresh) return outcome.record;
+        return insertVerification(db, record);
+      }
+    }
+  }
+
+  /** A cached answer: free within the window (no write at all), else charged in one statement. */
+  async function serveCached(
+    principal: Principal,
+    email: string,
+    cached: VerificationRecord,
+    lastChargedAt: Date | undefined,
+  ): Promise<VerificationRecord> {
+    const now = clock.now();
+    if (lastChargedAt !== undefined && lastChargedAt > freeRepeatWindowStart(now)) return cached;
+    const mark = recent.mark();
+    const record = recordOfResult(resultOfRecord(cached), contextOf(principal, true, now));
+    const charged = await charge(principal, email, record, false);
+    if (!charged) return cached;
+    recent.rememberResult(email, charged, mark);
+    return charged;
+  }
+
+  /** A fresh verification, started only for a caller who can pay (or repeats a paid address). */
+  async function verifyFresh(
     principal: Principal,
     input: string,
-    canonical: string,
-    now: Date,
-  ): Promise<{ result: VerificationResult; cached: VerificationRecord | null }> {
-    // Sandbox addresses (verify/sandbox.ts) are free and answered without the network: no
-    // balance needed, no cache, no in-flight slot.
-    if (isSandboxAddress(canonical)) return { result: await engine.verifyOne(input), cached: null };
-    if (opts.cacheTtlMs > 0 && engine.checkSyntax(input).ok) {
-      const cached = await findCachedVerification(
-        db,
-        principal.userId,
-        canonical,
-        new Date(now.getTime() - opts.cacheTtlMs),
-      );
-      if (cached) return { result: resultOfRecord(cached), cached };
-    }
-    await assertCanPay(principal.userId, canonical, now);
-    const release = inFlight.tryAcquire(principal.userId, canonical);
+    email: string,
+  ): Promise<VerificationRecord> {
+    const { userId } = principal;
+    const user = await findUser(db, userId);
+    if (!user) throw notFound("User");
+    // Everything but a free repeat would end in a refused charge: refuse before the SMTP session.
+    if (user.balance < 1 && !(await paidSince(userId, email, freeRepeatWindowStart(clock.now()))))
+      throw insufficient();
+    const release = inFlight.tryAcquire(userId, email);
     if (!release) {
       throw new AppError(
         "RATE_LIMITED",
@@ -116,78 +191,42 @@ export function createVerificationsService(
       release();
     }
     if (decidedByEvidence(result.evidence)) opts.onEvidenceDecision?.(result);
-    return { result, cached: null };
-  }
 
-  /** Charges (unless free) and stores, in one transaction under the user's ledger lock. */
-  async function record(
-    tx: Queryable,
-    principal: Principal,
-    canonical: string,
-    result: VerificationResult,
-    cached: VerificationRecord | null,
-    now: Date,
-  ): Promise<VerificationRecord> {
-    const id = newId();
-    let creditTransactionId: string | null = null;
-    // Sandbox addresses are never charged: no ledger row, whatever their status.
-    if (result.status !== "unknown" && !isSandboxAddress(canonical)) {
-      // The lock makes the free-repeat check and the charge one atomic decision: of N concurrent
-      // identical requests, the first charges and the others then see its paid verification.
-      await lockUserBalance(tx, principal.userId);
-      const isFreeRepeat = await hasPaidVerificationSince(
-        tx,
-        principal.userId,
-        canonical,
-        freeRepeatWindowStart(now),
-      );
-      // A free repeat served from the user's own stored result is that result: nothing to store.
-      if (isFreeRepeat && cached) return cached;
-      if (!isFreeRepeat) {
-        const outcome = await deductCredits(tx, {
-          userId: principal.userId,
-          amount: 1,
-          reason: "verification",
-          metadata: { ...attributionOf(principal), verification_id: id },
-          idempotencyKey: realtimeChargeKey(canonical, now),
-          at: now,
-        });
-        switch (outcome.kind) {
-          case "applied":
-          case "replayed":
-            creditTransactionId = outcome.transaction.id;
-            break;
-          case "insufficient":
-            throw new AppError("INSUFFICIENT_CREDITS", "Insufficient credits: a verification costs 1 credit");
-          case "user_not_found":
-            throw notFound("User");
-        }
-      }
-    }
-    return insertVerification(
-      tx,
-      recordOfResult(result, {
-        id,
-        userId: principal.userId,
-        origin: "realtime",
-        source: principal.source,
-        apiKeyId: principal.apiKeyId,
-        taskId: null,
-        creditTransactionId,
-        fromCache: cached !== null,
-        createdAt: now,
-      }),
-    );
+    const now = clock.now();
+    const mark = recent.mark();
+    const record = recordOfResult(result, contextOf(principal, false, now));
+    let stored: VerificationRecord;
+    // Unknown results are never charged; a known recent payment makes this one free.
+    const known = recent.lastCharge(userId, email);
+    if (result.status === "unknown" || (known !== undefined && known > freeRepeatWindowStart(now)))
+      stored = await insertVerification(db, record);
+    else stored = (await charge(principal, email, record, true))!;
+    recent.rememberResult(email, stored, mark);
+    return stored;
   }
 
   return {
     async verifyRealtime(principal, rawEmail) {
       const input = readRealtimeEmail(rawEmail);
-      const canonical = canonicalOf(input);
-      const { result, cached } = await obtainResult(principal, input, canonical, clock.now());
-      const stored = await db.transaction((tx) =>
-        record(tx, principal, canonical, result, cached, clock.now()),
-      );
+      // Parsed once: the canonical form keys the cache, the free-repeat window and the charge.
+      const syntax = engine.checkSyntax(input);
+      const email = syntax.ok ? syntax.canonical : input.toLowerCase();
+      let stored: VerificationRecord;
+      if (isSandboxAddress(email)) {
+        // Sandbox addresses (verify/sandbox.ts) are free and answered without the network: no
+        // balance needed, no cache, no in-flight slot, never a ledger row.
+        const result = await engine.verifyOne(input);
+        stored = await insertVerification(
+          db,
+          recordOfResult(result, contextOf(principal, false, clock.now())),
+        );
+      } else {
+        const cached =
+          opts.cacheTtlMs > 0 && syntax.ok ? await cachedResult(principal.userId, email, clock.now()) : null;
+        stored = cached?.record
+          ? await serveCached(principal, email, cached.record, cached.lastChargedAt)
+          : await verifyFresh(principal, input, email);
+      }
       const timedOut = stored.unknownReason !== null && TIMEOUT_REASONS.has(stored.unknownReason);
       return { kind: timedOut ? "timed_out" : "done", record: stored };
     },

@@ -84,6 +84,28 @@ const VALUE_LIST = COLUMNS.map((_, i) => `$${String(i + 1)}`).join(", ");
 /** `$1::uuid[], $2::uuid[], $3::text[], …` */
 const ARRAY_LIST = COLUMNS.map(([, type], i) => `$${String(i + 1)}::${type}[]`).join(", ");
 
+/**
+ * The parts of an `insert into email_verifications (…) select …` whose parameters start at
+ * `$first`, for statements that compute some columns from other CTEs: `computed` maps a column
+ * name to the SQL expression that replaces its parameter.
+ */
+export function verificationInsertParts(
+  v: VerificationRecord,
+  first: number,
+  computed: Readonly<Record<string, string>> = {},
+): { columns: string; selectList: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const selectList = COLUMNS.map(([name, type, value]) => {
+    const expression = computed[name];
+    if (expression !== undefined) return expression;
+    params.push(value(v));
+    return `$${String(first + params.length - 1)}::${type}`;
+  }).join(", ");
+  return { columns: COLUMN_LIST, selectList, params };
+}
+
+export type { VerificationRow };
+
 export async function insertVerification(q: Queryable, v: VerificationRecord): Promise<VerificationRecord> {
   const { rows } = await q.query<VerificationRow>(
     `insert into email_verifications (${COLUMN_LIST}) values (${VALUE_LIST}) returning *`,
@@ -94,46 +116,30 @@ export async function insertVerification(q: Queryable, v: VerificationRecord): P
 
 /**
  * The user's newest definitive (non-unknown) result for an address validated after `since`
- * (realtime or batch). The result cache is per user: another tenant's answer is never served, as
- * its `validated_at` and the cache-hit latency would tell that someone else verified the address.
+ * (realtime or batch), and when the user last paid for the address (address_charges), in one
+ * round trip: together they decide a cached answer. The result cache is per user: another
+ * tenant's answer is never served, as its `validated_at` and the cache-hit latency would tell
+ * that someone else verified the address.
  */
 export async function findCachedVerification(
   q: Queryable,
   userId: string,
   email: string,
   since: Date,
-): Promise<VerificationRecord | null> {
-  const { rows } = await q.query<VerificationRow>(
-    `select * from email_verifications
-      where user_id = $1 and email = $2 and validated_at > $3 and status <> 'unknown'
-      order by validated_at desc limit 1`,
+): Promise<{ record: VerificationRecord | null; lastChargedAt: Date | null }> {
+  const { rows } = await q.query<VerificationRow & { mp_charged_at: Date | null }>(
+    `select v.*, c.charged_at as mp_charged_at
+       from (values (1)) as one (x)
+       left join lateral (
+         select * from email_verifications
+          where user_id = $1 and email = $2 and validated_at > $3 and status <> 'unknown'
+          order by validated_at desc limit 1
+       ) v on true
+       left join address_charges c on c.user_id = $1 and c.email = $2`,
     [userId, email, since],
   );
-  return rows[0] ? toVerificationRecord(rows[0]) : null;
-}
-
-/**
- * True when the user paid for a verification of this address after `since` (the free-repeat
- * window): a charged realtime answer, or a batch result that stayed billed (DESIGN §5 "Billing
- * units"). A batch result is paid through its task's reservation, so it has no
- * credit_transaction_id; its `unknown` results were refunded when the task finished, and a job
- * that failed outright has no result row, so every other batch result is a prior charge.
- * Served by email_verifications_user_email_idx (user_id, email, created_at desc).
- */
-export async function hasPaidVerificationSince(
-  q: Queryable,
-  userId: string,
-  email: string,
-  since: Date,
-): Promise<boolean> {
-  const { rows } = await q.query(
-    `select 1 from email_verifications
-      where user_id = $1 and email = $2 and created_at > $3
-        and (credit_transaction_id is not null or (origin = 'batch' and status <> 'unknown'))
-      limit 1`,
-    [userId, email, since],
-  );
-  return rows.length > 0;
+  const row = rows[0]!;
+  return { record: row.id ? toVerificationRecord(row) : null, lastChargedAt: row.mp_charged_at };
 }
 
 /** Many results in one statement (a worker records a whole domain group at once). */

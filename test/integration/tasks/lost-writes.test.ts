@@ -40,6 +40,7 @@ const faultyDb = (db: Database): Database => ({
   query: faulty(db),
   transaction: (fn) => db.transaction((tx) => fn({ query: faulty(tx), exec: (sql) => tx.exec(sql) })),
   exec: (sql) => db.exec(sql),
+  subscribe: (channel, handlers) => db.subscribe(channel, handlers),
   close: () => db.close(),
 });
 

@@ -1,0 +1,334 @@
+// `mailprobe client …`: the command-line client of a running server, over its public API with an
+// API key (MAILPROBE_URL, MAILPROBE_KEY). Plain fetch, no SDK. A server error is printed as
+// `mailprobe: <code>: <message>` (the spec's error envelope) and exits 1.
+import { createWriteStream } from "node:fs";
+import { readFile, rename, rm, stat } from "node:fs/promises";
+import { basename } from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
+import { setTimeout as sleep } from "node:timers/promises";
+import { loadClientConfig, requireClientKey } from "../config/client-config.ts";
+import { createProgress } from "./progress.ts";
+import {
+  columnLetterToNumber,
+  defaultOutPath,
+  outputFormat,
+  refuseOverwritingInput,
+  type FileFormat as Format,
+} from "./cli-support.ts";
+
+/** A failure to show the user: the server's error, or why the server could not be asked. */
+export class ClientError extends Error {
+  override name = "ClientError";
+  constructor(
+    message: string,
+    readonly status: number | null = null,
+    readonly code: string | null = null,
+    readonly fields: readonly string[] = [],
+  ) {
+    super(message);
+  }
+}
+
+/** Every request has a deadline; uploads and downloads get longer ones. */
+const REQUEST_TIMEOUT_MS = 30_000;
+const TRANSFER_TIMEOUT_MS = 10 * 60_000;
+/** Polling while waiting: every second, then every 2 s after the first minute. */
+const POLL_FAST_MS = 1_000;
+const POLL_SLOW_MS = 2_000;
+/** Consecutive failed polls (network, 5xx) tolerated while waiting. */
+const MAX_POLL_FAILURES = 5;
+
+const say = (line: string): void => void process.stdout.write(line + "\n");
+const note = (line: string): void => void process.stderr.write(`mailprobe: ${line}\n`);
+
+interface ErrorEnvelope {
+  error?: { code?: unknown; message?: unknown; details?: Array<{ field?: unknown; reason?: unknown }> };
+}
+
+function connection(): { url: string; key: string } {
+  const config = loadClientConfig(process.env);
+  return { url: config.url, key: requireClientKey(config) };
+}
+
+async function errorOf(res: Response): Promise<ClientError> {
+  const text = await res.text().catch(() => "");
+  let body: ErrorEnvelope | null;
+  try {
+    body = JSON.parse(text) as ErrorEnvelope;
+  } catch {
+    body = null;
+  }
+  const e = body?.error;
+  const code = typeof e?.code === "string" ? e.code : `HTTP_${res.status}`;
+  const message =
+    typeof e?.message === "string" ? e.message : res.statusText || `the server answered ${res.status}`;
+  const details = Array.isArray(e?.details) ? e.details : [];
+  const lines = details
+    .slice(0, 5)
+    .map(
+      (d) =>
+        `\n  ${typeof d.field === "string" ? d.field : "?"}: ${typeof d.reason === "string" ? d.reason : JSON.stringify(d.reason)}`,
+    );
+  const fields = details.flatMap((d) => (typeof d.field === "string" ? [d.field] : []));
+  return new ClientError(`${code}: ${message}${lines.join("")}`, res.status, code, fields);
+}
+
+/** One request to the API; non-2xx answers become ClientError. */
+async function request(
+  path: string,
+  init: { method?: string; json?: unknown; form?: FormData; timeoutMs?: number; accept?: number[] } = {},
+): Promise<Response> {
+  const { url, key } = connection();
+  const headers: Record<string, string> = { authorization: `Bearer ${key}`, accept: "application/json" };
+  let body: string | FormData | undefined;
+  if (init.json !== undefined) {
+    headers["content-type"] = "application/json";
+    body = JSON.stringify(init.json);
+  } else if (init.form) body = init.form;
+  let res: Response;
+  try {
+    res = await fetch(`${url}${path}`, {
+      method: init.method ?? "GET",
+      headers,
+      body,
+      signal: AbortSignal.timeout(init.timeoutMs ?? REQUEST_TIMEOUT_MS),
+    });
+  } catch (error) {
+    const err = error as { name?: string; cause?: { code?: string; message?: string }; message?: string };
+    if (err.name === "TimeoutError") throw new ClientError(`${url} did not answer in time (${path})`);
+    const cause = err.cause?.code ?? err.cause?.message ?? err.message ?? String(error);
+    throw new ClientError(`cannot reach ${url}: ${cause} (is the server running? set MAILPROBE_URL)`);
+  }
+  if (!res.ok && !(init.accept ?? []).includes(res.status)) throw await errorOf(res);
+  return res;
+}
+
+async function getJson<T>(path: string): Promise<T> {
+  return (await (await request(path)).json()) as T;
+}
+
+// --- credits -----------------------------------------------------------------------------------
+
+export async function clientCredits(opts: { json?: boolean }): Promise<void> {
+  const body = await getJson<{ user_id: string; balance: number }>("/api/v1/credits/balance");
+  say(opts.json ? JSON.stringify(body) : `balance: ${body.balance}`);
+}
+
+// --- verify ------------------------------------------------------------------------------------
+
+interface ResultBody {
+  email?: string;
+  status?: string;
+  unknown_reason?: string | null;
+  host_name?: string;
+  is_catchall?: boolean;
+}
+
+const TABLE = ["email", "status", "unknown_reason", "host_name", "is_catchall"] as const;
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
+  return rows
+    .map((r) =>
+      r
+        .map((c, i) => c.padEnd(widths[i]!))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
+}
+
+export async function clientVerify(addresses: string[], opts: { json?: boolean }): Promise<void> {
+  const results: ResultBody[] = [];
+  for (const email of addresses) {
+    // 408: the server's deadline passed; its body holds the partial result, shown as it is.
+    const res = await request("/api/v1/verify", {
+      method: "POST",
+      json: { email },
+      timeoutMs: 120_000,
+      accept: [408],
+    });
+    const body = (await res.json()) as ResultBody;
+    results.push(body);
+    if (opts.json) say(JSON.stringify(body));
+  }
+  if (opts.json) return;
+  const rows = results.map((r) => TABLE.map((f) => String(r[f] ?? "")));
+  say(table([[...TABLE], ...rows]));
+}
+
+// --- tasks -------------------------------------------------------------------------------------
+
+interface Metrics {
+  total_email_addresses: number;
+  job_status: { pending: number; processing: number; completed: number; failed: number; cancelled?: number };
+  progress_percent: number;
+  verification_status: Record<string, number>;
+}
+
+interface TaskBody {
+  id: string;
+  created_at: string;
+  finished_at?: string | null;
+  cancelled_at?: string | null;
+  is_file_backed: boolean;
+  file?: { filename?: string } | null;
+  metrics: Metrics;
+}
+
+export async function clientTasks(opts: { limit: number; json?: boolean }): Promise<void> {
+  const limit = Math.min(100, opts.limit);
+  const body = await getJson<{ tasks: TaskBody[]; count: number }>(`/api/v1/tasks?limit=${limit}`);
+  if (opts.json) {
+    say(JSON.stringify(body));
+    return;
+  }
+  if (body.tasks.length === 0) {
+    say("no tasks yet");
+    return;
+  }
+  const rows = body.tasks.map((t) => [
+    t.id,
+    t.created_at,
+    String(t.metrics.total_email_addresses),
+    `${t.metrics.progress_percent}%`,
+    t.file?.filename ?? "(json)",
+  ]);
+  say(table([["id", "created_at", "addresses", "progress", "file"], ...rows]));
+  if (body.count > body.tasks.length) say(`(${body.tasks.length} of ${body.count}; --limit for more)`);
+}
+
+// --- upload, wait, download --------------------------------------------------------------------
+
+interface UploadAccepted {
+  upload_id: string;
+  task_id: string;
+  filename: string;
+  email_count: number;
+}
+
+async function postUpload(file: string, data: Buffer, column: string | null): Promise<UploadAccepted> {
+  const form = new FormData();
+  if (column !== null) form.set("email_column", column);
+  form.set("file", new Blob([new Uint8Array(data)]), basename(file));
+  const res = await request("/api/v1/tasks/batch/upload", {
+    method: "POST",
+    form,
+    timeoutMs: TRANSFER_TIMEOUT_MS,
+  });
+  return (await res.json()) as UploadAccepted;
+}
+
+const doneOf = (m: Metrics): number =>
+  m.job_status.completed + m.job_status.failed + (m.job_status.cancelled ?? 0);
+
+/** Polls the task until it has finished (or the wait is over), with a progress bar on stderr. */
+async function waitForTask(taskId: string, timeoutMinutes: number): Promise<TaskBody> {
+  const deadline = Date.now() + timeoutMinutes * 60_000;
+  const started = Date.now();
+  let progress: ReturnType<typeof createProgress> | null = null;
+  let failures = 0;
+  try {
+    for (;;) {
+      let task: TaskBody | null = null;
+      try {
+        task = await getJson<TaskBody>(`/api/v1/tasks/${taskId}`);
+        failures = 0;
+      } catch (error) {
+        // A restart or a hiccup of the server is waited out; a 4xx (key revoked, task gone) is not.
+        const status = error instanceof ClientError ? error.status : null;
+        const transient = status === null || status >= 500 || status === 429;
+        if (!transient || ++failures > MAX_POLL_FAILURES) throw error;
+      }
+      if (task) {
+        const total = task.metrics.total_email_addresses;
+        progress ??= createProgress({ total, unit: "addresses", label: "verifying" });
+        progress.update(doneOf(task.metrics), total);
+        if (task.finished_at) return task;
+      }
+      if (Date.now() >= deadline) {
+        throw new ClientError(
+          `task ${taskId} has not finished after ${timeoutMinutes} min; download it later with: mailprobe client download ${taskId}`,
+        );
+      }
+      await sleep(Date.now() - started < 60_000 ? POLL_FAST_MS : POLL_SLOW_MS);
+    }
+  } finally {
+    progress?.finish();
+  }
+}
+
+async function download(taskId: string, format: Format, out: string): Promise<void> {
+  const res = await request(`/api/v1/tasks/${taskId}/download?format=${format}`, {
+    timeoutMs: TRANSFER_TIMEOUT_MS,
+    accept: [],
+  });
+  if (!res.body) throw new ClientError(`the download of task ${taskId} came back empty`);
+  // Written beside the target, then renamed: a broken download leaves no half file under its name.
+  const partial = `${out}.partial-${process.pid}`;
+  try {
+    await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), createWriteStream(partial));
+    await rename(partial, out);
+  } catch (error) {
+    await rm(partial, { force: true });
+    if (error instanceof ClientError) throw error;
+    throw new ClientError(
+      `downloading task ${taskId} failed: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+}
+
+export async function clientUpload(
+  file: string,
+  opts: { column?: string; wait?: boolean; out?: string; format?: Format; timeout: number; json?: boolean },
+): Promise<void> {
+  connection(); // a missing MAILPROBE_KEY is said before the file is read
+  const info = await stat(file).catch(() => null);
+  if (!info?.isFile()) throw new ClientError(`cannot read ${file}: no such file`);
+  const format = outputFormat(opts.out, opts.format);
+  const out = opts.out ?? defaultOutPath(file, format);
+  if (opts.wait) await refuseOverwritingInput(file, out);
+  else if (opts.out !== undefined || opts.format !== undefined)
+    note("warning: --out and --format apply with --wait only");
+
+  const data = await readFile(file);
+  const column = opts.column?.trim() || null;
+  let accepted: UploadAccepted;
+  try {
+    accepted = await postUpload(file, data, column);
+  } catch (error) {
+    // The server takes a header name or a number; a column letter (E) that names no header is
+    // sent again as its number, as `mailprobe verify --file` reads it.
+    const letter = column === null ? null : columnLetterToNumber(column);
+    const columnRefused =
+      error instanceof ClientError && error.status === 400 && error.fields.includes("email_column");
+    if (letter === null || !columnRefused) throw error;
+    accepted = await postUpload(file, data, String(letter));
+  }
+  if (!opts.wait) {
+    say(opts.json ? JSON.stringify(accepted) : accepted.task_id);
+    if (!opts.json)
+      note(
+        `uploaded ${accepted.filename}: ${accepted.email_count} addresses, task ${accepted.task_id} (follow it with: mailprobe client tasks)`,
+      );
+    return;
+  }
+  note(`uploaded ${accepted.filename}: ${accepted.email_count} addresses, task ${accepted.task_id}`);
+  const task = await waitForTask(accepted.task_id, opts.timeout);
+  await download(accepted.task_id, format, out);
+  const counts = Object.entries(task.metrics.verification_status)
+    .filter(([k, n]) => n > 0 && k !== "role_based" && k !== "disposable_domain_emails")
+    .map(([k, n]) => `${k} ${n}`)
+    .join(", ");
+  note(`task ${task.id} finished${counts ? ` (${counts})` : ""}; results in ${out}`);
+  say(opts.json ? JSON.stringify(task) : out);
+}
+
+export async function clientDownload(taskId: string, opts: { out?: string; format?: Format }): Promise<void> {
+  const format = outputFormat(opts.out, opts.format);
+  const out = opts.out ?? `task-${taskId}-results.${format}`;
+  await download(taskId, format, out);
+  say(out);
+}

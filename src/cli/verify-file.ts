@@ -1,0 +1,266 @@
+// `mailprobe verify --file LIST [--column C] [--out FILE] [--format F]`: a list file verified by
+// the engine on this machine (no server, no database, no credits), written back as the API's
+// download of the same file would be: every original row in order, its columns, then
+// RESULT_COLUMNS (csv/xlsx), or `email,status` lines (txt).
+import { createWriteStream } from "node:fs";
+import { readFile, rename, rm, stat } from "node:fs/promises";
+import { pipeline } from "node:stream/promises";
+import { engineOptionsFrom, guardPorts } from "../app/engine-options.ts";
+import { loadConfig, type Config } from "../config/index.ts";
+import {
+  buildResultHeader,
+  joinResultRow,
+  parseListFile,
+  RESULT_COLUMNS,
+  TXT_RESULT_COLUMNS,
+  writeCsv,
+  writeTxt,
+  writeXlsx,
+  type ExportCell,
+  type ExportFormat,
+  type ParsedList,
+} from "../files/index.ts";
+import {
+  cellsInOrder,
+  createEngine,
+  fieldsNamed,
+  resultCells,
+  type ResultCell,
+  type ResultFieldKey,
+  type VerificationResult,
+} from "../verify/index.ts";
+import {
+  CliError,
+  columnLetterToNumber,
+  defaultOutPath,
+  outputFormat,
+  refuseOverwritingInput,
+  warnAboutConfig,
+} from "./cli-support.ts";
+import { createProgress, formatDuration } from "./progress.ts";
+
+/**
+ * Distinct addresses one local run takes: ten times an upload's 10,000 (MAX_TASK_EMAILS), since
+ * the machine and the mail servers' patience are the operator's own. Rows are bounded by the
+ * parser's default for this (addresses + max(addresses, 10,000)), the file size below.
+ */
+export const LOCAL_MAX_EMAILS = 100_000;
+/** Largest list file read (the whole file is read into memory, as an upload is). */
+export const LOCAL_MAX_FILE_BYTES = 100 * 1024 * 1024;
+/**
+ * Addresses of one domain verified in one engine call (one SMTP session, transactions of
+ * SMTP_MAX_RCPT): the batch workers' claim size (CLAIM_GROUP_MAX in jobs/runner.ts).
+ */
+export const LOCAL_GROUP_MAX = 200;
+/** Status of a row without an address, as in a download (SKIPPED_STATUS in tasks/export-task.ts). */
+export const SKIPPED_STATUS = "skipped";
+
+export interface VerifyFileOptions {
+  file: string;
+  column?: string;
+  out?: string;
+  format?: ExportFormat;
+  escapeFormulas?: boolean;
+}
+
+const say = (line: string): void => void process.stdout.write(line + "\n");
+const note = (line: string): void => void process.stderr.write(`mailprobe: ${line}\n`);
+
+/**
+ * Parses the list with the upload's parser and rules. `--column` is what the upload's
+ * `email_column` takes (a header name or a 1-based number) plus a column letter: a name is tried
+ * first, so a header called "ID" still means that header.
+ */
+async function parseList(file: string, data: Buffer, column: string | undefined): Promise<ParsedList> {
+  const parse = (emailColumn: string | null) =>
+    parseListFile({ filename: file, data, emailColumn, maxEmails: LOCAL_MAX_EMAILS });
+  let parsed = await parse(column ?? null);
+  const letterNumber = column === undefined ? null : columnLetterToNumber(column.trim());
+  if (!parsed.ok && parsed.problem.code === "column_not_found" && letterNumber !== null) {
+    parsed = await parse(String(letterNumber));
+  }
+  if (!parsed.ok) {
+    const tooMany = parsed.problem.code === "too_many_emails";
+    throw new CliError(
+      `${file}: ${parsed.problem.message}${tooMany ? ` (the command-line limit is ${LOCAL_MAX_EMAILS.toLocaleString("en-US")} addresses)` : ""}`,
+    );
+  }
+  return parsed.list;
+}
+
+interface Chunk {
+  domain: string;
+  emails: string[];
+}
+
+/** Distinct addresses grouped by domain (first-occurrence order), cut into engine calls. */
+function planChunks(emails: readonly string[], domainOf: (email: string) => string): Chunk[] {
+  const byDomain = new Map<string, string[]>();
+  for (const email of emails) {
+    const domain = domainOf(email);
+    const list = byDomain.get(domain) ?? [];
+    list.push(email);
+    byDomain.set(domain, list);
+  }
+  const chunks: Chunk[] = [];
+  for (const [domain, list] of byDomain) {
+    for (let i = 0; i < list.length; i += LOCAL_GROUP_MAX)
+      chunks.push({ domain, emails: list.slice(i, i + LOCAL_GROUP_MAX) });
+  }
+  return chunks;
+}
+
+type Cells = Partial<Record<ResultFieldKey, ResultCell>>;
+
+/**
+ * Verifies every distinct address once: at most WORKER_CONCURRENCY domain groups at once (as a
+ * batch worker), at most SMTP_MAX_CONNECTIONS_PER_HOST sessions per mail host (the engine's gate).
+ */
+async function verifyDistinct(
+  config: Readonly<Config>,
+  emails: readonly string[],
+  signal: AbortSignal,
+  onDone: (n: number) => void,
+): Promise<{ cells: Map<string, Cells>; failures: string[] }> {
+  const engine = createEngine(engineOptionsFrom(config.verify), guardPorts);
+  const cells = new Map<string, Cells>();
+  const failures: string[] = [];
+  try {
+    const chunks = planChunks(emails, (email) => {
+      const syntax = engine.checkSyntax(email);
+      // Addresses that fail syntax need no SMTP: one group, answered without the network.
+      return syntax.ok ? syntax.domain : "";
+    });
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (next < chunks.length && !signal.aborted) {
+        const chunk = chunks[next++]!;
+        let results: VerificationResult[] | null = null;
+        try {
+          results = await engine.verifyGroup(chunk.domain, chunk.emails, { signal });
+        } catch (error) {
+          failures.push(`${chunk.domain}: ${error instanceof Error ? error.message : String(error)}`);
+        }
+        // Interrupted: the group's answers are cut short; none of them is written or counted.
+        if (signal.aborted) return;
+        chunk.emails.forEach((email, i) => {
+          const r = results?.[i];
+          // A group that failed outright reads as the download shows a failed job.
+          cells.set(
+            email,
+            r ? resultCells(r) : { email, status: "unknown", unknownReason: "verification_failed" },
+          );
+        });
+        onDone(chunk.emails.length);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(config.worker.concurrency, chunks.length) }, lane));
+    return { cells, failures };
+  } finally {
+    await engine.close();
+  }
+}
+
+const TXT_FIELDS = fieldsNamed(TXT_RESULT_COLUMNS);
+
+/** Header and rows of the results file, laid out as prepareDownload lays out a file upload's. */
+function resultTable(
+  list: ParsedList,
+  cellsOf: (email: string) => Cells,
+  format: ExportFormat,
+): { header: string[]; rows: ExportCell[][] } {
+  const emailOfRow = new Map(list.entries.map((e) => [e.rowIndex, e.email]));
+  const rowCells = (i: number): Cells => {
+    const email = emailOfRow.get(i) ?? null;
+    return email === null ? { status: SKIPPED_STATUS } : cellsOf(email);
+  };
+  if (format === "txt") {
+    // txt lists addresses only: a row that held no address has nothing to show.
+    const rows = list.rows.flatMap((_, i) => {
+      const cells = rowCells(i);
+      return cells.email ? [cellsInOrder(cells, TXT_FIELDS)] : [];
+    });
+    return { header: [...TXT_RESULT_COLUMNS], rows };
+  }
+  const width = list.columnCount;
+  return {
+    header: buildResultHeader(list.header, width),
+    rows: list.rows.map((cells, i) => joinResultRow(cells, width, cellsInOrder(rowCells(i)))),
+  };
+}
+
+async function writeResults(
+  out: string,
+  format: ExportFormat,
+  table: { header: string[]; rows: ExportCell[][] },
+  escapeFormulas: boolean,
+): Promise<void> {
+  const input = { header: table.header, rows: table.rows, escapeFormulas };
+  const body = format === "csv" ? writeCsv(input) : format === "txt" ? writeTxt(input) : writeXlsx(input);
+  // Written beside the target, then renamed: an interrupted run leaves no half file under its name.
+  const partial = `${out}.partial-${process.pid}`;
+  try {
+    await pipeline(body, createWriteStream(partial));
+    await rename(partial, out);
+  } catch (error) {
+    await rm(partial, { force: true });
+    throw error;
+  }
+}
+
+export async function verifyFileCommand(opts: VerifyFileOptions): Promise<void> {
+  const config = loadConfig(process.env);
+  const size = await stat(opts.file).then(
+    (s) => (s.isFile() ? s.size : -1),
+    () => {
+      throw new CliError(`cannot read ${opts.file}: no such file`);
+    },
+  );
+  if (size < 0) throw new CliError(`${opts.file} is not a file`);
+  if (size > LOCAL_MAX_FILE_BYTES) {
+    throw new CliError(
+      `${opts.file} is larger than ${LOCAL_MAX_FILE_BYTES / 1024 / 1024} MB, the command-line limit`,
+    );
+  }
+  const format = outputFormat(opts.out, opts.format);
+  const out = opts.out ?? defaultOutPath(opts.file, format);
+  await refuseOverwritingInput(opts.file, out);
+
+  warnAboutConfig(config);
+  const list = await parseList(opts.file, await readFile(opts.file), opts.column);
+  const column = list.header?.[list.emailColumn]?.trim() || `column ${list.emailColumn + 1}`;
+  note(
+    `${opts.file}: ${list.rows.length} rows, ${list.emails.length} distinct addresses (email column: ${column})`,
+  );
+
+  const interrupted = new AbortController();
+  const onSigint = (): void => interrupted.abort();
+  process.once("SIGINT", onSigint);
+  const progress = createProgress({ total: list.emails.length, unit: "addresses", label: "verifying" });
+  const started = Date.now();
+  let verified: Awaited<ReturnType<typeof verifyDistinct>>;
+  try {
+    progress.update(0);
+    verified = await verifyDistinct(config, list.emails, interrupted.signal, (n) => progress.tick(n));
+  } finally {
+    progress.finish();
+    process.off("SIGINT", onSigint);
+  }
+  if (interrupted.signal.aborted) throw new CliError("interrupted: no results written");
+  for (const f of verified.failures.slice(0, 5)) note(`warning: verifying ${f}`);
+
+  const cellsOf = (email: string): Cells =>
+    verified.cells.get(email) ?? { email, status: "unknown", unknownReason: "verification_failed" };
+  await writeResults(out, format, resultTable(list, cellsOf, format), opts.escapeFormulas ?? true);
+
+  const counts = new Map<string, number>();
+  for (const c of verified.cells.values()) {
+    const status = String(c.status ?? "unknown");
+    counts.set(status, (counts.get(status) ?? 0) + 1);
+  }
+  const summary = [...counts].map(([s, n]) => `${s} ${n}`).join(", ");
+  note(
+    `${list.emails.length} addresses verified in ${formatDuration(Date.now() - started)}${summary ? ` (${summary})` : ""}; ${list.rows.length} rows written (${RESULT_COLUMNS.length} result columns${format === "txt" ? ", txt: email,status" : ""})`,
+  );
+  say(out);
+}

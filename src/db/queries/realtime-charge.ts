@@ -1,0 +1,118 @@
+import { SQLSTATE, sqlState, type Queryable } from "../client.ts";
+import {
+  toVerificationRecord,
+  verificationInsertParts,
+  type VerificationRecord,
+  type VerificationRow,
+} from "./verifications.ts";
+
+export interface RealtimeCharge {
+  userId: string;
+  /** The canonical address: the key of the free-repeat window. */
+  email: string;
+  at: Date;
+  /** A charge is due only if the user's last payment for the address is at or before this. */
+  freeRepeatWindowStart: Date;
+  transactionId: string;
+  /** Ledger attribution (who asked). */
+  metadata: Record<string, string>;
+  /** The rule-5 key: one charge per user, address and 5-minute window, whatever else happens. */
+  idempotencyKey: string;
+  /** The verification to store; its credit_transaction_id is set here when charged. */
+  record: VerificationRecord;
+  /** Store the record even when no charge is due (a fresh result), or only with a charge (cached). */
+  storeWhenFree: boolean;
+}
+
+export type RealtimeChargeOutcome =
+  /** Charged: balance, ledger row and verification written. */
+  | { kind: "charged"; record: VerificationRecord }
+  /** Paid within the window (here or on another node): no charge; `record` if it was stored. */
+  | { kind: "free"; record: VerificationRecord | null }
+  | { kind: "insufficient" };
+
+/**
+ * The whole charge in ONE statement (one round trip, atomic on its own): claim the address in
+ * address_charges (only if its last payment is outside the window), take 1 credit, write the
+ * ledger row with its idempotency key, and store the verification linked to it.
+ *
+ * Why it is exact without a SELECT … FOR UPDATE pass: INSERT … ON CONFLICT DO UPDATE … WHERE
+ * decides on the newest committed version of the row (a concurrent claimer's insert is waited
+ * for), so of N identical requests on any nodes one claims and the others see its charged_at.
+ * The claim is only tried when the statement's snapshot shows a balance of at least 1, so an
+ * empty balance is answered without an error. If the balance was spent between that snapshot and
+ * the debit (a concurrent charge of another address), the debit, which has no `balance >= 1`
+ * guard on purpose, violates the users balance check and the statement rolls back, claim
+ * included: "claimed but could not pay" never commits. A repeated idempotency key (a claim the
+ * table forgot, e.g. a hand-edited row) likewise aborts the statement; it is answered as free,
+ * since that charge was made.
+ *
+ * "Free" (not charged, and no reason to refuse): the claim found a payment within the window, or
+ * the claim was not tried (no balance) and the snapshot shows such a payment.
+ */
+export async function chargeRealtime(q: Queryable, c: RealtimeCharge): Promise<RealtimeChargeOutcome> {
+  const parts = verificationInsertParts(c.record, 9, {
+    credit_transaction_id: "(select id from ledger)",
+  });
+  try {
+    const { rows } = await q.query<VerificationRow & { mp_charged: number; mp_free: boolean }>(
+      `with funded as (
+         select exists (select 1 from users where id = $1 and balance >= 1) as ok
+       ), claim as (
+         insert into address_charges (user_id, email, charged_at)
+         select $1, $2, $3 from funded where funded.ok
+         on conflict (user_id, email) do update set charged_at = excluded.charged_at
+           where address_charges.charged_at <= $4
+         returning 1
+       ), debit as (
+         update users set balance = balance - 1, updated_at = $3
+          where id = $1 and exists (select 1 from claim)
+         returning balance
+       ), ledger as (
+         insert into credit_transactions
+           (id, user_id, type, amount, balance_after, reason, metadata, idempotency_key, created_at)
+         select $5, $1, 'deduction', -1, balance, 'verification', $6::jsonb, $7, $3 from debit
+         returning id
+       ), free as (
+         select (funded.ok and not exists (select 1 from claim))
+             or exists (select 1 from address_charges
+                         where user_id = $1 and email = $2 and charged_at > $4) as yes
+           from funded
+       ), stored as (
+         insert into email_verifications (${parts.columns})
+         select ${parts.selectList}
+          where exists (select 1 from ledger) or ($8::boolean and (select yes from free))
+         returning *
+       )
+       select stored.*, (select count(*)::int from debit) as mp_charged, (select yes from free) as mp_free
+         from (values (1)) as one (x) left join stored on true`,
+      [
+        c.userId,
+        c.email,
+        c.at,
+        c.freeRepeatWindowStart,
+        c.transactionId,
+        JSON.stringify(c.metadata),
+        c.idempotencyKey,
+        c.storeWhenFree,
+        ...parts.params,
+      ],
+    );
+    const row = rows[0]!;
+    const record = row.id ? toVerificationRecord(row) : null;
+    if (row.mp_charged === 1) return { kind: "charged", record: record! };
+    return row.mp_free ? { kind: "free", record } : { kind: "insufficient" };
+  } catch (error) {
+    const state = sqlState(error);
+    if (state === SQLSTATE.checkViolation && /balance/.test(constraintOf(error)))
+      return { kind: "insufficient" };
+    if (state === SQLSTATE.uniqueViolation && /idempotency/.test(constraintOf(error)))
+      return { kind: "free", record: null };
+    throw error;
+  }
+}
+
+const constraintOf = (error: unknown): string =>
+  typeof error === "object" && error !== null && "constraint" in error && typeof error.constraint === "string"
+    ? error.constraint
+    : "";
