@@ -1,7 +1,8 @@
 // Issue 12: the dashboard in a real browser, end to end, as one user's session (registered by
 // test/web/dashboard.test.ts, against its server and Chromium). Sign in → verify an address → upload a csv with extra columns → choose the email column →
 // watch the task reach 100% → download csv, txt and xlsx and read them → the ledger rows and the
-// usage chart's text alternative change → create, reveal and revoke a key → sign out.
+// usage chart's text alternative change → create, reveal and revoke a key → cancel a running
+// task and delete it → sign out.
 // The tests run in order and share the page: each starts where the previous ended.
 // Times (first view, signed-in view) are printed as diagnostics, never asserted (house rule).
 import assert from "node:assert/strict";
@@ -436,6 +437,58 @@ export function journey(): void {
     assert.equal(refused.status, 401, "a revoked key no longer works");
     // The session's own key is untouched.
     assert.match(await table.getByRole("row").filter({ hasText: "this session" }).innerText(), /Active/);
+  });
+
+  test("cancel a running task with confirmation (the pending address refunded), then delete it", async () => {
+    const created = await stack.api<{ id: string }>(user.api_key, "POST", "/api/v1/tasks", {
+      emails: ["gina@grey.test", "ann@acme.test"],
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.json));
+    const id = created.json.id;
+    type TaskJson = { metrics: { job_status: { pending: number; completed: number } } };
+    // ann@ is verified at once; gina@ is greylisted and waits 5 minutes for its retry.
+    await until(
+      "one address done, one waiting",
+      async () => {
+        const t = await stack.api<TaskJson>(user.api_key, "GET", `/api/v1/tasks/${id}`);
+        return t.json.metrics.job_status.completed === 1 && t.json.metrics.job_status.pending === 1;
+      },
+      30_000,
+    );
+    const balance = async () =>
+      (await stack.api<{ balance: number }>(user.api_key, "GET", "/api/v1/credits/balance")).json.balance;
+    const before = await balance();
+    await page.evaluate(`location.hash = "#/tasks/${id}"`);
+    await heading(page, "List of 2 addresses");
+
+    const stop = page.getByRole("region", { name: "Stop this task" });
+    await stop.getByRole("button", { name: "Cancel task", exact: true }).click();
+    const dialog = page.getByRole("dialog", { name: "Cancel this task?" });
+    await dialog.waitFor();
+    assert.match(await dialog.innerText(), /1 address not verified yet will be dropped and refunded/);
+    await dialog.getByRole("button", { name: "Cancel task", exact: true }).click();
+    await dialog.waitFor({ state: "hidden" });
+    const progress = page.getByRole("region", { name: "Progress" });
+    await until("the task says Cancelled", async () => /Cancelled/.test(await progress.innerText()));
+    assert.equal(await balance(), before + 1, "the waiting address's credit came back");
+    const ledger = await stack.api<{ transactions: Array<{ reason: string | null }> }>(
+      user.api_key,
+      "GET",
+      "/api/v1/credits/transactions?limit=5",
+    );
+    assert.ok(ledger.json.transactions.some((t) => t.reason === "task_cancelled_refund"));
+
+    const remove = page.getByRole("region", { name: "Delete this task" });
+    await remove.getByRole("button", { name: "Delete task", exact: true }).click();
+    const confirm = page.getByRole("dialog", { name: "Delete this task's data?" });
+    await confirm.getByRole("button", { name: "Delete task", exact: true }).click();
+    await heading(page, "Tasks");
+    await page
+      .getByRole("status")
+      .filter({ hasText: "Deleted the results of List of 2 addresses." })
+      .waitFor();
+    assert.equal((await stack.api(user.api_key, "GET", `/api/v1/tasks/${id}`)).status, 404);
+    assert.equal(await balance(), before + 1, "deleting moves no credit");
   });
 
   test("sign out: back to the sign-in form, the token gone from sessionStorage", async () => {

@@ -21,8 +21,9 @@ import { startMailWorld, type MailWorld, type WorldSpec } from "../../support/ma
 /**
  * acme.test: a Postfix with six mailboxes (others: 550 5.1.1, so `invalid`); catchall.test: an
  * Exim accepting every recipient (`catchall`); blocked.test: a host that refuses us at connect
- * with a blocklist reply (`unknown`, refunded); gone.test does not exist (`invalid`). Addresses at
- * mailinator.com are `disposable_domain` before any DNS.
+ * with a blocklist reply (`unknown`, refunded); gone.test does not exist (`invalid`); grey.test
+ * greylists (its job waits for a retry). Addresses at mailinator.com are `disposable_domain`
+ * before any DNS.
  */
 export const WORLD: WorldSpec = {
   domains: [
@@ -45,6 +46,9 @@ export const WORLD: WorldSpec = {
       ],
     },
     { name: "gone.test", dns: "nxdomain" },
+    // Greylists every first attempt for an hour: its address waits (5 min) for a retry, so a task
+    // holding it stays running until it is cancelled.
+    { name: "grey.test", hosts: [{ name: "mx.grey.test" }], mailboxes: ["gina"], greylistSeconds: 3600 },
   ],
 };
 

@@ -2,11 +2,12 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import type { Job, Task } from "@mailprobe/client";
 import { client, downloadTask, errorMessage, request, type DownloadFormat } from "../api.ts";
 import { BarChart } from "../components/bar-chart.tsx";
+import { ConfirmDialog } from "../components/confirm-dialog.tsx";
 import { Empty, ErrorMessage, Loading } from "../components/feedback.tsx";
 import { Pager } from "../components/pager.tsx";
 import { ProgressBar } from "../components/progress.tsx";
 import { StatusBadge } from "../components/result-card.tsx";
-import { takeFlash } from "../flash.ts";
+import { setFlash, takeFlash } from "../flash.ts";
 import { announce, useApi, useInterval, useTitle } from "../hooks.ts";
 import { addSample, etaMs, type Sample } from "../lib/eta.ts";
 import { RESULT_STATUSES, STATUS_LABEL, UNKNOWN_REASON_MEANING } from "../lib/explain.ts";
@@ -24,7 +25,7 @@ import {
   startOfDay,
 } from "../lib/format.ts";
 import { sourceLabel, taskName } from "../lib/task-text.ts";
-import { hrefOf } from "../router.ts";
+import { hrefOf, navigate } from "../router.ts";
 
 const POLL_MS = 2000;
 const JOBS_PAGE = 25;
@@ -119,6 +120,7 @@ export function TaskPage({ id }: { id: string }) {
       <DownloadSection task={t} />
       <SeriesSection task={t} refreshKey={refreshKey} />
       <JobsSection taskId={t.id} refreshKey={refreshKey} />
+      <ManageSection task={t} onCancelled={task.reload} />
     </section>
   );
 }
@@ -137,7 +139,9 @@ function ProgressSection({ task, samples, running }: { task: Task; samples: Samp
       task.started_at && task.finished_at
         ? `, ${formatDuration(Date.parse(task.finished_at) - Date.parse(task.started_at))} after it started`
         : "";
-    etaText = `Finished ${formatDateTime(task.finished_at)}${took}.`;
+    etaText = task.cancelled_at
+      ? `Cancelled ${formatDateTime(task.cancelled_at)}: addresses not verified by then were dropped and refunded.`
+      : `Finished ${formatDateTime(task.finished_at)}${took}.`;
   } else if (waitingOnRetries) {
     etaText = `Waiting to retry ${plural(retries.pending, "address", "addresses")} whose mail servers deferred us or could not be reached${
       retries.next_attempt_at ? ` (next attempt ${formatDateTime(retries.next_attempt_at)})` : ""
@@ -488,6 +492,90 @@ function JobsSection({ taskId, refreshKey }: { taskId: string; refreshKey: numbe
             onChange={setOffset}
           />
         </>
+      )}
+    </section>
+  );
+}
+
+/**
+ * Cancel (running: pending addresses are dropped and refunded, addresses being verified finish)
+ * or delete (finished: jobs, results and the stored file go; the credit history stays).
+ */
+function ManageSection({ task, onCancelled }: { task: Task; onCancelled: () => void }) {
+  const running = task.finished_at === null;
+  const [confirming, setConfirming] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const pending = task.metrics.job_status.pending;
+
+  async function act() {
+    setBusy(true);
+    setError(null);
+    try {
+      if (running) {
+        await request(client.POST("/api/v1/tasks/{id}/cancel", { params: { path: { id: task.id } } }));
+        setConfirming(false);
+        announce("The task was cancelled");
+        onCancelled();
+      } else {
+        await request(client.DELETE("/api/v1/tasks/{id}", { params: { path: { id: task.id } } }));
+        setFlash(`Deleted the results of ${taskName(task)}.`);
+        navigate(hrefOf.tasks);
+      }
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <section class="card" aria-labelledby="manage-title">
+      <h2 id="manage-title">{running ? "Stop this task" : "Delete this task"}</h2>
+      {running ? (
+        <p>
+          Cancelling drops the addresses not verified yet and returns their credits at once; addresses being
+          verified right now finish and keep their results. The webhook, if set, is called with status{" "}
+          <code>cancelled</code>.
+        </p>
+      ) : (
+        <p>
+          Deleting removes this task's addresses, results and uploaded file for good. Your credit history
+          keeps what was charged and refunded.
+        </p>
+      )}
+      <div class="button-row">
+        <button
+          type="button"
+          class="danger-outline"
+          onClick={() => {
+            setError(null);
+            setConfirming(true);
+          }}
+        >
+          {running ? "Cancel task" : "Delete task"}
+        </button>
+      </div>
+      {confirming && (
+        <ConfirmDialog
+          title={running ? "Cancel this task?" : "Delete this task's data?"}
+          confirmLabel={running ? "Cancel task" : "Delete task"}
+          busy={busy}
+          onConfirm={() => void act()}
+          onCancel={() => setConfirming(false)}
+        >
+          <p>
+            {running
+              ? `${plural(pending, "address", "addresses")} not verified yet will be dropped and refunded. This cannot be undone.`
+              : "Its addresses, results and file are deleted. This cannot be undone."}
+          </p>
+          {error !== null && (
+            <ErrorMessage
+              error={error}
+              title={running ? "The task was not cancelled" : "The task was not deleted"}
+            />
+          )}
+        </ConfirmDialog>
       )}
     </section>
   );

@@ -3,6 +3,7 @@ import { client, request } from "../api.ts";
 import { Empty, ErrorMessage, Loading } from "../components/feedback.tsx";
 import { Pager } from "../components/pager.tsx";
 import { ProgressBar } from "../components/progress.tsx";
+import { takeFlash } from "../flash.ts";
 import { useApi, useInterval, useTitle } from "../hooks.ts";
 import { endOfDay, formatDateTime, formatNumber, startOfDay } from "../lib/format.ts";
 import { TASK_STATE_LABEL, sourceLabel, taskName, taskState } from "../lib/task-text.ts";
@@ -20,6 +21,7 @@ const NO_FILTERS: Filters = { kind: "all", from: "", until: "" };
 
 export function TasksPage() {
   useTitle("Tasks");
+  const [flash] = useState(takeFlash);
   const [draft, setDraft] = useState<Filters>(NO_FILTERS);
   const [filters, setFilters] = useState<Filters>(NO_FILTERS);
   const [offset, setOffset] = useState(0);
@@ -53,6 +55,11 @@ export function TasksPage() {
           Verify a list
         </a>
       </div>
+      {flash && (
+        <p class="notice success" role="status">
+          {flash}
+        </p>
+      )}
       <form
         class="card filters"
         aria-label="Filter tasks"
