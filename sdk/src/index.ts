@@ -42,6 +42,8 @@ export type ApiKeyPurpose = ApiKey["purpose"];
 export type Session = Schemas["Session"];
 /** The body of the `task.completed` webhook. */
 export type TaskCompletedEvent = Schemas["TaskCompletedEvent"];
+/** One entry of the webhook log (GET /api/v1/webhooks/deliveries): a task.completed event or a ping. */
+export type WebhookDelivery = Schemas["WebhookDelivery"];
 /** The spec's error body: `{ error: { code, message, details? } }` (+ `result` on a 408). */
 export type ErrorBody = Schemas["Error"];
 /** The closed set of error codes; each has one HTTP status. */

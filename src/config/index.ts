@@ -181,7 +181,7 @@ export function loadConfig(
     rateLimitPerSecond: intVar(env, "RATE_LIMIT_PER_SECOND", 20, 1, 1_000_000),
     rateLimitBurst: intVar(env, "RATE_LIMIT_BURST", 40, 1, 1_000_000),
     hotCache: Object.freeze({
-      authTtlMs: intVar(env, "AUTH_CACHE_TTL_MS", 60_000, 0, 3_600_000),
+      authTtlMs: intVar(env, "AUTH_CACHE_TTL_MS", 5_000, 0, 3_600_000),
       resultMaxEntries: intVar(env, "RESULT_CACHE_MAX_ENTRIES", 100_000, 0, 10_000_000),
       resultMaxBytes: intVar(env, "RESULT_CACHE_MAX_MB", 64, 1, 16_384) * 1024 * 1024,
     }),

@@ -1,14 +1,15 @@
 // Issue 12: the dashboard in a real browser, end to end, as one user's session (registered by
 // test/web/dashboard.test.ts, against its server and Chromium). Sign in → verify an address → upload a csv with extra columns → choose the email column →
 // watch the task reach 100% → download csv, txt and xlsx and read them → the ledger rows and the
-// usage chart's text alternative change → create, reveal and revoke a key → cancel a running
-// task and delete it → sign out.
+// usage chart's text alternative change → create, reveal and revoke a key → the webhook log, a
+// test event and a redelivery → cancel a running task and delete it → sign out.
 // The tests run in order and share the page: each starts where the previous ended.
 // Times (first view, signed-in view) are printed as diagnostics, never asserted (house rule).
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import { after, before, test } from "node:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
+import { Webhook } from "standardwebhooks";
 import { readXlsxBook } from "../../unit/files/helpers.ts";
 import {
   download,
@@ -437,6 +438,41 @@ export function journey(): void {
     assert.equal(refused.status, 401, "a revoked key no longer works");
     // The session's own key is untouched.
     assert.match(await table.getByRole("row").filter({ hasText: "this session" }).innerText(), /Active/);
+  });
+
+  test("webhooks: the log shows the list's delivery; a test event and a redelivery arrive, signed", async () => {
+    await nav(page, "Webhooks").click();
+    await heading(page, "Webhooks");
+    const { json } = await stack.api<{ secret: string }>(user.api_key, "GET", "/api/v1/webhooks/secret");
+    const signer = new Webhook(json.secret);
+    const log = page.getByRole("region", { name: "Deliveries table" });
+    const taskRow = log.getByRole("row").filter({ hasText: "task.completed" });
+    await taskRow.waitFor();
+    assert.match(await taskRow.innerText(), /Delivered[\s\S]*HTTP 204/);
+    const seen = deliveries.length;
+    const arrived = (type: string) =>
+      deliveries.slice(seen).find((d) => (JSON.parse(d.body) as { type: string }).type === type);
+
+    await page.getByLabel("Send a test event to").fill(webhookUrl);
+    await page.getByRole("button", { name: "Send test event" }).click();
+    const pingRow = log.getByRole("row").filter({ hasText: "ping" });
+    await until("the ping shows Delivered", async () => /Delivered/.test(await pingRow.innerText()), 30_000);
+    const ping = await until("the ping at the receiver", async () => arrived("ping"), 30_000);
+    const headers = ping.headers as Record<string, string>;
+    assert.deepEqual(signer.verify(ping.body, headers), JSON.parse(ping.body), "signed with the secret");
+
+    await taskRow.getByRole("button", { name: "Redeliver" }).click();
+    const again = await until(
+      "the redelivery at the receiver",
+      async () => arrived("task.completed"),
+      30_000,
+    );
+    assert.equal(again.headers["webhook-id"], deliveries[0]!.headers["webhook-id"], "the same webhook-id");
+    signer.verify(again.body, again.headers as Record<string, string>);
+    await until(
+      "the row counts 2 attempts",
+      async () => (await taskRow.getByRole("cell").nth(1).innerText()).trim() === "2",
+    );
   });
 
   test("cancel a running task with confirmation (the pending address refunded), then delete it", async () => {

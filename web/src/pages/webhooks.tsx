@@ -1,8 +1,29 @@
 import { useState } from "preact/hooks";
-import { client, request } from "../api.ts";
-import { ErrorMessage, Loading } from "../components/feedback.tsx";
-import { announce, useApi, useTitle } from "../hooks.ts";
+import type { WebhookDelivery } from "@mailprobe/client";
+import { client, errorMessage, request } from "../api.ts";
+import { Empty, ErrorMessage, Loading } from "../components/feedback.tsx";
+import { Pager } from "../components/pager.tsx";
+import { announce, useApi, useInterval, useTitle } from "../hooks.ts";
+import { formatDateTime } from "../lib/format.ts";
 import { hrefOf } from "../router.ts";
+
+const DELIVERIES_PAGE = 20;
+const POLL_MS = 3000;
+
+const DELIVERY_LABEL: Record<WebhookDelivery["status"], string> = {
+  pending: "Waiting",
+  delivering: "Sending",
+  delivered: "Delivered",
+  failed: "Failed",
+};
+
+/** Badge colours shared with result statuses (their contrast is checked by the browser suite). */
+const DELIVERY_BADGE: Record<WebhookDelivery["status"], string> = {
+  pending: "badge",
+  delivering: "badge",
+  delivered: "badge badge-valid",
+  failed: "badge badge-invalid",
+};
 
 const SDK_SAMPLE = `// Node 22 (or any runtime with WebCrypto), with @mailprobe/client (sdk/ in the mailprobe repository)
 import { createServer } from "node:http";
@@ -96,6 +117,7 @@ export function WebhooksPage() {
           </>
         )}
       </section>
+      <DeliveriesSection />
       <section class="card" aria-labelledby="verify-title">
         <h2 id="verify-title">Verifying a delivery</h2>
         <ol class="steps">
@@ -132,6 +154,189 @@ export function WebhooksPage() {
           allows them.
         </p>
       </section>
+    </section>
+  );
+}
+
+/** What the receiver answered last, in words. */
+function lastAnswer(d: WebhookDelivery): string {
+  if (d.last_status_code !== null) return `HTTP ${String(d.last_status_code)}`;
+  if (d.last_error) return d.last_error;
+  return d.attempts === 0 ? "Not sent yet" : "No answer";
+}
+
+/**
+ * The webhook log: every delivery (task.completed events and test pings), what the receiver
+ * answered, the next attempt; a test event to any URL; redelivery of one delivery.
+ */
+function DeliveriesSection() {
+  const [offset, setOffset] = useState(0);
+  const log = useApi(
+    (signal) =>
+      request(
+        client.GET("/api/v1/webhooks/deliveries", {
+          params: { query: { limit: DELIVERIES_PAGE, offset } },
+          signal,
+        }),
+      ),
+    [offset],
+  );
+  const list = log.data?.deliveries ?? [];
+  const inFlight = list.some((d) => d.status === "pending" || d.status === "delivering");
+  useInterval(log.reload, POLL_MS, inFlight);
+
+  const [url, setUrl] = useState("");
+  const [sending, setSending] = useState(false);
+  const [sendError, setSendError] = useState<unknown>(null);
+  const [redelivering, setRedelivering] = useState<string | null>(null);
+  const [rowError, setRowError] = useState<{ id: string; error: unknown } | null>(null);
+
+  async function sendTest(e: Event) {
+    e.preventDefault();
+    setSending(true);
+    setSendError(null);
+    try {
+      await request(client.POST("/api/v1/webhooks/test", { body: { url: url.trim() } }));
+      announce("Test event queued");
+      setOffset(0);
+      log.reload();
+    } catch (err) {
+      setSendError(err);
+    } finally {
+      setSending(false);
+    }
+  }
+
+  async function redeliver(d: WebhookDelivery) {
+    setRedelivering(d.id);
+    setRowError(null);
+    try {
+      await request(
+        client.POST("/api/v1/webhooks/deliveries/{id}/redeliver", { params: { path: { id: d.id } } }),
+      );
+      announce("Delivery queued again");
+      log.reload();
+    } catch (err) {
+      setRowError({ id: d.id, error: err });
+    } finally {
+      setRedelivering(null);
+    }
+  }
+
+  return (
+    <section class="card" aria-labelledby="deliveries-title">
+      <h2 id="deliveries-title">Deliveries</h2>
+      <form class="stack" onSubmit={(e) => void sendTest(e)} aria-label="Send a test event">
+        <div class="field">
+          <label for="ping-url">Send a test event to</label>
+          <input
+            id="ping-url"
+            type="url"
+            inputMode="url"
+            required
+            placeholder="https://hooks.example.com/mailprobe"
+            value={url}
+            onInput={(e) => setUrl(e.currentTarget.value)}
+            aria-describedby="ping-url-help"
+          />
+          <p id="ping-url-help" class="help">
+            We POST a signed <code>ping</code> event there once (no retries), so you can check your receiver
+            before a list finishes. It appears in the log below.
+          </p>
+        </div>
+        <div class="button-row">
+          <button type="submit" class="secondary" disabled={sending || url.trim() === ""}>
+            Send test event
+          </button>
+        </div>
+        {sendError !== null && <ErrorMessage error={sendError} title="The test event was not sent" />}
+      </form>
+      {log.error !== undefined && log.error !== null && (
+        <ErrorMessage error={log.error} title="Could not load the deliveries" onRetry={log.reload} />
+      )}
+      {log.loading && !log.data && <Loading label="Loading the deliveries…" />}
+      {log.data && log.data.count === 0 && (
+        <Empty title="No deliveries yet: they appear here when a list with a webhook URL finishes." />
+      )}
+      {log.data && log.data.count > 0 && (
+        <>
+          <div class="table-scroll" tabIndex={0} role="region" aria-label="Deliveries table">
+            <table>
+              <caption class="visually-hidden">Webhook deliveries, newest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Event</th>
+                  <th scope="col">Status</th>
+                  <th scope="col" class="num">
+                    Attempts
+                  </th>
+                  <th scope="col">Last answer</th>
+                  <th scope="col">When</th>
+                  <th scope="col">
+                    <span class="visually-hidden">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.map((d) => {
+                  const nameId = `delivery-${d.id}`;
+                  return (
+                    <tr key={d.id}>
+                      <th scope="row" id={nameId}>
+                        <code>{d.event_type}</code>
+                        {d.task_id && (
+                          <>
+                            {" "}
+                            <a href={hrefOf.task(d.task_id)}>task</a>
+                          </>
+                        )}
+                        <div class="muted small addr">{d.url}</div>
+                      </th>
+                      <td>
+                        <span class={DELIVERY_BADGE[d.status]}>{DELIVERY_LABEL[d.status]}</span>
+                      </td>
+                      <td class="num">{d.attempts}</td>
+                      <td class="small">{lastAnswer(d)}</td>
+                      <td class="small">
+                        {d.delivered_at
+                          ? `Delivered ${formatDateTime(d.delivered_at)}`
+                          : d.next_attempt_at
+                            ? `Next attempt ${formatDateTime(d.next_attempt_at)}`
+                            : `Created ${formatDateTime(d.created_at)}`}
+                      </td>
+                      <td class="actions">
+                        {d.status !== "delivering" && (
+                          <button
+                            type="button"
+                            class="secondary"
+                            aria-describedby={nameId}
+                            disabled={redelivering === d.id}
+                            onClick={() => void redeliver(d)}
+                          >
+                            Redeliver
+                          </button>
+                        )}
+                        {rowError?.id === d.id && (
+                          <p class="error small" role="alert">
+                            {errorMessage(rowError.error)}
+                          </p>
+                        )}
+                      </td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </div>
+          <Pager
+            offset={offset}
+            limit={DELIVERIES_PAGE}
+            total={log.data.count}
+            label="Deliveries pages"
+            onChange={setOffset}
+          />
+        </>
+      )}
     </section>
   );
 }
