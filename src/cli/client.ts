@@ -1,11 +1,9 @@
 // `mailprobe client …`: the command-line client of a running server, over its public API with an
 // API key (MAILPROBE_URL, MAILPROBE_KEY). Plain fetch, no SDK. A server error is printed as
 // `mailprobe: <code>: <message>` (the spec's error envelope) and exits 1.
-import { createWriteStream } from "node:fs";
-import { readFile, rename, rm, stat } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { setTimeout as sleep } from "node:timers/promises";
 import { loadClientConfig, requireClientKey } from "../config/client-config.ts";
@@ -15,6 +13,7 @@ import {
   defaultOutPath,
   outputFormat,
   refuseOverwritingInput,
+  writeFileAtomically,
   type FileFormat as Format,
 } from "./cli-support.ts";
 
@@ -266,13 +265,9 @@ async function download(taskId: string, format: Format, out: string): Promise<vo
     accept: [],
   });
   if (!res.body) throw new ClientError(`the download of task ${taskId} came back empty`);
-  // Written beside the target, then renamed: a broken download leaves no half file under its name.
-  const partial = `${out}.partial-${process.pid}`;
   try {
-    await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), createWriteStream(partial));
-    await rename(partial, out);
+    await writeFileAtomically(out, Readable.fromWeb(res.body as WebReadableStream<Uint8Array>));
   } catch (error) {
-    await rm(partial, { force: true });
     if (error instanceof ClientError) throw error;
     throw new ClientError(
       `downloading task ${taskId} failed: ${error instanceof Error ? error.message : String(error)}`,

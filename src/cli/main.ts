@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { API_KEY_PURPOSES, type ApiKeyPurpose } from "../keys/purposes.ts";
 import { isUuid } from "../lib/ids.ts";
+import { FILE_FORMATS, type FileFormat } from "./cli-support.ts";
 
 function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
@@ -48,12 +49,9 @@ function purposeArg(value: string): ApiKeyPurpose {
   return purpose;
 }
 
-const FORMATS = ["csv", "txt", "xlsx"] as const;
-type FileFormat = (typeof FORMATS)[number];
-
 function formatArg(value: string): FileFormat {
-  const format = FORMATS.find((f) => f === value.toLowerCase());
-  if (!format) throw new InvalidArgumentError(`must be one of ${FORMATS.join(", ")}`);
+  const format = FILE_FORMATS.find((f) => f === value.toLowerCase());
+  if (!format) throw new InvalidArgumentError(`must be one of ${FILE_FORMATS.join(", ")}`);
   return format;
 }
 

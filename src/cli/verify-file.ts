@@ -2,9 +2,7 @@
 // the engine on this machine (no server, no database, no credits), written back as the API's
 // download of the same file would be: every original row in order, its columns, then
 // RESULT_COLUMNS (csv/xlsx), or `email,status` lines (txt).
-import { createWriteStream } from "node:fs";
-import { readFile, rename, rm, stat } from "node:fs/promises";
-import { pipeline } from "node:stream/promises";
+import { readFile, stat } from "node:fs/promises";
 import { engineOptionsFrom, guardPorts } from "../app/engine-options.ts";
 import { loadConfig, type Config } from "../config/index.ts";
 import {
@@ -13,9 +11,7 @@ import {
   parseListFile,
   RESULT_COLUMNS,
   TXT_RESULT_COLUMNS,
-  writeCsv,
-  writeTxt,
-  writeXlsx,
+  writeExport,
   type ExportCell,
   type ExportFormat,
   type ParsedList,
@@ -36,7 +32,9 @@ import {
   outputFormat,
   refuseOverwritingInput,
   warnAboutConfig,
+  writeFileAtomically,
 } from "./cli-support.ts";
+import { failedCells, SKIPPED_STATUS } from "../tasks/export-task.ts";
 import { createProgress, formatDuration } from "./progress.ts";
 
 /**
@@ -52,8 +50,8 @@ export const LOCAL_MAX_FILE_BYTES = 100 * 1024 * 1024;
  * SMTP_MAX_RCPT): the batch workers' claim size (CLAIM_GROUP_MAX in jobs/runner.ts).
  */
 export const LOCAL_GROUP_MAX = 200;
-/** Status of a row without an address, as in a download (SKIPPED_STATUS in tasks/export-task.ts). */
-export const SKIPPED_STATUS = "skipped";
+/** Status of a row without an address: the download's. */
+export { SKIPPED_STATUS };
 
 export interface VerifyFileOptions {
   file: string;
@@ -146,10 +144,7 @@ async function verifyDistinct(
         chunk.emails.forEach((email, i) => {
           const r = results?.[i];
           // A group that failed outright reads as the download shows a failed job.
-          cells.set(
-            email,
-            r ? resultCells(r) : { email, status: "unknown", unknownReason: "verification_failed" },
-          );
+          cells.set(email, r ? resultCells(r) : failedCells(email));
         });
         onDone(chunk.emails.length);
       }
@@ -195,17 +190,7 @@ async function writeResults(
   table: { header: string[]; rows: ExportCell[][] },
   escapeFormulas: boolean,
 ): Promise<void> {
-  const input = { header: table.header, rows: table.rows, escapeFormulas };
-  const body = format === "csv" ? writeCsv(input) : format === "txt" ? writeTxt(input) : writeXlsx(input);
-  // Written beside the target, then renamed: an interrupted run leaves no half file under its name.
-  const partial = `${out}.partial-${process.pid}`;
-  try {
-    await pipeline(body, createWriteStream(partial));
-    await rename(partial, out);
-  } catch (error) {
-    await rm(partial, { force: true });
-    throw error;
-  }
+  await writeFileAtomically(out, writeExport(format, { ...table, escapeFormulas }));
 }
 
 export async function verifyFileCommand(opts: VerifyFileOptions): Promise<void> {
@@ -249,8 +234,7 @@ export async function verifyFileCommand(opts: VerifyFileOptions): Promise<void> 
   if (interrupted.signal.aborted) throw new CliError("interrupted: no results written");
   for (const f of verified.failures.slice(0, 5)) note(`warning: verifying ${f}`);
 
-  const cellsOf = (email: string): Cells =>
-    verified.cells.get(email) ?? { email, status: "unknown", unknownReason: "verification_failed" };
+  const cellsOf = (email: string): Cells => verified.cells.get(email) ?? failedCells(email);
   await writeResults(out, format, resultTable(list, cellsOf, format), opts.escapeFormulas ?? true);
 
   const counts = new Map<string, number>();

@@ -103,6 +103,15 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return code !== undefined && (code.startsWith("08") || UNAVAILABLE_STATES.has(code));
 }
 
+/** The constraint a violation names (unique, check, foreign key), when the driver reports it. */
+export function constraintOf(error: unknown): string | undefined {
+  if (typeof error === "object" && error !== null && "constraint" in error) {
+    const name = error.constraint;
+    return typeof name === "string" ? name : undefined;
+  }
+  return undefined;
+}
+
 export function sqlState(error: unknown): string | undefined {
   if (typeof error === "object" && error !== null && "code" in error) {
     const code = error.code;

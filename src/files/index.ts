@@ -17,6 +17,7 @@ export { DEFAULT_ZIP_LIMITS, type ZipLimits } from "./parse/zip-guard.ts";
 export { neutraliseFormula, type ExportCell, type ExportInput } from "./export/cells.ts";
 export { writeCsv, writeTxt, type CsvExportOptions } from "./export/write-text.ts";
 export { writeXlsx } from "./export/write-xlsx.ts";
+export { writeExport } from "./export/write-export.ts";
 export {
   EXPORT_FORMATS,
   RESULT_COLUMNS,

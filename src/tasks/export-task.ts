@@ -13,9 +13,7 @@ import {
   joinResultRow,
   RESULT_COLUMNS,
   TXT_RESULT_COLUMNS,
-  writeCsv,
-  writeTxt,
-  writeXlsx,
+  writeExport,
   type ExportCell,
   type ExportFormat,
 } from "../files/index.ts";
@@ -53,6 +51,13 @@ export const SKIPPED_STATUS = "skipped";
 /** Status of a row whose job was dropped by a cancel before it ran (not billed). */
 export const CANCELLED_STATUS = "cancelled";
 
+/** The result cells of an address whose verification failed outright: `unknown`, not billed. */
+export const failedCells = (email: string): Partial<Record<ResultFieldKey, ResultCell>> => ({
+  email,
+  status: "unknown",
+  unknownReason: "verification_failed",
+});
+
 /**
  * The result cells of one row. A job still running shows `pending`; a job dropped by a cancel
  * shows `cancelled`; a job that failed outright
@@ -63,9 +68,7 @@ function cellsOf(row: ExportRow): Partial<Record<ResultFieldKey, ResultCell>> {
   if (row.email === null) return { status: SKIPPED_STATUS };
   if (row.jobStatus === null) return { email: row.email, status: SKIPPED_STATUS }; // no job (not expected)
   if (row.jobStatus === "cancelled") return { email: row.email, status: CANCELLED_STATUS };
-  return row.jobStatus === "failed"
-    ? { email: row.email, status: "unknown", unknownReason: "verification_failed" }
-    : { email: row.email, status: "pending" };
+  return row.jobStatus === "failed" ? failedCells(row.email) : { email: row.email, status: "pending" };
 }
 
 const TXT_FIELDS = fieldsNamed(TXT_RESULT_COLUMNS);
@@ -172,9 +175,7 @@ export async function prepareDownload(
       : upload
         ? buildResultHeader(upload.header, width)
         : [...RESULT_COLUMNS];
-  const input = { header, rows: rows(), escapeFormulas: opts.escapeFormulas };
-  const body =
-    opts.format === "csv" ? writeCsv(input) : opts.format === "txt" ? writeTxt(input) : writeXlsx(input);
+  const body = writeExport(opts.format, { header, rows: rows(), escapeFormulas: opts.escapeFormulas });
   return {
     filename: downloadFilename(upload?.filename ?? null, task.id, opts.format),
     contentType: contentTypeFor(opts.format),

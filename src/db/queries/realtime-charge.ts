@@ -1,4 +1,4 @@
-import { SQLSTATE, sqlState, type Queryable } from "../client.ts";
+import { constraintOf, SQLSTATE, sqlState, type Queryable } from "../client.ts";
 import {
   toVerificationRecord,
   verificationInsertParts,
@@ -104,15 +104,10 @@ export async function chargeRealtime(q: Queryable, c: RealtimeCharge): Promise<R
     return row.mp_free ? { kind: "free", record } : { kind: "insufficient" };
   } catch (error) {
     const state = sqlState(error);
-    if (state === SQLSTATE.checkViolation && /balance/.test(constraintOf(error)))
+    if (state === SQLSTATE.checkViolation && /balance/.test(constraintOf(error) ?? ""))
       return { kind: "insufficient" };
-    if (state === SQLSTATE.uniqueViolation && /idempotency/.test(constraintOf(error)))
+    if (state === SQLSTATE.uniqueViolation && /idempotency/.test(constraintOf(error) ?? ""))
       return { kind: "free", record: null };
     throw error;
   }
 }
-
-const constraintOf = (error: unknown): string =>
-  typeof error === "object" && error !== null && "constraint" in error && typeof error.constraint === "string"
-    ? error.constraint
-    : "";
