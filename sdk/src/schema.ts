@@ -502,7 +502,7 @@ export interface paths {
     };
     /**
      * Readiness probe
-     * @description 200 when the database answers (with set-up warnings that cost accuracy), 503 when it does not. Needs no credentials.
+     * @description 200 when the database answers (with set-up warnings that cost accuracy and, on the embedded engine, the free space of DATA_DIR), 503 when it does not or when DATA_DIR has less than DATA_DIR_MIN_FREE_MB free (`data_dir` beside the error). Needs no credentials.
      */
     get: operations["getReadiness"];
     put?: never;
@@ -686,6 +686,7 @@ export interface components {
           | "DEPENDENCY_UNAVAILABLE"
           | "DEPENDENCY_RATE_LIMIT"
           | "RATE_LIMITED"
+          | "SERVICE_UNAVAILABLE"
           | "INTERNAL_ERROR";
         /** @description Human-readable; an unexpected server fault gets a generic one */
         message: string;
@@ -760,7 +761,7 @@ export interface components {
       error: number;
       message: string;
     };
-    /** @description The node can serve: the database answers */
+    /** @description The node can serve: the database answers and, on the embedded engine, DATA_DIR has at least DATA_DIR_MIN_FREE_MB free */
     Readiness: {
       /** @enum {string} */
       status: "ready";
@@ -774,6 +775,12 @@ export interface components {
         /** @description what is wrong and what to set, with an example */
         message: string;
       }[];
+      data_dir?: {
+        /** @description MiB free in DATA_DIR at the last sample (taken every second); null if unreadable */
+        free_mb: number | null;
+        /** @description DATA_DIR_MIN_FREE_MB: below it the node is not ready */
+        min_free_mb: number;
+      };
     };
     /** @description A short-lived session token (source `frontend`) */
     Session: {
@@ -1291,6 +1298,16 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
     };
   };
   createApiKey: {
@@ -1394,6 +1411,16 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
     };
   };
   deleteApiKey: {
@@ -1489,6 +1516,16 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
     };
   };
   createSession: {
@@ -1546,6 +1583,16 @@ export interface operations {
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
       500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -1621,6 +1668,16 @@ export interface operations {
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
       500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -1707,6 +1764,16 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
     };
   };
   getCreditUsage: {
@@ -1777,6 +1844,16 @@ export interface operations {
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
       500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -1863,6 +1940,16 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
     };
   };
   getVerificationMetrics: {
@@ -1939,6 +2026,16 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
     };
   };
   listTasks: {
@@ -2004,6 +2101,16 @@ export interface operations {
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
       500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -2108,12 +2215,24 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
     };
   };
   uploadTaskFile: {
     parameters: {
       query?: never;
       header?: {
+        /** @description Makes retries safe for 24 hours: the same key with the same body returns the task the first request created (billed once); with a different body it is a 400. */
+        "Idempotency-Key"?: string;
         /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
         "X-Request-ID"?: components["parameters"]["RequestId"];
       };
@@ -2209,6 +2328,16 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
     };
   };
   getUpload: {
@@ -2296,6 +2425,16 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
     };
   };
   getTask: {
@@ -2365,6 +2504,16 @@ export interface operations {
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
       500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -2468,6 +2617,16 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
     };
   };
   cancelTask: {
@@ -2547,6 +2706,16 @@ export interface operations {
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
       500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -2655,6 +2824,16 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
     };
   };
   listTaskJobs: {
@@ -2748,6 +2927,16 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
     };
   };
   getTaskSeries: {
@@ -2832,6 +3021,16 @@ export interface operations {
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
       500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -2942,6 +3141,16 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
     };
   };
   listWebhookDeliveries: {
@@ -3002,6 +3211,16 @@ export interface operations {
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
       500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -3097,6 +3316,16 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
     };
   };
   getWebhookSecret: {
@@ -3154,6 +3383,16 @@ export interface operations {
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
       500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -3257,6 +3496,16 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
     };
   };
   sendTestWebhook: {
@@ -3321,6 +3570,16 @@ export interface operations {
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
       500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -3451,7 +3710,7 @@ export interface operations {
           "application/json": components["schemas"]["Readiness"];
         };
       };
-      /** @description A dependency (the database) is unavailable (DEPENDENCY_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];

@@ -13,7 +13,10 @@ import { installInputGuard } from "../http/plugins/input-guard.ts";
 import { installJsonParser } from "../http/plugins/json-body.ts";
 import { installHttpMetrics } from "../http/plugins/http-metrics.ts";
 import { installRequestIdHeader, requestIdFrom } from "../http/plugins/request-id.ts";
+import { installCloseOnRefusal, installJsonBodyDeadline } from "../http/plugins/slow-clients.ts";
+import { limitConnections } from "../http/connection-limit.ts";
 import { installValidators } from "../http/plugins/validation.ts";
+import { installWriteGuard } from "../http/plugins/write-guard.ts";
 import { adminRoutes } from "../http/routes/admin.ts";
 import { apiKeyRoutes } from "../http/routes/api-keys.ts";
 import { authSessionRoutes } from "../http/routes/auth-session.ts";
@@ -27,7 +30,9 @@ import { uploadRoutes } from "../http/routes/uploads.ts";
 import { downloadRoutes } from "../http/routes/downloads.ts";
 import { webhookRoutes } from "../http/routes/webhooks.ts";
 import { COMPONENTS, SWAGGER_OPTIONS } from "../http/schemas/openapi.ts";
+import { isDatabaseUnavailable } from "../db/client.ts";
 import { httpDepsOf } from "./http-deps.ts";
+import { defaultMaxConnections, openFileLimit } from "./open-file-limit.ts";
 import type { Services } from "./services.ts";
 
 export interface AppOptions {
@@ -50,21 +55,37 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
     // Explicit server timeouts: a realtime verification may legitimately take tens of seconds.
+    // The request timeout bounds an upload's body; a JSON body has BODY_TIMEOUT_MS (slow-clients.ts).
     requestTimeout: 120_000,
     connectionTimeout: 130_000,
     keepAliveTimeout: 72_000,
+    http: {
+      headersTimeout: config.httpServer.headersTimeoutMs,
+      // How often Node looks for requests past their timeouts (default 30 s, which would let a
+      // 15 s header timeout run to 45 s).
+      connectionsCheckingInterval: Math.min(5_000, Math.max(1_000, config.httpServer.headersTimeoutMs / 5)),
+    },
     return503OnClosing: true,
     // Router and HTTP-parser refusals (bad percent-encoding, over-long path params, oversized
     // headers) answer the spec's error envelope too.
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  const limits = {
+    perAddress: config.httpServer.maxConnectionsPerIp,
+    total: config.httpServer.maxConnections ?? defaultMaxConnections(openFileLimit()),
+  };
+  limitConnections(app.server, limits, (r) =>
+    logger.warn({ ...r, limits }, "connections refused: over MAX_CONNECTIONS_PER_IP or MAX_CONNECTIONS"),
+  );
 
   // The named schemas the routes $ref (the OpenAPI document's components).
   for (const schema of COMPONENTS) app.addSchema(schema);
   installValidators(app, COMPONENTS);
   installJsonParser(app);
-  installErrorHandlers(app);
+  installErrorHandlers(app, { isDatabaseOutage: isDatabaseUnavailable });
+  installCloseOnRefusal(app);
+  installJsonBodyDeadline(app, config.httpServer.bodyTimeoutMs);
   installInputGuard(app);
   installRequestIdHeader(app);
   installHttpMetrics(app, deps.metrics);
@@ -78,6 +99,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   await app.register(dashboardPlugin);
   await app.register(async (api) => {
     installAuthentication(api, deps.authenticator, deps.rateLimiter);
+    installWriteGuard(api, () => deps.diskSpace.assertWritable());
     await api.register(authSessionRoutes, { deps });
     await api.register(apiKeyRoutes, { deps });
     await api.register(creditRoutes, { deps });

@@ -4,6 +4,7 @@ import { lockDataDir } from "../db/data-dir-lock.ts";
 import { migrate } from "../db/migrate.ts";
 import { hasAnyUser } from "../db/queries/users.ts";
 import { openDatabase } from "../db/open.ts";
+import { createDiskSpaceGuard, type DiskSpaceGuard } from "../observability/disk-space.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { RateLimitStore } from "../ratelimit/limiter.ts";
 import { loadLocalSecrets } from "./local-secrets.ts";
@@ -50,7 +51,18 @@ export async function openRuntime(config: Readonly<Config>, logger: Logger): Pro
     }
 
     const rateLimitStore = await rateLimitStoreFor(config, db, closers);
-    const services = buildServices({ config, db, logger, encryptionKey, jwtSecret, rateLimitStore });
+    // On PostgreSQL the data directory is the database server's, watched by its operator; this
+    // process writes nothing of its own to disk there, so there is nothing to guard.
+    const diskSpace = embedded ? await startDiskSpaceGuard(config, logger) : undefined;
+    const services = buildServices({
+      config,
+      db,
+      logger,
+      encryptionKey,
+      jwtSecret,
+      rateLimitStore,
+      diskSpace,
+    });
     const isFresh = !(await hasAnyUser(db));
     const openedDb = db;
     return {
@@ -68,6 +80,26 @@ export async function openRuntime(config: Readonly<Config>, logger: Logger): Pro
     await releaseLock?.();
     throw e;
   }
+}
+
+async function startDiskSpaceGuard(config: Readonly<Config>, logger: Logger): Promise<DiskSpaceGuard> {
+  const log = logger.child({ dataDir: config.dataDir, minFreeMb: config.dataDirMinFreeMb });
+  const guard = createDiskSpaceGuard({
+    dir: config.dataDir,
+    minFreeMb: config.dataDirMinFreeMb,
+    onChange(e) {
+      if (e.kind === "unreadable")
+        log.warn({ err: e.error }, "cannot read the free space of DATA_DIR; the free-space guard is off");
+      else if (e.kind === "low")
+        log.warn(
+          { freeMb: Math.floor((e.status.freeBytes ?? 0) / 1024 / 1024) },
+          "DATA_DIR is below DATA_DIR_MIN_FREE_MB: refusing work that writes (503) and pausing the workers",
+        );
+      else log.info("DATA_DIR has DATA_DIR_MIN_FREE_MB free again: taking work");
+    },
+  });
+  await guard.start();
+  return guard;
 }
 
 async function ensureDir(dir: string): Promise<string> {

@@ -9,15 +9,17 @@ import { createApiKeysService, type ApiKeysService } from "../keys/service.ts";
 import { createRecentResults } from "../verifications/recent-results.ts";
 import { systemClock, type Clock } from "../lib/clock.ts";
 import type { Logger } from "../observability/logger.ts";
+import { noDiskSpaceGuard, type DiskSpaceGuard } from "../observability/disk-space.ts";
 import { createMetrics, type Metrics } from "../observability/metrics.ts";
 import { createRateLimiter, type RateLimiter, type RateLimitStore } from "../ratelimit/limiter.ts";
 import { createUsersService, type UsersService } from "../users/service.ts";
 import { createVerificationsService, type VerificationsService } from "../verifications/service.ts";
 import { createReportsService, type ReportsService } from "../reports/service.ts";
 import { createTasksService, type TasksService } from "../tasks/service.ts";
+import { createUploadAdmission } from "../uploads/admission.ts";
 import { createUploadsService, type UploadsService } from "../uploads/service.ts";
 import { createWebhooksService, type WebhooksService } from "../webhooks/service.ts";
-import { createPgHostGate } from "../jobs/host-gate.ts";
+import { createPgHostGate, HostBusyError } from "../jobs/host-gate.ts";
 import { newWorkerId } from "../jobs/runner.ts";
 import { createEngine, type Engine, type EnginePorts } from "../verify/index.ts";
 import { engineOptionsFrom, guardPorts } from "./engine-options.ts";
@@ -43,6 +45,8 @@ export interface Services {
   webhooks: WebhooksService;
   /** Tells every node's caches what changed (db/invalidation-bus.ts). */
   invalidations: InvalidationBus;
+  /** Free space of DATA_DIR (embedded engine); the no-op guard on PostgreSQL and in tests. */
+  diskSpace: DiskSpaceGuard;
   /** Releases what the services hold (engine sessions, limiter stores); not the database. */
   close(): Promise<void>;
 }
@@ -59,6 +63,8 @@ export interface ServiceOptions {
   processMetrics?: boolean;
   /** Replaces engine ports (tests only: e.g. a custom DNS port). */
   enginePorts?: Partial<EnginePorts>;
+  /** A started DATA_DIR guard (app/runtime.ts, embedded engine); stopped by close(). */
+  diskSpace?: DiskSpaceGuard;
 }
 
 export function buildServices(opts: ServiceOptions): Services {
@@ -108,7 +114,10 @@ export function buildServices(opts: ServiceOptions): Services {
     db,
     clock,
     logger,
-    metrics: createMetrics({ processMetrics: opts.processMetrics ?? true }),
+    metrics: createMetrics({
+      processMetrics: opts.processMetrics ?? true,
+      deadlockRetries: () => db.stats?.deadlockRetries ?? 0,
+    }),
     apiKeys,
     credits: createCreditsService(db, clock),
     users: createUsersService(db, clock, apiKeys),
@@ -122,17 +131,23 @@ export function buildServices(opts: ServiceOptions): Services {
       maxInFlightPerUser: config.verify.maxInFlightPerUser,
       onEvidenceDecision: (r) =>
         logger.info({ domain: r.domainName, email: r.email, evidence: r.evidence }, "decided by evidence"),
+      isHostBusy: (error) => error instanceof HostBusyError,
       recent: createRecentResults(invalidations, {
         maxEntries: config.hotCache.resultMaxEntries,
         maxBytes: config.hotCache.resultMaxBytes,
       }),
     }),
     tasks: createTasksService(db, clock, engine, invalidations),
-    uploads: createUploadsService(db, clock, engine, listParser),
+    uploads: createUploadsService(db, clock, engine, listParser, {
+      admission: createUploadAdmission({ ...config.uploadsInProgress, retryAfterSeconds: 2 }),
+      maxUploadBytes: config.maxUploadBytes,
+    }),
     reports: createReportsService(db),
     webhooks: createWebhooksService(db, clock),
     invalidations,
+    diskSpace: opts.diskSpace ?? noDiskSpaceGuard,
     async close() {
+      opts.diskSpace?.stop();
       await invalidations.close();
       await engine.close();
       await rateLimiter.close();

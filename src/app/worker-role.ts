@@ -45,6 +45,8 @@ export function createWorkerRole(
     config: config.worker,
     workerId,
     recordRetryDelaysMs: opts.recordRetryDelaysMs,
+    // The background must not write into a full disk either: no new group below the threshold.
+    claimPause: () => services.diskSpace.refusal(),
   });
   const webhooks = createWebhookDispatcher({ db, clock, logger, config: config.webhooks });
   const retention = createRetentionSweeper({ db, clock, logger, retentionDays: config.resultRetentionDays });

@@ -1,3 +1,4 @@
+import { DatabaseUnavailableError } from "../db/client.ts";
 import type { ApiKeysService } from "../keys/service.ts";
 import type { JwtService } from "./jwt.ts";
 import type { Principal } from "./principal.ts";
@@ -26,7 +27,21 @@ export function readCredential(
 }
 
 export interface Authenticator {
+  /**
+   * A credential that is wrong is an outcome (`invalid` → 401); one that could not be checked
+   * because the key store did not answer throws DatabaseUnavailableError (→ 503): a valid key
+   * must never read as "no such key" (it did once, when the embedded engine died mid-lookup).
+   */
   authenticate(headers: CredentialHeaders): Promise<AuthOutcome>;
+}
+
+/** Runs a key-store lookup; any failure of it is the store's, never the credential's. */
+async function lookup<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    throw error instanceof DatabaseUnavailableError ? error : new DatabaseUnavailableError(error);
+  }
 }
 
 export function createAuthenticator(apiKeys: ApiKeysService, jwt: JwtService): Authenticator {
@@ -36,7 +51,7 @@ export function createAuthenticator(apiKeys: ApiKeysService, jwt: JwtService): A
       if (read === "missing" || read === "malformed") return { ok: false, reason: read };
       const credential = read.token;
 
-      const key = await apiKeys.authenticate(credential);
+      const key = await lookup(() => apiKeys.authenticate(credential));
       if (key) {
         return {
           ok: true,
@@ -53,10 +68,11 @@ export function createAuthenticator(apiKeys: ApiKeysService, jwt: JwtService): A
       // X-API-Key carries API keys only; a JWT is a Bearer credential (spec, Authentication 1-2).
       if (read.via === "bearer" && credential.split(".").length === 3) {
         const verified = await jwt.verify(credential);
+        const openerKeyId = verified?.apiKeyId ?? null;
         // A session dies with the key that opened it (checked on each request, cached ≤ 1 s).
         if (
           verified &&
-          (verified.apiKeyId === null || (await apiKeys.isActiveKeyOf(verified.userId, verified.apiKeyId)))
+          (openerKeyId === null || (await lookup(() => apiKeys.isActiveKeyOf(verified.userId, openerKeyId))))
         ) {
           return {
             ok: true,

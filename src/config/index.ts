@@ -22,6 +22,11 @@ export interface Config {
   host: string;
   /** Embedded database directory and local secrets (admin token, generated keys). */
   dataDir: string;
+  /**
+   * DATA_DIR_MIN_FREE_MB: below this much free space in dataDir the embedded engine refuses work
+   * that writes (503) and its workers stop claiming; 0 turns the guard off. Unused on PostgreSQL.
+   */
+  dataDirMinFreeMb: number;
   /** PostgreSQL connection string; null selects embedded PGlite in dataDir. */
   databaseUrl: string | null;
   /** Max connections in the PostgreSQL pool of this process. */
@@ -50,8 +55,12 @@ export interface Config {
   maxUploadBytes: number;
   /** Uploaded lists are parsed on worker threads (files/parse/parse-pool.ts) with these caps. */
   uploadParse: { threads: number; maxMemoryMb: number; timeoutMs: number };
+  /** Uploads in progress at once on this process, all users and one user (uploads/admission.ts). */
+  uploadsInProgress: { perProcess: number; perUser: number };
   /** Trust X-Forwarded-* from a reverse proxy. */
   trustProxy: boolean;
+  /** Limits of the HTTP server against slow and piled-up clients. */
+  httpServer: HttpServerConfig;
   /** METRICS_TOKEN: when set, GET /metrics requires `Authorization: Bearer <token>`. */
   metricsToken: string | null;
   logLevel: LogLevel;
@@ -75,6 +84,20 @@ export interface Config {
    * logged at WARN when serve/worker start and listed by /readyz.
    */
   warnings: readonly ConfigWarning[];
+}
+
+export interface HttpServerConfig {
+  /** HEADERS_TIMEOUT_MS: a request's headers must arrive within this (else 400 and close). */
+  headersTimeoutMs: number;
+  /** BODY_TIMEOUT_MS: a JSON body must arrive within this; uploads keep the request timeout. */
+  bodyTimeoutMs: number;
+  /**
+   * MAX_CONNECTIONS_PER_IP: open connections one client address may hold; 0 = no cap. Unset: 256,
+   * or 0 with TRUST_PROXY (every client then shares the proxy's address).
+   */
+  maxConnectionsPerIp: number;
+  /** MAX_CONNECTIONS: open connections in all; null (unset) = derived from the open-file limit. */
+  maxConnections: number | null;
 }
 
 export interface WorkerConfig {
@@ -171,6 +194,11 @@ export function loadConfig(
     port: intVar(env, "PORT", 8080, 0, 65535),
     host: stringVar(env, "HOST", "0.0.0.0"),
     dataDir: resolve(stringVar(env, "DATA_DIR", DEFAULT_DATA_DIR)),
+    // PGlite adds WAL 16 MiB at a time and, like PostgreSQL, PANICs when it cannot create the next
+    // segment (docs/disk-space.md). A verified 10,000-address list took about 19 MB of tables and
+    // 32-48 MB of WAL (measured), so 256 MB leaves room for a few such lists accepted just before
+    // the guard trips and for the WAL segments they need.
+    dataDirMinFreeMb: intVar(env, "DATA_DIR_MIN_FREE_MB", 256, 0, 1_048_576),
     databaseUrl: urlVar(env, "DATABASE_URL", ["postgres:", "postgresql:"]),
     databasePoolSize: intVar(env, "DATABASE_POOL_SIZE", 10, 1, 1000),
     encryptionKey: keyVar(env, "ENCRYPTION_KEY"),
@@ -189,11 +217,18 @@ export function loadConfig(
     bodyLimitBytes: intVar(env, "BODY_LIMIT_BYTES", 5 * 1024 * 1024, 1024),
     maxUploadBytes: intVar(env, "MAX_UPLOAD_BYTES", 10 * 1024 * 1024, 1024),
     uploadParse: Object.freeze({
-      threads: intVar(env, "UPLOAD_PARSE_THREADS", 2, 1, 64),
+      // One: a parsing thread may take its whole heap cap, and the server's memory bound
+      // (hostile-load suite: < 1 GiB under 20 concurrent 10 MB uploads) leaves room for one.
+      threads: intVar(env, "UPLOAD_PARSE_THREADS", 1, 1, 64),
       maxMemoryMb: intVar(env, "UPLOAD_PARSE_MEMORY_MB", 256, 64, 16_384),
       timeoutMs: intVar(env, "UPLOAD_PARSE_TIMEOUT_SECONDS", 60, 1, 3_600) * 1000,
     }),
+    uploadsInProgress: Object.freeze({
+      perProcess: intVar(env, "UPLOADS_MAX_IN_PROGRESS", 4, 1, 1_000),
+      perUser: intVar(env, "UPLOADS_MAX_IN_PROGRESS_PER_USER", 2, 1, 1_000),
+    }),
     trustProxy: boolVar(env, "TRUST_PROXY", false),
+    httpServer: loadHttpServerConfig(env),
     metricsToken: optionalVar(env, "METRICS_TOKEN"),
     logLevel: enumVar(env, "LOG_LEVEL", LOG_LEVELS, "info"),
     logFormat: enumVar(env, "LOG_FORMAT", LOG_FORMATS, "auto"),
@@ -223,6 +258,25 @@ function secondsList(env: Record<string, string | undefined>, name: string, fall
     throw new ConfigError(`${name} must be a comma-separated list of seconds, got "${raw}"`);
   }
   return items.map((x) => Math.round(Number(x) * 1000));
+}
+
+function loadHttpServerConfig(env: Record<string, string | undefined>): Readonly<HttpServerConfig> {
+  return Object.freeze({
+    // Node's own default is 60 s: long enough for 19,900 silent connections from one address to
+    // pile up and exhaust 20,000 file descriptors.
+    headersTimeoutMs: intVar(env, "HEADERS_TIMEOUT_MS", 15_000, 1_000, 120_000),
+    // A JSON body is at most BODY_LIMIT_BYTES (5 MiB by default): 30 s is ~1.4 Mbit/s.
+    bodyTimeoutMs: intVar(env, "BODY_TIMEOUT_MS", 30_000, 1_000, 120_000),
+    maxConnectionsPerIp: intVar(
+      env,
+      "MAX_CONNECTIONS_PER_IP",
+      boolVar(env, "TRUST_PROXY", false) ? 0 : 256,
+      0,
+      1_000_000,
+    ),
+    maxConnections:
+      optionalVar(env, "MAX_CONNECTIONS") === null ? null : intVar(env, "MAX_CONNECTIONS", 0, 0, 10_000_000),
+  });
 }
 
 function loadWorkerConfig(env: Record<string, string | undefined>): Readonly<WorkerConfig> {

@@ -35,7 +35,9 @@ async function move(q: Queryable, entry: LedgerEntry, direction: 1 | -1): Promis
     throw new RangeError(`ledger amount must be a positive integer, got ${entry.amount}`);
   }
   // Locking the user row first serialises all ledger writes of one user, which makes the
-  // idempotency check and the balance test below race-free on both PGlite and PostgreSQL.
+  // idempotency check and the balance test below race-free on both PGlite and PostgreSQL. Users
+  // come first in the global lock order (docs/locking.md): a caller that also locks tasks or
+  // jobs must have locked this user before them (lockUserBalance again here is then a no-op).
   const balance = await lockUserBalance(q, entry.userId);
   if (balance === null) return { kind: "user_not_found" };
   if (entry.idempotencyKey) {

@@ -43,11 +43,28 @@ export interface Database extends Queryable {
    * announce. On PostgreSQL the listening connection is reconnected after a restart.
    */
   subscribe(channel: string, handlers: ChannelHandlers): Promise<Subscription>;
-  /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
+  /**
+   * Runs fn in one transaction; commits when it resolves, rolls back when it throws.
+   *
+   * fn may run twice: when PostgreSQL aborts the transaction as a deadlock victim (SQLSTATE
+   * 40P01), the adapter rolls it back and runs fn once more in a fresh transaction. So fn must be
+   * re-runnable: every effect it has goes through `tx` (rolled back with it), and it keeps no
+   * state of its own from one run to the next (what it computes before its first statement it
+   * computes again). Work outside the database (HTTP, SMTP, timers, in-memory caches) belongs
+   * after the call, with its result. Lock in the global order of docs/locking.md: users, then
+   * tasks, then jobs, several of one kind in id order — then the retry is only a safety net.
+   */
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
+  /** What the adapter counted about its own work (absent on wrappers and on adapters that never retry). */
+  readonly stats?: DatabaseStats;
   /** Runs a multi-statement script (migrations only). */
   exec(sql: string): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface DatabaseStats {
+  /** Transactions run again after PostgreSQL chose them as a deadlock victim (SQLSTATE 40P01). */
+  readonly deadlockRetries: number;
 }
 
 /** Channel names are interpolated into LISTEN (it takes no parameters): only plain identifiers. */
@@ -93,14 +110,22 @@ export class DatabaseUnavailableError extends Error {
 
 // SQLSTATE class 08 (connection exception) and the server going away or not accepting yet:
 // 57P01 admin_shutdown (`pg_ctl stop -m fast`), 57P02 crash_shutdown, 57P03 cannot_connect_now
-// ("the database system is starting up"), 53300 too_many_connections.
-const UNAVAILABLE_STATES = new Set(["57P01", "57P02", "57P03", "53300"]);
+// ("the database system is starting up"), 57P05 idle_session_timeout, 53300 too_many_connections.
+const UNAVAILABLE_STATES = new Set(["57P01", "57P02", "57P03", "57P05", "53300"]);
 
-/** True when `error` says the database is out of reach for now (see DatabaseUnavailableError). */
+/**
+ * True when `error` says the database is out of reach for now (see DatabaseUnavailableError),
+ * also when it is the `cause` of another error (a host slot that could not be taken because the
+ * slot table did not answer is the same outage).
+ */
 export function isDatabaseUnavailable(error: unknown): boolean {
-  if (error instanceof DatabaseUnavailableError) return true;
-  const code = sqlState(error);
-  return code !== undefined && (code.startsWith("08") || UNAVAILABLE_STATES.has(code));
+  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
+    if (e instanceof DatabaseUnavailableError) return true;
+    const code = sqlState(e);
+    if (code !== undefined && (code.startsWith("08") || UNAVAILABLE_STATES.has(code))) return true;
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return false;
 }
 
 /** The constraint a violation names (unique, check, foreign key), when the driver reports it. */

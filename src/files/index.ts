@@ -6,10 +6,16 @@ export {
   type ParseListResult,
   type ParsedList,
 } from "./parse/parse-list-file.ts";
+export { packList, type PackedList, type PackListResult } from "./parse/pack-list.ts";
 export { createListParserPool, type ListParser, type ListParserOptions } from "./parse/parse-pool.ts";
 export type { ListFileProblem, ListFileProblemCode } from "./parse/problems.ts";
 export type { ListEntry, SkippedCounts } from "./parse/table.ts";
-export { DEFAULT_MAX_COLUMNS, isEmailHeaderName } from "./parse/table.ts";
+export {
+  DEFAULT_MAX_COLUMNS,
+  DEFAULT_MAX_ROW_CHARS,
+  DEFAULT_MAX_TEXT_CHARS,
+  isEmailHeaderName,
+} from "./parse/table.ts";
 export type { ListFormat } from "./parse/sniff.ts";
 export type { TextEncodingName } from "./parse/decode-text.ts";
 export type { Delimiter } from "./parse/delimiter.ts";

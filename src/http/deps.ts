@@ -3,6 +3,7 @@ import type { JwtService } from "../auth/jwt.ts";
 import type { CreditsService } from "../credits/service.ts";
 import type { ApiKeysService } from "../keys/service.ts";
 import type { Clock } from "../lib/clock.ts";
+import type { DiskSpaceGuard } from "../observability/disk-space.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { ReadinessService } from "../observability/readiness.ts";
 import type { RateLimiter } from "../ratelimit/limiter.ts";
@@ -33,6 +34,8 @@ export interface HttpDeps {
   clock: Clock;
   metrics: Metrics;
   readiness: ReadinessService;
+  /** DATA_DIR free space (embedded engine): work that writes is refused below the threshold. */
+  diskSpace: DiskSpaceGuard;
   authenticator: Authenticator;
   rateLimiter: RateLimiter;
   jwt: JwtService;

@@ -1,5 +1,5 @@
 import type { FastifyError } from "fastify";
-import { AppError, type ErrorCode, type FieldError } from "../lib/app-error.ts";
+import { AppError, serviceUnavailable, type ErrorCode, type FieldError } from "../lib/app-error.ts";
 
 /** The one place that decides the HTTP status of every error code. */
 export const STATUS_BY_CODE = {
@@ -15,6 +15,7 @@ export const STATUS_BY_CODE = {
   DEPENDENCY_UNAVAILABLE: 503,
   DEPENDENCY_RATE_LIMIT: 429,
   RATE_LIMITED: 429,
+  SERVICE_UNAVAILABLE: 503,
   INTERNAL_ERROR: 500,
 } as const satisfies Record<ErrorCode, number>;
 
@@ -35,9 +36,18 @@ export interface MappedError {
   headers?: Record<string, string>;
   /** Server faults are logged with their stack; client errors are not. */
   isServerFault: boolean;
+  /** The node cannot serve for now (SERVICE_UNAVAILABLE): a warning without a stack, not a fault. */
+  isOutage?: boolean;
 }
 
 const GENERIC_500 = "An internal error occurred";
+
+/**
+ * Retry-After of a request refused because the database does not answer. A restart is over in
+ * seconds, a failover in tens of seconds: a client that comes back after 5 s often finds it back,
+ * without hammering a node that cannot serve it meanwhile.
+ */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 export interface AjvIssue {
   instancePath: string;
@@ -108,15 +118,29 @@ function cappedDetails(
   };
 }
 
-/** Maps anything thrown in a request to the spec's error body. */
-export function mapError(error: unknown): MappedError {
+/**
+ * Maps anything thrown in a request to the spec's error body. `isDatabaseOutage` (the storage
+ * adapter's classifier, supplied by the composition root: http/ does not know db/) picks out a
+ * database that could not be reached or dropped the connection: 503 SERVICE_UNAVAILABLE with
+ * Retry-After, since the same request succeeds once it is back, instead of a 500.
+ */
+export function mapError(
+  error: unknown,
+  isDatabaseOutage: (error: unknown) => boolean = () => false,
+): MappedError {
+  if (!(error instanceof AppError) && isDatabaseOutage(error))
+    return mapError(
+      serviceUnavailable("The database is not reachable; retry later", DATABASE_RETRY_AFTER_SECONDS),
+    );
   if (error instanceof AppError) {
     const status = STATUS_BY_CODE[error.code];
+    const isOutage = error.code === "SERVICE_UNAVAILABLE";
     return {
       status,
       body: body(error.code, error.message, error.details, error.options.extra),
       headers: error.options.headers,
-      isServerFault: status >= 500,
+      isServerFault: status >= 500 && !isOutage,
+      ...(isOutage ? { isOutage } : {}),
     };
   }
   const fe = error as Partial<FastifyError> & { validation?: AjvIssue[]; validationContext?: string };

@@ -14,6 +14,7 @@ export const ERROR_CODES = [
   "DEPENDENCY_UNAVAILABLE",
   "DEPENDENCY_RATE_LIMIT",
   "RATE_LIMITED",
+  "SERVICE_UNAVAILABLE",
   "INTERNAL_ERROR",
 ] as const;
 
@@ -46,6 +47,16 @@ export class AppError extends Error {
 
 export const rateLimited = (retryAfterSeconds: number): AppError =>
   new AppError("RATE_LIMITED", "Too many requests, retry later", undefined, {
+    headers: { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+  });
+
+/**
+ * This node cannot take the request now, through no fault of the request: its database does not
+ * answer, or its data directory is nearly full. 503 with Retry-After: the client retries the
+ * same request later (with its Idempotency-Key where the endpoint takes one).
+ */
+export const serviceUnavailable = (message: string, retryAfterSeconds: number): AppError =>
+  new AppError("SERVICE_UNAVAILABLE", message, undefined, {
     headers: { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))) },
   });
 

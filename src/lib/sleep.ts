@@ -13,3 +13,10 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
+
+/**
+ * Lets the event loop run what is waiting (I/O callbacks, timers) before going on. Work that
+ * blocks the thread in steps (PGlite executes each statement synchronously on it) calls this
+ * between steps, so a long write never holds /healthz for longer than one step.
+ */
+export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

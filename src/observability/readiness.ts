@@ -1,4 +1,15 @@
 import type { ConfigWarning } from "../config/index.ts";
+import { noDiskSpaceGuard, type DiskSpaceGuard } from "./disk-space.ts";
+
+/** Free space of DATA_DIR as /readyz reports it (embedded engine only). */
+export interface DataDirSpace {
+  /** Whole MiB free at the last sample; null when it could not be read. */
+  freeMb: number | null;
+  /** DATA_DIR_MIN_FREE_MB. */
+  minFreeMb: number;
+  /** Why the node refuses work that writes (free space below the threshold), or null. */
+  refusal: string | null;
+}
 
 /** What GET /readyz reports about this node. */
 export interface Readiness {
@@ -6,10 +17,15 @@ export interface Readiness {
   database: string;
   /** Set-up problems that cost accuracy but don't make the node unready (e.g. a bare HELO name). */
   warnings: readonly ConfigWarning[];
+  /** Null when this node writes to no directory of its own (PostgreSQL). */
+  dataDir: DataDirSpace | null;
 }
 
 export interface ReadinessService {
-  /** Throws when the database does not answer; the caller turns that into 503. */
+  /**
+   * Throws when the database does not answer; the caller turns that into 503, as it does a
+   * `dataDir.refusal`.
+   */
   check(): Promise<Readiness>;
 }
 
@@ -18,11 +34,14 @@ export interface ReadinessOptions {
   warnings: readonly ConfigWarning[];
   /** One round trip to the database; the composition root supplies it so this module needs no db/. */
   ping: () => Promise<void>;
+  /** The embedded engine's DATA_DIR guard; absent (or the no-op guard) on PostgreSQL. */
+  diskSpace?: DiskSpaceGuard;
   /** A ping slower than this counts as unreachable (a hung connect must not hang /readyz). */
   timeoutMs?: number;
 }
 
 export function createReadinessService(opts: ReadinessOptions): ReadinessService {
+  const disk = opts.diskSpace ?? noDiskSpaceGuard;
   return {
     async check() {
       let timer: NodeJS.Timeout | undefined;
@@ -34,7 +53,20 @@ export function createReadinessService(opts: ReadinessOptions): ReadinessService
       } finally {
         clearTimeout(timer);
       }
-      return { database: opts.databaseKind, warnings: opts.warnings };
+      return { database: opts.databaseKind, warnings: opts.warnings, dataDir: dataDirOf(disk) };
     },
+  };
+}
+
+const MIB = 1024 * 1024;
+
+/** The guard's cached sample, never a fresh statfs: /readyz stays as cheap as a ping. */
+function dataDirOf(disk: DiskSpaceGuard): DataDirSpace | null {
+  if (disk.dir === null) return null;
+  const s = disk.status();
+  return {
+    freeMb: s.freeBytes === null ? null : Math.floor(s.freeBytes / MIB),
+    minFreeMb: Math.round(s.minFreeBytes / MIB),
+    refusal: disk.refusal(),
   };
 }

@@ -20,7 +20,8 @@ export async function attributionOfTask(tx: Queryable, task: TaskRecord): Promis
  * credits of unknown (and failed) results in one grant, completes a linked upload and queues the
  * completion webhook (when the task has a webhook_url) in the same transaction. The caller must hold the task's row lock (lockTask) in this transaction: that
  * makes "last job done → finish" happen exactly once even when two workers record the last jobs
- * of one task at the same moment. Returns true when this call finished the task.
+ * of one task at the same moment. The refund locks the owner's balance: a caller that may finish
+ * the task locks it before the task (docs/locking.md). Returns true when this call finished the task.
  */
 export async function finishTaskIfDone(tx: Queryable, task: TaskRecord, at: Date): Promise<boolean> {
   if (task.finishedAt !== null) return false;

@@ -1,13 +1,21 @@
+import { createHash } from "node:crypto";
 import type { Principal } from "../auth/principal.ts";
 import type { Database } from "../db/client.ts";
 import { findTask, type TaskRecord } from "../db/queries/tasks.ts";
-import { findUpload, insertUpload, insertUploadRows, type UploadRecord } from "../db/queries/uploads.ts";
-import type { ListParser } from "../files/index.ts";
+import {
+  findUpload,
+  findUploadIdOfTask,
+  insertUpload,
+  insertUploadRows,
+  type UploadRecord,
+} from "../db/queries/uploads.ts";
+import { DEFAULT_MAX_TEXT_CHARS, type ListParser } from "../files/index.ts";
 import { AppError, notFound, validationError } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
-import { unstorableTextReason } from "../lib/storable-text.ts";
-import { createTask } from "../tasks/create-task.ts";
+import { yieldToEventLoop } from "../lib/sleep.ts";
+import { createTask, findIdempotentReplay } from "../tasks/create-task.ts";
+import type { UploadTicket, UploadAdmission } from "./admission.ts";
 import { MAX_TASK_EMAILS } from "../tasks/task-input.ts";
 import type { Engine } from "../verify/index.ts";
 
@@ -20,31 +28,41 @@ export interface UploadInput {
   /** The form field that named the column (`email_column` or its alias `column`), for error details. */
   columnField?: string;
   webhookUrl: string | null;
+  /** Makes a retry safe: the same key and the same request return the first upload, billed once. */
+  idempotencyKey: string | null;
 }
 
 export interface UploadsService {
+  /**
+   * A place among the uploads in progress, taken before the body is read; throws 429 (this user
+   * has too many) or 503 (this process has too many), both with Retry-After.
+   */
+  admit(principal: Principal): UploadTicket;
+  /** Uploads holding a place now, this process. */
+  readonly inProgress: number;
   /** Parses and validates the file, then creates the task, its jobs, the reservation and the upload in one transaction. */
-  upload(principal: Principal, input: UploadInput): Promise<{ upload: UploadRecord; task: TaskRecord }>;
+  upload(
+    principal: Principal,
+    input: UploadInput,
+  ): Promise<{ upload: UploadRecord; task: TaskRecord; replayed: boolean }>;
   status(principal: Principal, uploadId: string): Promise<{ upload: UploadRecord; task: TaskRecord }>;
 }
 
-/**
- * The parser sniffs only the first KB for binary content, so a NUL further in reached the
- * database as cell text (a 500 before issue 11): any cell PostgreSQL cannot store refuses the file.
- */
-function refuseUnstorableCells(list: { header: string[] | null; rows: string[][] }): void {
-  for (const cells of list.header ? [list.header, ...list.rows] : list.rows) {
-    for (const cell of cells) {
-      const reason = unstorableTextReason(cell);
-      if (!reason) continue;
-      throw validationError(
-        reason.includes("NUL")
-          ? "The file contains a NUL character (a zero byte), which a text list cannot hold: it is binary or corrupt. Upload a .csv, .txt or .xlsx list."
-          : "The file contains text that is not valid Unicode. Save it again as UTF-8 and upload it.",
-        [{ field: "file", reason: `cells ${reason}` }],
-      );
-    }
+const IDEMPOTENCY_SCOPE = "uploads.create";
+
+/** Everything that decides what an upload creates: the file's bytes and the form's fields. */
+function requestHashOf(input: UploadInput): string {
+  const hash = createHash("sha256");
+  for (const part of [input.filename, input.emailColumn ?? "", input.webhookUrl ?? ""]) {
+    hash.update(String(part.length)).update(":").update(part);
   }
+  return hash.update(input.data).digest("hex");
+}
+
+export interface UploadsServiceOptions {
+  admission: UploadAdmission;
+  /** MAX_UPLOAD_BYTES: the text a file may hold is bounded in proportion. */
+  maxUploadBytes: number;
 }
 
 export function createUploadsService(
@@ -52,14 +70,46 @@ export function createUploadsService(
   clock: Clock,
   engine: Pick<Engine, "checkSyntax">,
   parser: Pick<ListParser, "parse">,
+  options: UploadsServiceOptions,
 ): UploadsService {
+  // A csv holds at most one character per byte; a workbook's text expands, and twice the size
+  // allowed for the file keeps an operator's larger MAX_UPLOAD_BYTES meaningful for it too.
+  const maxTextChars = Math.max(DEFAULT_MAX_TEXT_CHARS, 2 * options.maxUploadBytes);
+  const replayOf = async (taskId: string) => {
+    const task = await findTask(db, taskId);
+    const uploadId = task ? await findUploadIdOfTask(db, task.id) : null;
+    const upload = uploadId ? await findUpload(db, uploadId) : null;
+    return task && upload ? { upload, task, replayed: true } : null;
+  };
   return {
+    get inProgress() {
+      return options.admission.inProgress;
+    },
+    admit(principal) {
+      const admission = options.admission.enter(principal.userId);
+      if (!admission.ok) throw admission.error;
+      return admission.ticket;
+    },
+
     async upload(principal, input) {
+      const requestHash = input.idempotencyKey ? requestHashOf(input) : null;
+      if (input.idempotencyKey && requestHash) {
+        // A retry is answered before its file is parsed again; the key is checked once more
+        // inside the creating transaction, under the user's lock, for retries that race.
+        const prior = await findIdempotentReplay(db, clock, principal, {
+          scope: IDEMPOTENCY_SCOPE,
+          key: input.idempotencyKey,
+          requestHash,
+        });
+        const replay = prior ? await replayOf(prior) : null;
+        if (replay) return replay;
+      }
       const parsed = await parser.parse({
         filename: input.filename,
         data: input.data,
         emailColumn: input.emailColumn,
         maxEmails: MAX_TASK_EMAILS,
+        maxTextChars,
       });
       if (!parsed.ok) {
         throw validationError(parsed.problem.message, [
@@ -67,15 +117,15 @@ export function createUploadsService(
         ]);
       }
       const list = parsed.list;
-      refuseUnstorableCells(list);
       let upload: UploadRecord | null = null;
       // Every address-shaped cell, duplicates included (the task dedupes; DESIGN §5): RFC-invalid
       // ones become `invalid_syntax` jobs, as in a JSON task. The other rows are skipped.
-      const submitted = list.entries.flatMap((e) => (e.email === null ? [] : [e.email]));
-      const { task } = await createTask(db, clock, engine, principal, {
+      const submitted = list.rowEmails.filter((email): email is string => email !== null);
+      const { task, replayed } = await createTask(db, clock, engine, principal, {
         emails: submitted,
         webhookUrl: input.webhookUrl,
-        idempotencyKey: null,
+        idempotencyKey: input.idempotencyKey,
+        ...(requestHash ? { idempotency: { scope: IDEMPOTENCY_SCOPE, requestHash } } : {}),
         isFileBacked: true,
         // The original rows are kept so results can be written back beside them on download.
         attach: async (tx, created) => {
@@ -87,21 +137,24 @@ export function createUploadsService(
             format: list.format,
             emailCount: created.emailCount,
             submittedCount: submitted.length,
-            skippedCount: list.rows.length - submitted.length,
+            skippedCount: list.rowCount - submitted.length,
             header: list.header,
             emailColumn: list.emailColumn,
             columnCount: list.columnCount,
             createdAt: created.createdAt,
           });
-          const emailOfRow = new Map(list.entries.map((e) => [e.rowIndex, e.email]));
-          await insertUploadRows(
-            tx,
-            upload.id,
-            list.rows.map((cells, i) => ({ rowIndex: i, cells, email: emailOfRow.get(i) ?? null })),
-          );
+          // One short statement per batch, the event loop free in between (pack-list.ts).
+          for (const batch of list.batches) {
+            await insertUploadRows(tx, upload.id, batch.first, batch.rowsJson, batch.emails);
+            await yieldToEventLoop();
+          }
         },
       });
-      return { upload: upload!, task };
+      if (replayed) {
+        const replay = await replayOf(task.id);
+        if (replay) return replay;
+      }
+      return { upload: upload!, task, replayed: false };
     },
 
     async status(principal, uploadId) {

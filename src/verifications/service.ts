@@ -38,6 +38,11 @@ export interface RealtimeVerificationOptions {
   onEvidenceDecision?: (result: VerificationResult) => void;
   /** This node's memory of recent results and charges (verifications/recent-results.ts). */
   recent: RecentResults;
+  /**
+   * True for the engine's "no free per-host session slot within the wait" (the cluster-wide
+   * politeness gate, jobs/host-gate.ts). The composition root supplies it: jobs/ is above us.
+   */
+  isHostBusy?: (error: unknown) => boolean;
 }
 
 /** A finished verification, or one cut short by the deadline (its partial, unbilled record). */
@@ -53,6 +58,9 @@ const TIMEOUT_REASONS = new Set(["timeout_dns", "timeout_smtp"]);
 
 /** Retry-After of a request refused for too many in flight: most verifications end within seconds. */
 const IN_FLIGHT_RETRY_AFTER_SECONDS = 1;
+
+/** Bound on engine runs of one request; see runEngine (each one but the last waited out a slot). */
+const MAX_ENGINE_RUNS = 4;
 
 export function createVerificationsService(
   db: Database,
@@ -145,6 +153,27 @@ export function createVerificationsService(
     }
   }
 
+  /**
+   * The engine within this request's deadline. The per-host slot gate gives up when its next pause
+   * would pass its own wait limit (VERIFY_TIMEOUT_MS from when the domain's batch began waiting):
+   * up to 250 ms before the first caller's deadline, and seconds before the deadline of a caller
+   * who joined the batch later. Its HostBusyError used to surface as a 500 right after a restart,
+   * when the dead process's slots stay held until their lease ends. Such a caller runs the engine
+   * again with the time it has left, so it ends like any caller whose deadline passed while waiting
+   * for a slot: the 408 partial result (`timeout_smtp`, not charged), or its result if a slot frees
+   * meanwhile. Not a 429: the client did nothing too often, and the host is no less busy at once.
+   */
+  async function runEngine(input: string): Promise<VerificationResult> {
+    const signal = AbortSignal.timeout(opts.timeoutMs);
+    for (let run = 1; ; run++) {
+      try {
+        return await engine.verifyOne(input, { signal });
+      } catch (error) {
+        if (!(opts.isHostBusy?.(error) ?? false) || run >= MAX_ENGINE_RUNS) throw error;
+      }
+    }
+  }
+
   /** A cached answer: free within the window (no write at all), else charged in one statement. */
   async function serveCached(
     principal: Principal,
@@ -186,7 +215,7 @@ export function createVerificationsService(
     }
     let result: VerificationResult;
     try {
-      result = await engine.verifyOne(input, { signal: AbortSignal.timeout(opts.timeoutMs) });
+      result = await runEngine(input);
     } finally {
       release();
     }

@@ -582,7 +582,7 @@ async function checkMailFromDomain(
         "mail_from_domain",
         "ok",
         resolution.hasMxRecords
-          ? `${domain} has MX records (${resolution.hosts.map((h) => h.name).join(", ")})`
+          ? `${domain} has MX records (${[...resolution.hosts, ...resolution.fallbacks].map((h) => h.name).join(", ")})`
           : `${domain} has no MX records but an address (implicit MX)`,
       );
     case "no_mail":

@@ -7,7 +7,7 @@ import { settleAddress, type CatchAllVerdict } from "./classify.ts";
 import { createNodeDns } from "./dns.ts";
 import { decideReply, serverEvidenceOf, sessionRecipients, type KnownDomainAnswers } from "./evidence.ts";
 import { createLocalHostGate } from "./host-limit.ts";
-import { refusalEvidence, vetMailHosts } from "./host-policy.ts";
+import { refusalEvidence, vetEach, type RefusedAddress } from "./host-policy.ts";
 import { DomainBatch, type RecipientSource } from "./micro-batch.ts";
 import { isDisposableDomain } from "./lists/disposable.ts";
 import { isRoleAccount } from "./lists/role-accounts.ts";
@@ -197,17 +197,19 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       case "mail_hosts":
         break;
     }
-    // Only hosts with a public address are probed (unless allowed: test worlds, labs).
-    let hosts = resolution.hosts;
-    if (!opts.smtpAllowPrivateHosts) {
-      const vetted = vetMailHosts(hosts, addressPolicy);
-      if (vetted.allowed.length === 0)
-        return finishAll("unknown", "private_host_refused", refusalEvidence(vetted.refused));
-      hosts = vetted.allowed;
+    // Hosts are looked up one at a time, as far as the session falls back; only hosts with a
+    // public address are probed (unless allowed: test worlds, labs).
+    const refused: RefusedAddress[] = [];
+    const candidates = resolver.mailHosts(resolution, signal);
+    const hosts = opts.smtpAllowPrivateHosts ? candidates : vetEach(candidates, addressPolicy, refused);
+    const first = await hosts.next();
+    if (first.done === true) {
+      if (signal.aborted) return finishAll("unknown", abortReason("timeout_dns"), "dns: deadline reached");
+      return finishAll("unknown", "private_host_refused", refusalEvidence(refused));
     }
     progress.stage = "smtp";
 
-    const firstAddress = hosts[0]?.addresses[0];
+    const firstAddress = first.value.addresses[0];
     // PTR runs alongside SMTP: it never changes the verdict, so it shouldn't cost a round trip.
     const firstPtr =
       firstAddress === undefined ? Promise.resolve(false) : resolver.hasReverseDns(firstAddress);
@@ -222,12 +224,22 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       canonicals = source.take();
       return sessionRecipients(canonicals, control, probe, known?.control != null);
     };
-    const report = await runSession({ hosts, recipients, signal }, sessionConfig, { connect, hostGate });
+    const report = await runSession(
+      { hosts: prepend(first.value, hosts), recipients, signal },
+      sessionConfig,
+      {
+        connect,
+        hostGate,
+      },
+    );
     track(report.done);
 
     facts.hostName = report.hostName ?? "";
     const serverType: ServerType = detectServerType(
-      [...(report.hostName === null ? [] : [report.hostName]), ...hosts.map((h) => h.name)],
+      [
+        ...(report.hostName === null ? [] : [report.hostName]),
+        ...[...resolution.hosts, ...resolution.fallbacks].map((h) => h.name),
+      ],
       [report.greeting, report.ehlo],
       [...report.replies.values()].map((r) => r.text),
     );
@@ -442,6 +454,7 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
           kind: "mail_hosts",
           hasMxRecords: true,
           hosts: [{ name: SANDBOX_HOST, preference: 10, addresses: [] }],
+          fallbacks: [],
         });
       return resolver.resolve(d.ok ? d.domain : domain.trim().toLowerCase());
     },
@@ -453,6 +466,11 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       hostAccepts.clear();
     },
   };
+}
+
+async function* prepend<T>(first: T, rest: AsyncIterable<T>): AsyncGenerator<T> {
+  yield first;
+  yield* rest;
 }
 
 /**

@@ -34,6 +34,22 @@ export function vetMailHosts(hosts: readonly MailHost[], policy: AddressPolicy):
   return { allowed, refused };
 }
 
+/**
+ * vetMailHosts one host at a time, for hosts looked up as they are needed: yields the allowed
+ * ones in order and appends every refused address to `refused`.
+ */
+export async function* vetEach(
+  hosts: AsyncIterable<MailHost>,
+  policy: AddressPolicy,
+  refused: RefusedAddress[],
+): AsyncGenerator<MailHost> {
+  for await (const host of hosts) {
+    const vetted = vetMailHosts([host], policy);
+    refused.push(...vetted.refused);
+    yield* vetted.allowed;
+  }
+}
+
 /** "policy: mail host address not public: mx.example.com [10.0.0.5] private, …" (at most three named). */
 export function refusalEvidence(refused: readonly RefusedAddress[]): string {
   const named = refused.slice(0, 3).map((r) => `${r.host} [${r.address}] ${r.range}`);

@@ -14,7 +14,7 @@ export {
   type HostGate,
 } from "./ports.ts";
 export { createNodeDns, type DnsAnswer, type DnsPort, type MxRecord, type NodeDnsOptions } from "./dns.ts";
-export type { DomainResolution, MailHost, NoMailCause } from "./resolve-domain.ts";
+export type { DomainResolution, MailHost, MxTarget, NoMailCause } from "./resolve-domain.ts";
 export { directConnect, ConnectError, type ConnectPort, type ConnectFailureKind } from "./smtp/connect.ts";
 export { createSocksConnect, parseSocksUrl } from "./smtp/socks-connect.ts";
 export {

@@ -533,6 +533,7 @@ describe("SMTP", () => {
       maxConcurrent: 0,
       commands: 0,
       rcptPerSession: [],
+      rcptByAddress: {},
       errorsPerSession: [],
       tlsSessions: 0,
       violations: [],
@@ -561,6 +562,7 @@ describe("SMTP", () => {
       [...counters.rcptPerSession].sort((a, b) => a - b),
       [1, 2],
     );
+    assert.deepEqual(counters.rcptByAddress, { "a@counted.test": 2, "b@counted.test": 1 });
     // b@counted.test is unknown: one error reply in that session.
     assert.deepEqual(
       [...counters.errorsPerSession].sort((a, b) => a - b),

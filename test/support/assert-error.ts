@@ -12,7 +12,11 @@ export interface FieldDetail {
  * code. `details` (when given) must match exactly, in order; `null` asserts that there are none.
  */
 export function assertError(
-  res: LightMyRequestResponse,
+  /** An inject() answer, or any answer shaped like one (a fetch answer adapted by a test). */
+  res: Pick<LightMyRequestResponse, "statusCode" | "body"> & {
+    headers: Record<string, unknown>;
+    json: <T>() => T;
+  },
   status: number,
   code: string,
   details?: FieldDetail[] | null,

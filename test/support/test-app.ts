@@ -22,6 +22,8 @@ export interface TestContextOptions {
   db?: Database;
   adminToken?: string;
   enginePorts?: Partial<import("../../src/verify/index.ts").EnginePorts>;
+  /** A started DATA_DIR guard (e.g. with an injected statfs source); default: none. */
+  diskSpace?: import("../../src/observability/disk-space.ts").DiskSpaceGuard;
 }
 
 export interface TestUser {
@@ -62,6 +64,7 @@ export async function createTestContext(opts: TestContextOptions = {}): Promise<
     jwtSecret: opts.jwtSecret === undefined ? TEST_JWT_SECRET : opts.jwtSecret,
     rateLimitStore: opts.rateLimitStore,
     enginePorts: opts.enginePorts,
+    diskSpace: opts.diskSpace,
     processMetrics: false,
   });
   const app = await buildApp(services, { adminToken: opts.adminToken ?? null });

@@ -1,38 +1,8 @@
 // Hash routing (`#/tasks/…`): the server serves one index.html at `/` and needs no fallback.
 import { useEffect, useState } from "preact/hooks";
+import { parseHash, type Route } from "./lib/route.ts";
 
-export type Route =
-  | { page: "verify" }
-  | { page: "lists" }
-  | { page: "tasks" }
-  | { page: "task"; id: string }
-  | { page: "credits" }
-  | { page: "keys" }
-  | { page: "webhooks" }
-  | { page: "not-found"; path: string };
-
-export function parseHash(hash: string): Route {
-  const path = decodeURIComponent(hash.replace(/^#/, "").split("?")[0] ?? "").replace(/\/+$/, "") || "/";
-  const task = /^\/tasks\/([0-9a-fA-F-]{36})$/.exec(path);
-  if (task) return { page: "task", id: task[1]!.toLowerCase() };
-  switch (path) {
-    case "/":
-    case "/verify":
-      return { page: "verify" };
-    case "/lists":
-      return { page: "lists" };
-    case "/tasks":
-      return { page: "tasks" };
-    case "/credits":
-      return { page: "credits" };
-    case "/keys":
-      return { page: "keys" };
-    case "/webhooks":
-      return { page: "webhooks" };
-    default:
-      return { page: "not-found", path };
-  }
-}
+export { parseHash, type Route };
 
 export const hrefOf = {
   verify: "#/verify",

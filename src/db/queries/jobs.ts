@@ -136,7 +136,9 @@ export async function claimDomainGroup(
 /**
  * Heartbeat: keeps the leases of the jobs this worker is working on alive during long sessions.
  * Only the ids given: a job still locked by us but no longer in flight (its result could not be
- * recorded) must be left to expire, or it would stay `processing` for as long as we run.
+ * recorded) must be left to expire, or it would stay `processing` for as long as we run. A job
+ * whose result is being written right now (row-locked) is skipped, not waited for: the write
+ * ends its lease anyway, and a heartbeat that waits holds the rows it already updated.
  */
 export async function extendLeases(
   q: Queryable,
@@ -146,17 +148,24 @@ export async function extendLeases(
 ): Promise<number> {
   if (ids.length === 0) return 0;
   const { rowCount } = await q.query(
-    "update email_jobs set locked_until = $2 where id = any($3::uuid[]) and locked_by = $1 and status = 'processing'",
+    `update email_jobs set locked_until = $2
+      where id in (select id from email_jobs
+                    where id = any($3::uuid[]) and locked_by = $1 and status = 'processing'
+                    order by id for no key update skip locked)`,
     [worker, until, ids],
   );
   return rowCount;
 }
 
-/** A crashed or killed worker's jobs return to pending once its lease has run out. */
+/**
+ * A crashed or killed worker's jobs return to pending once its lease has run out. A job being
+ * written right now is skipped (its writer settles it; if not, the next sweep takes it).
+ */
 export async function releaseExpiredLeases(q: Queryable, now: Date): Promise<number> {
   const { rowCount } = await q.query(
     `update email_jobs set status = 'pending', locked_by = null, locked_until = null, updated_at = $1
-      where status = 'processing' and locked_until < $1`,
+      where id in (select id from email_jobs where status = 'processing' and locked_until < $1
+                    order by id for no key update skip locked)`,
     [now],
   );
   return rowCount;
@@ -223,25 +232,32 @@ export async function completeJobs(
   return rowCount;
 }
 
+/** Ends jobs this worker holds as `failed`, each with its error, in one statement. */
 export async function failJobs(
   q: Queryable,
-  ids: string[],
-  error: string,
+  failures: ReadonlyArray<{ id: string; error: string }>,
   worker: string,
   now: Date,
-): Promise<void> {
-  if (ids.length === 0) return;
-  await q.query(
-    `update email_jobs set status = 'failed', last_error = $2, locked_by = null, locked_until = null, updated_at = $3
-      where id = any($1::uuid[]) and locked_by = $4 and status = 'processing'`,
-    [ids, error, now, worker],
+): Promise<number> {
+  if (failures.length === 0) return 0;
+  const { rowCount } = await q.query(
+    `update email_jobs j
+        set status = 'failed', last_error = f.error, locked_by = null, locked_until = null, updated_at = $3
+       from unnest($1::uuid[], $2::text[]) as f(id, error)
+      where j.id = f.id and j.locked_by = $4 and j.status = 'processing'`,
+    [failures.map((f) => f.id), failures.map((f) => f.error), now, worker],
   );
+  return rowCount;
 }
 
-/** Jobs this worker holds that are still processing (used to re-check ownership before recording). */
+/**
+ * Jobs this worker holds that are still processing, row-locked in id order (used to re-check
+ * ownership before recording).
+ */
 export async function jobsHeldBy(q: Queryable, ids: string[], worker: string): Promise<Set<string>> {
   const { rows } = await q.query<{ id: string }>(
-    "select id from email_jobs where id = any($1::uuid[]) and locked_by = $2 and status = 'processing' for update",
+    `select id from email_jobs where id = any($1::uuid[]) and locked_by = $2 and status = 'processing'
+      order by id for update`,
     [ids, worker],
   );
   return new Set(rows.map((r) => r.id));
@@ -253,11 +269,18 @@ export async function jobsHeldBy(q: Queryable, ids: string[], worker: string): P
  * deadlock, because the cancel holds the task's row and that claim's markTasksStarted wants it.
  * The claim drops such a job itself once the cancel has committed (dropJobsOfCancelledTasks).
  */
-export async function cancelPendingJobs(q: Queryable, taskId: string, at: Date): Promise<number> {
+export async function cancelPendingJobs(
+  q: Queryable,
+  taskId: string,
+  at: Date,
+  /** At most this many, in id order (the global lock order); fewer means none is left. */
+  limit: number,
+): Promise<number> {
   const { rowCount } = await q.query(
     `update email_jobs set status = 'cancelled', updated_at = $2
-      where id in (select id from email_jobs where task_id = $1 and status = 'pending' for update skip locked)`,
-    [taskId, at],
+      where id in (select id from email_jobs where task_id = $1 and status = 'pending'
+                    order by id limit $3 for update skip locked)`,
+    [taskId, at, limit],
   );
   return rowCount;
 }

@@ -36,16 +36,21 @@ export type RealtimeChargeOutcome =
  * address_charges (only if its last payment is outside the window), take 1 credit, write the
  * ledger row with its idempotency key, and store the verification linked to it.
  *
- * Why it is exact without a SELECT … FOR UPDATE pass: INSERT … ON CONFLICT DO UPDATE … WHERE
- * decides on the newest committed version of the row (a concurrent claimer's insert is waited
- * for), so of N identical requests on any nodes one claims and the others see its charged_at.
- * The claim is only tried when the statement's snapshot shows a balance of at least 1, so an
- * empty balance is answered without an error. If the balance was spent between that snapshot and
- * the debit (a concurrent charge of another address), the debit, which has no `balance >= 1`
- * guard on purpose, violates the users balance check and the statement rolls back, claim
- * included: "claimed but could not pay" never commits. A repeated idempotency key (a claim the
- * table forgot, e.g. a hand-edited row) likewise aborts the statement; it is answered as free,
- * since that charge was made.
+ * Why it is exact: INSERT … ON CONFLICT DO UPDATE … WHERE decides on the newest committed version
+ * of the row (a concurrent claimer's insert is waited for), so of N identical requests on any
+ * nodes one claims and the others see its charged_at. The statement first locks the user's
+ * balance (FOR NO KEY UPDATE, which waits for a concurrent charge and reads its result), and the
+ * claim is only tried when that balance is at least 1, so an empty balance is answered without an
+ * error. Should the debit still find the balance spent, it has no `balance >= 1` guard on
+ * purpose: it violates the users balance check and the statement rolls back, claim included, so
+ * "claimed but could not pay" never commits. A repeated idempotency key (a claim the table
+ * forgot, e.g. a hand-edited row) likewise aborts the statement; it is answered as free, since
+ * that charge was made.
+ *
+ * The balance lock comes before the claim because users come first in the global lock order
+ * (docs/locking.md): a batch write that refunds the same user holds that lock and then, through
+ * the email_verifications trigger, upserts the user's address_charges rows; a charge that
+ * claimed one of those rows first and then waited for the balance would close a cycle with it.
  *
  * "Free" (not charged, and no reason to refuse): the claim found a payment within the window, or
  * the claim was not tried (no balance) and the snapshot shows such a payment.
@@ -57,7 +62,7 @@ export async function chargeRealtime(q: Queryable, c: RealtimeCharge): Promise<R
   try {
     const { rows } = await q.query<VerificationRow & { mp_charged: number; mp_free: boolean }>(
       `with funded as (
-         select exists (select 1 from users where id = $1 and balance >= 1) as ok
+         select coalesce((select balance >= 1 from users where id = $1 for no key update), false) as ok
        ), claim as (
          insert into address_charges (user_id, email, charged_at)
          select $1, $2, $3 from funded where funded.ok

@@ -88,6 +88,49 @@ export async function lockTask(q: Queryable, id: string): Promise<TaskRecord | n
   return rows[0] ? toTask(rows[0]) : null;
 }
 
+/** lockTask for several tasks in one statement, in id order (the global lock order); missing ones are left out. */
+export async function lockTasks(q: Queryable, ids: readonly string[]): Promise<TaskRecord[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await q.query<TaskRow>(
+    "select * from tasks where id = any($1::uuid[]) order by id for update",
+    [ids],
+  );
+  return rows.map(toTask);
+}
+
+/**
+ * The users whose balance a result write may move: the owner of a task the write may finish (no
+ * job left open but `closingJobIds`: its refund) and of a cancelled task among `billedTaskIds`
+ * (results charged after the cancel). Under the tasks' locks it is exact (`forecast` false), since
+ * only a holder of a task's lock closes its jobs. Read before them it is a forecast (`forecast`
+ * true), which counts the jobs other workers are running as closed: they may well be written
+ * first, and a forecast that missed a user costs the write a second round.
+ */
+export async function findPayersOfWrite(
+  q: Queryable,
+  w: {
+    taskIds: readonly string[];
+    closingJobIds: readonly string[];
+    billedTaskIds: readonly string[];
+    forecast: boolean;
+  },
+): Promise<string[]> {
+  if (w.taskIds.length === 0) return [];
+  const { rows } = await q.query<{ user_id: string }>(
+    `select distinct t.user_id from tasks t
+      where t.id = any($1::uuid[]) and t.user_id is not null
+        and ((t.cancelled_at is not null and t.id = any($3::uuid[]))
+             or (t.finished_at is null and not exists (
+                   select 1 from email_jobs j
+                    where j.task_id = t.id
+                      and (j.status = 'pending' or (j.status = 'processing' and not $4::boolean))
+                      and not (j.id = any($2::uuid[])))))
+      order by t.user_id`,
+    [w.taskIds, w.closingJobIds, w.billedTaskIds, w.forecast],
+  );
+  return rows.map((r) => r.user_id);
+}
+
 export interface TaskFilter {
   userId: string;
   isFileBacked?: boolean;
@@ -124,10 +167,16 @@ export async function listTasks(
   };
 }
 
-/** started_at = the first claim of any of the task's jobs. */
+/**
+ * started_at = the first claim of any of the task's jobs. Only tasks not started yet are locked,
+ * in id order, so two claims sharing tasks wait for each other in one order.
+ */
 export async function markTasksStarted(q: Queryable, taskIds: string[], at: Date): Promise<void> {
   await q.query(
-    "update tasks set started_at = $2, updated_at = $2 where id = any($1::uuid[]) and started_at is null",
+    `update tasks set started_at = $2, updated_at = $2
+      where id in (select id from tasks where id = any($1::uuid[]) and started_at is null
+                    order by id for no key update)
+        and started_at is null`,
     [taskIds, at],
   );
 }

@@ -114,23 +114,25 @@ export async function insertUpload(
   return toUpload(rows[0]!);
 }
 
-/** The file's original rows, in one statement (array parameters). */
+/**
+ * Original rows `firstIndex`, `firstIndex + 1`, … in one statement. `rowsJson` is a JSON array of
+ * the rows' cell arrays, as the parsing thread wrote it (files/parse/pack-list.ts): one text
+ * parameter, which the driver sends as it is (a text[] parameter is escaped element by element,
+ * a second copy of every cell made on the server's thread).
+ */
 export async function insertUploadRows(
   q: Queryable,
   uploadId: string,
-  rows: Array<{ rowIndex: number; cells: string[]; email: string | null }>,
+  firstIndex: number,
+  rowsJson: string,
+  emails: ReadonlyArray<string | null>,
 ): Promise<void> {
-  if (rows.length === 0) return;
+  if (emails.length === 0) return;
   await q.query(
     `insert into upload_rows (upload_id, row_index, cells, email)
-     select $1, r.row_index, r.cells::jsonb, r.email
-       from unnest($2::integer[], $3::text[], $4::text[]) as r(row_index, cells, email)`,
-    [
-      uploadId,
-      rows.map((r) => r.rowIndex),
-      rows.map((r) => JSON.stringify(r.cells)),
-      rows.map((r) => r.email),
-    ],
+     select $1, $2::integer + r.ord::integer - 1, r.cells, r.email
+       from rows from (jsonb_array_elements($3::jsonb), unnest($4::text[])) with ordinality as r(cells, email, ord)`,
+    [uploadId, firstIndex, rowsJson, emails],
   );
 }
 

@@ -47,12 +47,26 @@ export async function findUser(q: Queryable, id: string): Promise<User | null> {
   return rows[0] ? toUser(rows[0]) : null;
 }
 
+// Balance locks are FOR NO KEY UPDATE, the mode of the balance UPDATE itself: it excludes every
+// other balance change of the user but not the FOR KEY SHARE that a foreign-key check takes on
+// the users row whenever a row naming the user is inserted (a result, a ledger row, a job).
+// FOR UPDATE conflicts with that share lock, and a recorder that had inserted its results (share
+// lock held) and then asked FOR UPDATE to refund deadlocked against anyone doing the same (15
+// deadlocks in 40 s with four users creating small tasks; docs/locking.md).
+
 /** Locks the user's row for the rest of the transaction: serialises every balance change of one user. */
 export async function lockUserBalance(q: Queryable, id: string): Promise<number | null> {
-  const { rows } = await q.query<{ balance: number }>("select balance from users where id = $1 for update", [
-    id,
-  ]);
+  const { rows } = await q.query<{ balance: number }>(
+    "select balance from users where id = $1 for no key update",
+    [id],
+  );
   return rows[0] ? rows[0].balance : null;
+}
+
+/** Balance locks of several users in one statement, in id order (the global lock order). */
+export async function lockUserBalances(q: Queryable, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await q.query("select id from users where id = any($1::uuid[]) order by id for no key update", [ids]);
 }
 
 /** Applies a signed delta; the `balance + delta >= 0` guard makes an overdraft impossible even if a caller forgot the lock. */

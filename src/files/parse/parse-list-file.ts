@@ -11,7 +11,14 @@ import {
   sniffContent,
   type ListFormat,
 } from "./sniff.ts";
-import { DEFAULT_MAX_COLUMNS, parseColumnRequest, type ParsedTable, type TableLimits } from "./table.ts";
+import {
+  DEFAULT_MAX_COLUMNS,
+  DEFAULT_MAX_ROW_CHARS,
+  DEFAULT_MAX_TEXT_CHARS,
+  parseColumnRequest,
+  type ParsedTable,
+  type TableLimits,
+} from "./table.ts";
 import { DEFAULT_ZIP_LIMITS, type ZipLimits } from "./zip-guard.ts";
 
 export interface ParseListInput {
@@ -30,6 +37,10 @@ export interface ParseListInput {
   maxColumns?: number;
   /** Cells holding an "@" checked per file → too_many_emails. Default: 10 × maxRows. */
   maxAddressChecks?: number;
+  /** Characters of cell text in one row → too_much_text. Default DEFAULT_MAX_ROW_CHARS. */
+  maxRowChars?: number;
+  /** Characters of cell text in the whole file → too_much_text. Default DEFAULT_MAX_TEXT_CHARS. */
+  maxTextChars?: number;
   /** xlsx zip limits; defaults in DEFAULT_ZIP_LIMITS. */
   zipLimits?: Partial<ZipLimits>;
 }
@@ -85,6 +96,8 @@ export async function parseListFile(input: ParseListInput): Promise<ParseListRes
     // ~6 µs a check: 200,000 is ~1.3 s. A list names its column, or has an "Email" header, or
     // holds its addresses in a few columns; only a file of addresses everywhere gets near it.
     maxAddressChecks: input.maxAddressChecks ?? 10 * maxRows,
+    maxRowChars: input.maxRowChars ?? DEFAULT_MAX_ROW_CHARS,
+    maxTextChars: input.maxTextChars ?? DEFAULT_MAX_TEXT_CHARS,
   };
   const kind = sniffContent(input.data);
 

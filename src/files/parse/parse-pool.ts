@@ -7,7 +7,8 @@
 // limit. piscina keeps the pool: a queue, resource limits, and a new thread after a death.
 import { Piscina } from "piscina";
 import { fileProblem } from "./problems.ts";
-import type { ParseListInput, ParseListResult } from "./parse-list-file.ts";
+import type { PackListResult } from "./pack-list.ts";
+import type { ParseListInput } from "./parse-list-file.ts";
 
 export interface ListParserOptions {
   /** Threads parsing at once; further uploads wait in the queue. */
@@ -19,7 +20,8 @@ export interface ListParserOptions {
 }
 
 export interface ListParser {
-  parse(input: ParseListInput): Promise<ParseListResult>;
+  /** Parses and packs a list (pack-list.ts) on a thread. Refusals are values, as in parseListFile. */
+  parse(input: ParseListInput): Promise<PackListResult>;
   close(): Promise<void>;
 }
 
@@ -27,12 +29,14 @@ export function createListParserPool(
   options: ListParserOptions,
   onThreadError: (error: unknown) => void = () => {},
 ): ListParser {
-  const pool = new Piscina<ParseListInput, ParseListResult>({
+  const pool = new Piscina<ParseListInput, PackListResult>({
     filename: new URL("./parse-worker.mjs", import.meta.url).href,
     minThreads: 0,
     maxThreads: options.threads,
-    // A thread that served an upload stays a while (warm modules) and then frees its memory.
-    idleTimeout: 60_000,
+    // A thread that served an upload stays a little (warm modules for the next of a burst), then
+    // ends and gives back its heap: up to UPLOAD_PARSE_MEMORY_MB, held for nothing while idle
+    // (a parse thread kept 60 s after a burst of uploads added ~230 MB to what came next).
+    idleTimeout: 5_000,
     resourceLimits: { maxOldGenerationSizeMb: options.maxMemoryMb, maxYoungGenerationSizeMb: 32 },
   });
   // An idle thread's failure is emitted on the pool; unheard, it would end the process.
@@ -67,7 +71,7 @@ export function createListParserPool(
 
 const duration = (ms: number): string => (ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`);
 
-const refused = (message: string): ParseListResult => ({
+const refused = (message: string): PackListResult => ({
   ok: false,
   problem: fileProblem("too_complex", message),
 });

@@ -7,9 +7,17 @@ import { register } from "tsx/esm/api";
 
 register();
 const { parseListFile } = await import("./parse-list-file.ts");
+const { packList } = await import("./pack-list.ts");
 
-/** Structured clone turns a Buffer into a Uint8Array; the parser reads Buffers. */
-export default function parse(input) {
+/**
+ * Structured clone turns a Buffer into a Uint8Array; the parser reads Buffers. The list is packed
+ * here (pack-list.ts), so only bounded, per-row strings cross back to the server's thread.
+ */
+export default async function parse(input) {
   const { data } = input;
-  return parseListFile({ ...input, data: Buffer.from(data.buffer, data.byteOffset, data.byteLength) });
+  const parsed = await parseListFile({
+    ...input,
+    data: Buffer.from(data.buffer, data.byteOffset, data.byteLength),
+  });
+  return parsed.ok ? packList(parsed.list) : parsed;
 }

@@ -12,6 +12,7 @@ export type ListFileProblemCode =
   | "too_many_emails"
   | "too_many_rows"
   | "too_many_columns"
+  | "too_much_text"
   | "too_complex";
 
 /** Why a list file was refused: a code, a message telling the user what to do, the form field. */

@@ -9,7 +9,7 @@ import { readDateStyles, readSharedStrings, readSheetRows, type CellContext } fr
 import {
   describeCells,
   TableBuilder,
-  type AddressCheckCount,
+  newFileSpend,
   type ColumnRequest,
   type ParsedTable,
   type TableLimits,
@@ -71,9 +71,9 @@ async function readSheets(
   let firstHeader: string[] | null = null;
   let firstProblem: ListFileProblem | null = null;
   let sheetsWithoutAddresses = 0;
-  const checks: AddressCheckCount = { used: 0 };
+  const spent = newFileSpend();
   for (const sheet of plan.sheets) {
-    const builder = new TableBuilder(request, limits, "full", checks);
+    const builder = new TableBuilder(request, limits, "full", spent);
     let problem: ListFileProblem | null = null;
     for await (const cells of readSheetRows(zip, sheet.part, sheet.name, ctx, budget)) {
       problem = builder.push(cells);

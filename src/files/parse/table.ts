@@ -26,12 +26,38 @@ export interface TableLimits {
    * Only a file without email_column and without an "Email" header checks every column.
    */
   maxAddressChecks: number;
+  /**
+   * Characters of cell text in one row, its cells together. Counted in the parsing thread before
+   * the row is kept, so what crosses back to the server is bounded, not only the parse's heap.
+   */
+  maxRowChars: number;
+  /**
+   * Characters of cell text kept from the whole file (all sheets). An xlsx cell refers to a
+   * shared string by index: 64,000 references to one 32,767-character string is 2.1 billion
+   * characters from a 499 KB file, each reference counted here as the text it expands to.
+   */
+  maxTextChars: number;
 }
 
-/** What a file has spent of `maxAddressChecks`; the sheets of a workbook share one. */
-export interface AddressCheckCount {
-  used: number;
+/** What a file has spent of its per-file budgets; the sheets of a workbook share one. */
+export interface FileSpend {
+  /** Syntax checks of cells holding an "@" (maxAddressChecks). */
+  addressChecks: number;
+  /** Characters of the rows kept (maxTextChars). */
+  textChars: number;
 }
+
+export const newFileSpend = (): FileSpend => ({ addressChecks: 0, textChars: 0 });
+
+/**
+ * Characters of cell text a file may hold, rows together, and one row. A 10 MB csv cannot exceed
+ * 10 M characters (every character is at least one byte), so the per-file figure only binds
+ * workbooks, whose compressed and shared text expands: 20 M is ~3× the text of a 10,000-row list
+ * with 20 columns of 100 characters. One row of 1,000 columns of 256 characters stays under the
+ * row figure; a single Excel cell holds at most 32,767.
+ */
+export const DEFAULT_MAX_TEXT_CHARS = 20_000_000;
+export const DEFAULT_MAX_ROW_CHARS = 262_144;
 
 /**
  * Columns a list may have (trailing blank cells are not columns). Results are written beside
@@ -136,7 +162,7 @@ export class TableBuilder {
     private readonly request: ColumnRequest,
     private readonly limits: TableLimits,
     private readonly headerRule: HeaderRule = "full",
-    private readonly checks: AddressCheckCount = { used: 0 },
+    private readonly spent: FileSpend = newFileSpend(),
   ) {}
 
   /** Number of non-blank rows seen, header included. */
@@ -170,6 +196,8 @@ export class TableBuilder {
           "(or save only the email column) and upload it again.",
       );
     }
+    const textProblem = this.spendText(cells);
+    if (textProblem) return textProblem;
     if (!this.sawFirstRow) {
       this.sawFirstRow = true;
       this.firstRow = cells;
@@ -190,6 +218,31 @@ export class TableBuilder {
       );
     }
     return this.count(cells);
+  }
+
+  /** Charges the row's text to the row and file budgets before the row is kept. */
+  private spendText(cells: readonly string[]): ListFileProblem | null {
+    let chars = 0;
+    for (const cell of cells) chars += cell === undefined ? 0 : cell.length;
+    const row = formatCount(this.rowCount + this.blankRows + 1);
+    if (chars > this.limits.maxRowChars) {
+      return fileProblem(
+        "too_much_text",
+        `Row ${row} of the file holds ${formatCount(chars)} characters of text; a row may hold at most ` +
+          `${formatCount(this.limits.maxRowChars)}. Delete the long columns you do not need (or save only ` +
+          "the email column) and upload it again.",
+      );
+    }
+    this.spent.textChars += chars;
+    if (this.spent.textChars > this.limits.maxTextChars) {
+      return fileProblem(
+        "too_much_text",
+        `The file holds more than ${formatCount(this.limits.maxTextChars)} characters of text (stopped at ` +
+          `row ${row}), the most read from one file. Delete the columns you do not need (or save only the ` +
+          "email column) and upload it again.",
+      );
+    }
+    return null;
   }
 
   private decideHeader(first: string[]): ListFileProblem | null {
@@ -236,8 +289,8 @@ export class TableBuilder {
   /** The cell's address, each syntax check charged to the file's budget (~6 µs apiece). */
   private addressIn(cell: string | undefined): string | null | ListFileProblem {
     if (cell === undefined || !cell.includes("@")) return null;
-    this.checks.used += 1;
-    if (this.checks.used > this.limits.maxAddressChecks) {
+    this.spent.addressChecks += 1;
+    if (this.spent.addressChecks > this.limits.maxAddressChecks) {
       return fileProblem(
         "too_many_emails",
         `The file has more than ${formatCount(this.limits.maxAddressChecks)} cells holding an "@" in its ` +

@@ -3,11 +3,20 @@ import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { mapClientError, mapError } from "../errors.ts";
 
-export function installErrorHandlers(app: FastifyInstance): void {
+export interface ErrorHandlerOptions {
+  /** The storage adapter's "database out of reach" classifier (mapError's isDatabaseOutage). */
+  isDatabaseOutage?: (error: unknown) => boolean;
+}
+
+export function installErrorHandlers(app: FastifyInstance, opts: ErrorHandlerOptions = {}): void {
   app.setErrorHandler(async (error, req, reply) => {
-    const mapped = mapError(error);
+    const mapped = mapError(error, opts.isDatabaseOutage);
+    const summary = { code: mapped.body.error.code, status: mapped.status };
     if (mapped.isServerFault) req.log.error({ err: error }, "request failed");
-    else req.log.info({ code: mapped.body.error.code, status: mapped.status }, mapped.body.error.message);
+    // Every request fails alike while the database is away: one line each, no stack.
+    else if (mapped.isOutage)
+      req.log.warn({ ...summary, cause: messageOf(error) }, mapped.body.error.message);
+    else req.log.info(summary, mapped.body.error.message);
     if (mapped.headers) reply.headers(mapped.headers);
     return reply.status(mapped.status).send(mapped.body);
   });
@@ -50,3 +59,5 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
   }
   socket.destroy(error);
 }
+
+const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));

@@ -74,6 +74,29 @@ export function assertBoundedSchema(schema: unknown, path = "#"): void {
     subSchemas(schema[key]).forEach((s, i) => assertBoundedSchema(s, `${path}/${key}/${i}`));
 }
 
+/**
+ * Every object of a request body refuses properties it does not declare (the spec lists each
+ * body's fields and no others), or is a bounded map: without it, ajv accepted an object of 250,000
+ * unknown properties. Checked when a route is registered, like assertBoundedSchema.
+ */
+export function assertClosedBody(schema: unknown, path = "#"): void {
+  if (!isSchema(schema)) return;
+  if (
+    schema.properties !== undefined &&
+    schema.additionalProperties !== false &&
+    !isSchema(schema.additionalProperties)
+  )
+    throw new Error(`request schema ${path}: a body object needs additionalProperties: false`);
+  if (isSchema(schema.items)) assertClosedBody(schema.items, `${path}/items`);
+  subSchemas(schema.prefixItems).forEach((s, i) => assertClosedBody(s, `${path}/prefixItems/${i}`));
+  for (const [k, s] of Object.entries(schema.properties ?? {}))
+    assertClosedBody(s, `${path}/properties/${k}`);
+  if (isSchema(schema.additionalProperties))
+    assertClosedBody(schema.additionalProperties, `${path}/additionalProperties`);
+  for (const key of ["anyOf", "oneOf", "allOf"] as const)
+    subSchemas(schema[key]).forEach((s, i) => assertClosedBody(s, `${path}/${key}/${i}`));
+}
+
 function jsonTypeMatches(schema: SchemaNode, data: unknown): boolean {
   const types = Array.isArray(schema.type) ? (schema.type as unknown[]) : [schema.type];
   if (schema.type === undefined) return true;
@@ -184,7 +207,7 @@ function sizeCheckedValidator(schema: unknown, full: ValidateFunction): Validate
 /**
  * Query strings and path params are text, so they are coerced ("limit=10" → 10). JSON bodies are
  * not: `{"email": 123}` must be a 400, not silently become "123". Every validator checks sizes
- * before items (see checkSizes).
+ * before items (see checkSizes); every body schema is closed (see assertClosedBody).
  */
 export function installValidators(app: FastifyInstance, sharedSchemas: object[]): void {
   const strict = makeAjv(false);
@@ -195,6 +218,7 @@ export function installValidators(app: FastifyInstance, sharedSchemas: object[])
   }
   app.setValidatorCompiler<FastifySchema>(({ schema, httpPart, url, method }) => {
     assertBoundedSchema(schema, `${method} ${url} ${httpPart}`);
+    if (httpPart === "body") assertClosedBody(schema, `${method} ${url} body`);
     return sizeCheckedValidator(
       schema,
       httpPart === "body" ? strict.compile(schema) : coercing.compile(schema),

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { AppError } from "../../lib/app-error.ts";
 import { safeEqual } from "../../lib/tokens.ts";
 import type { HttpDeps } from "../deps.ts";
+import { installWriteGuard } from "../plugins/write-guard.ts";
 import { CreatedApiKeyReply, toApiKeyListItem, toCreatedApiKeyReply } from "../schemas/api-keys.ts";
 import { ref } from "../schemas/common.ts";
 import {
@@ -37,6 +38,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps; token: str
       throw new AppError("UNAUTHORIZED", "Admin token required");
     }
   });
+  installWriteGuard(app, () => deps.diskSpace.assertWritable());
 
   app.post(
     "/admin/v1/users",
@@ -67,7 +69,10 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps; token: str
 
   app.post(
     "/admin/v1/api-keys/list",
-    { schema: { hide: true, body: AdminUserKeysBody, response: { 200: ref(AdminListKeysReply) } } },
+    {
+      schema: { hide: true, body: AdminUserKeysBody, response: { 200: ref(AdminListKeysReply) } },
+      config: { writesNothing: true },
+    },
     async (req) => ({ api_keys: (await deps.apiKeys.list(req.body.user_id, false)).map(toApiKeyListItem) }),
   );
 

@@ -19,6 +19,8 @@ export const authSessionRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = 
         tags: [TAG.auth],
         response: { 200: ref(SessionReply, "The session token"), ...errorResponses(401, 403, 429, 500) },
       },
+      // A signed token, nothing stored: the dashboard still opens (and shows its reads) on a full disk.
+      config: { writesNothing: true },
     },
     async (req) => {
       const p = principalOf(req);

@@ -1,11 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { readCredential } from "../../auth/authenticate.ts";
-import { AppError, rateLimited } from "../../lib/app-error.ts";
+import { AppError, rateLimited, serviceUnavailable } from "../../lib/app-error.ts";
 import { safeEqual } from "../../lib/tokens.ts";
+import { DISK_SPACE_RETRY_AFTER_SECONDS } from "../../observability/disk-space.ts";
+import type { Readiness } from "../../observability/readiness.ts";
 import type { HttpDeps } from "../deps.ts";
+import { DATABASE_RETRY_AFTER_SECONDS } from "../errors.ts";
 import { errorResponses, ref } from "../schemas/common.ts";
 import { TAG } from "../schemas/openapi.ts";
-import { HealthReply, ReadyReply, toReadyReply } from "../schemas/ops.ts";
+import { HealthReply, ReadyReply, toDataDirReply, toReadyReply } from "../schemas/ops.ts";
 
 export const healthRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
   app.get(
@@ -30,19 +33,27 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
         operationId: "getReadiness",
         summary: "Readiness probe",
         description:
-          "200 when the database answers (with set-up warnings that cost accuracy), 503 when it does not. Needs no credentials.",
+          "200 when the database answers (with set-up warnings that cost accuracy and, on the embedded engine, the free space of DATA_DIR), 503 when it does not or when DATA_DIR has less than DATA_DIR_MIN_FREE_MB free (`data_dir` beside the error). Needs no credentials.",
         tags: [TAG.health],
         security: [],
         response: { 200: ref(ReadyReply, "Ready"), ...errorResponses(503) },
       },
     },
     async (req) => {
+      let readiness: Readiness;
       try {
-        return toReadyReply(await deps.readiness.check());
+        readiness = await deps.readiness.check();
       } catch (err) {
         req.log.warn({ err }, "readiness check failed");
-        throw new AppError("DEPENDENCY_UNAVAILABLE", "Database is not reachable");
+        throw serviceUnavailable("Database is not reachable", DATABASE_RETRY_AFTER_SECONDS);
       }
+      const dataDir = readiness.dataDir;
+      if (dataDir?.refusal)
+        throw new AppError("SERVICE_UNAVAILABLE", dataDir.refusal, undefined, {
+          headers: { "retry-after": String(DISK_SPACE_RETRY_AFTER_SECONDS) },
+          extra: { data_dir: toDataDirReply(dataDir) },
+        });
+      return toReadyReply(readiness);
     },
   );
 

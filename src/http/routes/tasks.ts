@@ -3,6 +3,7 @@ import { Type } from "typebox";
 import { validationError, type FieldError } from "../../lib/app-error.ts";
 import { parseDateRange, parseRfc3339, utcDaysOf } from "../../reports/date-range.ts";
 import type { HttpDeps } from "../deps.ts";
+import { idempotencyKeyOf } from "../idempotency-key.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses, IdParams, ref } from "../schemas/common.ts";
 import { documentRequest, TAG } from "../schemas/openapi.ts";
@@ -26,21 +27,6 @@ import {
 } from "../schemas/tasks.ts";
 
 const SERIES_DEFAULT_DAYS = 7;
-const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
-
-/** Reads the optional Idempotency-Key header (Stripe's convention). */
-function idempotencyKeyOf(header: string | string[] | undefined): string | null {
-  const value = Array.isArray(header) ? header[0] : header;
-  if (value === undefined) return null;
-  const key = value.trim();
-  if (key === "" || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
-    throw validationError("Invalid Idempotency-Key header", [
-      { field: "Idempotency-Key", reason: `must be 1-${MAX_IDEMPOTENCY_KEY_LENGTH} characters` },
-    ]);
-  }
-  return key;
-}
-
 function readTimestamp(field: string, value: string | undefined, errors: FieldError[]): Date | undefined {
   if (value === undefined) return undefined;
   const parsed = parseRfc3339(value);

@@ -1,13 +1,15 @@
 import multipart, { type Multipart } from "@fastify/multipart";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Principal } from "../../auth/principal.ts";
 import { AppError, validationError } from "../../lib/app-error.ts";
 import { unstorableTextReason } from "../../lib/storable-text.ts";
 import type { HttpDeps } from "../deps.ts";
+import { idempotencyKeyOf } from "../idempotency-key.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses, ref } from "../schemas/common.ts";
 import { documentRequest, TAG } from "../schemas/openapi.ts";
-import { checkWebhookUrl } from "../schemas/tasks.ts";
+import { checkWebhookUrl, IdempotencyHeaders } from "../schemas/tasks.ts";
 import {
   toUploadAccepted,
   toUploadStatus,
@@ -91,6 +93,18 @@ async function readForm(req: FastifyRequest, maxBytes: number): Promise<UploadFo
   return form;
 }
 
+/** Reads the rest of the request's body and drops it (bounded by the server's request timeout). */
+async function discardBody(req: FastifyRequest): Promise<void> {
+  const raw = req.raw;
+  if (raw.complete || raw.destroyed) return;
+  raw.resume();
+  await new Promise<void>((resolve) => {
+    raw.once("end", resolve);
+    raw.once("close", resolve);
+    raw.once("error", resolve);
+  });
+}
+
 export const uploadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
   const maxBytes = deps.settings.maxUploadBytes;
   await app.register(multipart, {
@@ -112,31 +126,56 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
           ...errorResponses(400, 401, 402, 404, 429, 500),
         },
       },
-      // The handler reads the parts itself (readForm); only the document describes the form.
-      config: { swaggerTransform: documentRequest({ body: UploadForm }) },
+      // The handler reads the parts and Idempotency-Key itself; only the document describes them.
+      config: { swaggerTransform: documentRequest({ body: UploadForm, headers: IdempotencyHeaders }) },
     },
     async (req, reply) => {
       const principal = principalOf(req);
-      const form = await readForm(req, maxBytes);
-      if (form.fields.has("user_id")) {
-        throw validationError("user_id is not accepted: the owner is the authenticated caller", [
-          { field: "user_id", reason: "is not allowed" },
-        ]);
+      const idempotencyKey = idempotencyKeyOf(req.headers["idempotency-key"]);
+      // Decided before the body is buffered: a refused upload costs neither memory nor a parse.
+      // Its body is still read (and dropped) before the answer, so a client still writing its
+      // file gets the 429/503 with Retry-After instead of a reset connection (EPIPE in fetch).
+      let ticket;
+      try {
+        ticket = deps.uploads.admit(principal);
+      } catch (error) {
+        await discardBody(req);
+        throw error;
       }
-      if (!form.file) throw validationError("No file uploaded", [{ field: "file", reason: "is required" }]);
-      const webhookUrl = checkWebhookUrl(form.fields.get("webhook_url"), deps.settings.allowPrivateWebhooks);
-      const columnField = form.fields.has("email_column") ? "email_column" : "column";
-      const column = form.fields.get(columnField);
-      const accepted = await deps.uploads.upload(principal, {
-        filename: form.file.filename,
-        data: form.file.data,
-        emailColumn: column === undefined || column.trim() === "" ? null : column.trim(),
-        columnField,
-        webhookUrl,
-      });
-      return reply.status(202).send(toUploadAccepted(accepted));
+      try {
+        return await acceptUpload(req, reply, principal, idempotencyKey);
+      } finally {
+        ticket.release();
+      }
     },
   );
+
+  const acceptUpload = async (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    principal: Principal,
+    idempotencyKey: string | null,
+  ) => {
+    const form = await readForm(req, maxBytes);
+    if (form.fields.has("user_id")) {
+      throw validationError("user_id is not accepted: the owner is the authenticated caller", [
+        { field: "user_id", reason: "is not allowed" },
+      ]);
+    }
+    if (!form.file) throw validationError("No file uploaded", [{ field: "file", reason: "is required" }]);
+    const webhookUrl = checkWebhookUrl(form.fields.get("webhook_url"), deps.settings.allowPrivateWebhooks);
+    const columnField = form.fields.has("email_column") ? "email_column" : "column";
+    const column = form.fields.get(columnField);
+    const accepted = await deps.uploads.upload(principal, {
+      filename: form.file.filename,
+      data: form.file.data,
+      emailColumn: column === undefined || column.trim() === "" ? null : column.trim(),
+      columnField,
+      webhookUrl,
+      idempotencyKey,
+    });
+    return reply.status(202).send(toUploadAccepted(accepted));
+  };
 
   app.get(
     "/api/v1/tasks/batch/uploads/:upload_id",

@@ -7,10 +7,15 @@ import { Uuid } from "./common.ts";
 // The loopback admin API the CLI calls while `serve` owns an embedded data directory. Hidden
 // from the OpenAPI document: it is not part of the public contract.
 
-export const CreateUserBody = Type.Object({
-  credits: Type.Integer({ minimum: 0 }),
-  email: Type.Union([Type.String({ format: "email" }), Type.Null()]),
-});
+const closed = { additionalProperties: false } as const;
+
+export const CreateUserBody = Type.Object(
+  {
+    credits: Type.Integer({ minimum: 0 }),
+    email: Type.Union([Type.String({ format: "email" }), Type.Null()]),
+  },
+  closed,
+);
 
 export const CreatedUserReply = Type.Object({
   user_id: Uuid,
@@ -19,11 +24,14 @@ export const CreatedUserReply = Type.Object({
   api_key_id: Uuid,
 });
 
-export const GrantCreditsBody = Type.Object({
-  user_id: Uuid,
-  amount: Type.Integer({ minimum: 1 }),
-  reason: Type.String({ minLength: 1 }),
-});
+export const GrantCreditsBody = Type.Object(
+  {
+    user_id: Uuid,
+    amount: Type.Integer({ minimum: 1 }),
+    reason: Type.String({ minLength: 1 }),
+  },
+  closed,
+);
 
 export const GrantCreditsReply = Type.Object({ transaction_id: Uuid, balance_after: Type.Integer() });
 
@@ -40,14 +48,17 @@ export const toGrantCreditsReply = (t: CreditTransaction) => ({
 });
 
 // `mailprobe keys create|list|revoke` through the running server (same domain functions as the API).
-export const AdminCreateKeyBody = Type.Object({
-  user_id: Uuid,
-  name: Type.String({ minLength: 1, maxLength: 100 }),
-  purpose: ApiKeyPurposeSchema,
-});
+export const AdminCreateKeyBody = Type.Object(
+  {
+    user_id: Uuid,
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    purpose: ApiKeyPurposeSchema,
+  },
+  closed,
+);
 
-export const AdminUserKeysBody = Type.Object({ user_id: Uuid });
+export const AdminUserKeysBody = Type.Object({ user_id: Uuid }, closed);
 
-export const AdminRevokeKeyBody = Type.Object({ user_id: Uuid, id: Uuid });
+export const AdminRevokeKeyBody = Type.Object({ user_id: Uuid, id: Uuid }, closed);
 
 export const AdminListKeysReply = ListApiKeysReply;

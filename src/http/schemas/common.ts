@@ -52,7 +52,7 @@ const ERROR_STATUS_TEXT = {
   409: "Conflicts with the current state",
   429: "Rate limited: retry after the `Retry-After` seconds",
   500: "Internal error; quote the X-Request-ID when reporting it",
-  503: "A dependency (the database) is unavailable",
+  503: "The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds",
 } as const;
 
 export type ErrorStatus = keyof typeof ERROR_STATUS_TEXT;
@@ -60,10 +60,15 @@ export type ErrorStatus = keyof typeof ERROR_STATUS_TEXT;
 const codesOf = (status: number): string =>
   (Object.keys(STATUS_BY_CODE) as ErrorCode[]).filter((c) => STATUS_BY_CODE[c] === status).join(" or ");
 
-/** Response schemas for the error statuses a route documents: each the `Error` envelope. */
+/**
+ * Response schemas for the error statuses a route documents: each the `Error` envelope. A route
+ * that can fail with 500 can also meet its database down (503 with Retry-After), so 503 comes
+ * with 500.
+ */
 export function errorResponses(...statuses: ErrorStatus[]) {
+  const all = statuses.includes(500) && !statuses.includes(503) ? [...statuses, 503 as const] : statuses;
   return Object.fromEntries(
-    statuses.map((s) => [s, ref(ErrorBodySchema, `${ERROR_STATUS_TEXT[s]} (${codesOf(s)})`)]),
+    all.map((s) => [s, ref(ErrorBodySchema, `${ERROR_STATUS_TEXT[s]} (${codesOf(s)})`)]),
   ) as Record<number, ReturnType<typeof ref<typeof ErrorBodySchema>>>;
 }
 

@@ -1,10 +1,13 @@
 import { Type } from "typebox";
 
-export const NewPlantBody = Type.Object({
-  id: Type.Integer({ format: "int64" }),
-  name: Type.String(),
-  tag: Type.Optional(Type.String()),
-});
+export const NewPlantBody = Type.Object(
+  {
+    id: Type.Integer({ format: "int64" }),
+    name: Type.String(),
+    tag: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
 
 export const PlantReply = Type.Object(
   { name: Type.String(), tag: Type.Optional(Type.String()) },

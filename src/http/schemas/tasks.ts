@@ -18,15 +18,18 @@ import { UploadCounts, uploadCounts } from "./uploads.ts";
 import { toVerificationReply, VerificationReply } from "./verification.ts";
 import { isUnknownReason } from "../../verify/index.ts";
 
-export const CreateTaskBody = Type.Object({
-  emails: Type.Array(Type.String(), {
-    maxItems: MAX_TASK_EMAILS,
-    description: "1 to 10,000 addresses; duplicates are verified and billed once",
-  }),
-  webhook_url: Type.Optional(
-    Type.String({ description: "Absolute http(s) URL called when the task completes" }),
-  ),
-});
+export const CreateTaskBody = Type.Object(
+  {
+    emails: Type.Array(Type.String(), {
+      maxItems: MAX_TASK_EMAILS,
+      description: "1 to 10,000 addresses; duplicates are verified and billed once",
+    }),
+    webhook_url: Type.Optional(
+      Type.String({ description: "Absolute http(s) URL called when the task completes" }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 /**
  * The optional Idempotency-Key of `POST /api/v1/tasks`, for the OpenAPI document only: the route

@@ -9,9 +9,10 @@ import {
 } from "../../verify/index.ts";
 import { DateTime, ErrorBodySchema, ref, Uuid } from "./common.ts";
 
-export const VerifyBody = Type.Object({
-  email: Type.String({ maxLength: 320, description: "Address to verify (at most 320 characters)" }),
-});
+export const VerifyBody = Type.Object(
+  { email: Type.String({ maxLength: 320, description: "Address to verify (at most 320 characters)" }) },
+  { additionalProperties: false },
+);
 
 type Literals<T extends readonly TLiteralValue[]> = {
   -readonly [I in keyof T]: T[I] extends TLiteralValue ? TLiteral<T[I]> : never;

@@ -38,8 +38,12 @@ export interface SessionDeps {
 }
 
 export interface SessionRequest {
-  /** Hosts in preference order, each with at least one address. */
-  hosts: readonly MailHost[];
+  /**
+   * Hosts in preference order, each with at least one address. An async sequence is read one
+   * host at a time, only as far as the session falls back (at most MAX_HOSTS_TRIED), so hosts
+   * can be looked up as they are needed.
+   */
+  hosts: Iterable<MailHost> | AsyncIterable<MailHost>;
   /**
    * Canonical, unique addresses, asked in this order (controls first). A function is called
    * once, when the first connection is ready or has failed, so that late joiners get in.
@@ -197,7 +201,12 @@ async function openSession(
   report: SessionReport,
 ): Promise<Opened | null> {
   const failures: ConnectFailureKind[] = [];
-  for (const host of req.hosts.slice(0, MAX_HOSTS_TRIED)) {
+  const hosts = inOrder(req.hosts);
+  // The next host is asked for only after the previous one failed: never one more than tried.
+  for (let tried = 0; tried < MAX_HOSTS_TRIED; tried++) {
+    const next = await hosts.next();
+    if (next.done === true) break;
+    const host = next.value;
     const address = host.addresses[0];
     if (address === undefined) continue;
     report.hostName = host.name;
@@ -226,7 +235,13 @@ async function openSession(
     }
     return { conn: greeted.conn, release, address };
   }
+  // The host sequence ends early when a lookup is cut short by the deadline.
+  if (isAborted(req.signal)) return fail(report, { reason: "timeout_smtp" });
   return fail(report, { reason: connectFailureReason(failures) });
+}
+
+async function* inOrder(hosts: Iterable<MailHost> | AsyncIterable<MailHost>): AsyncGenerator<MailHost> {
+  yield* hosts;
 }
 
 type Greeted =

@@ -11,7 +11,11 @@ import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 import Fastify from "fastify";
 import { Type } from "typebox";
-import { assertBoundedSchema, installValidators } from "../../../src/http/plugins/validation.ts";
+import {
+  assertBoundedSchema,
+  assertClosedBody,
+  installValidators,
+} from "../../../src/http/plugins/validation.ts";
 import { createTestContext, type TestContext, type TestUser } from "../../support/test-app.ts";
 import { assertError } from "./helpers.ts";
 
@@ -39,6 +43,15 @@ const countTasks = async (user: TestUser): Promise<number> =>
     (await ctx.db.query<{ n: number }>("select count(*) as n from tasks where user_id = $1", [user.userId]))
       .rows[0]!.n,
   );
+
+const balanceOf = async (user: TestUser): Promise<number> =>
+  Number(
+    (await ctx.db.query<{ balance: number }>("select balance from users where id = $1", [user.userId]))
+      .rows[0]!.balance,
+  );
+
+/** `"k0":1,"k1":1,…`: `n` properties, to go inside braces. */
+const props = (n: number): string => Array.from({ length: n }, (_, i) => `"k${i}":1`).join(",");
 
 /** `{"emails":[1,1,…,1]}` of exactly `bytes` bytes, built without a 2.6 M-element JS array. */
 function arrayOfOnes(bytes: number): { body: Buffer; items: number } {
@@ -107,13 +120,76 @@ describe("sizes are checked before items; error details are capped", () => {
     assert.ok(!("details_truncated" in body.error));
   });
 
-  test("100,000 unknown properties → one detail, not 100,000", async () => {
+  test("998 unknown properties (1,000 in all: the shape bound) → one detail, not 998", async () => {
     const user = await ctx.createUser(10);
-    const props = Array.from({ length: 100_000 }, (_, i) => `"k${i}":1`).join(",");
-    const res = await post(user, "/api/v1/api-keys", `{"name":"x","purpose":"custom",${props}}`);
+    const res = await post(user, "/api/v1/api-keys", `{"name":"x","purpose":"custom",${props(998)}}`);
     assertError(res, 400, "VALIDATION_ERROR", [
-      { field: "body", reason: "has 100000 properties that are not allowed (allowed: name, purpose)" },
+      { field: "body", reason: "has 998 properties that are not allowed (allowed: name, purpose)" },
     ]);
+  });
+
+  test("250,000 unknown properties (2.8 MB) → 400 naming the limit before parsing; nothing verified", async () => {
+    const user = await ctx.createUser(10);
+    const body = `{"email":"bob@example.com",${props(250_000)}}`;
+    assert.ok(body.length > 2_800_000);
+    const started = performance.now();
+    const res = await post(user, "/api/v1/verify", body);
+    const elapsedMs = performance.now() - started;
+    assertError(res, 400, "VALIDATION_ERROR", [{ field: "body", reason: "has more than 1,000 properties" }]);
+    assert.ok(elapsedMs < 5_000, `took ${Math.round(elapsedMs)} ms`);
+    assert.equal(await balanceOf(user), 10);
+  });
+
+  test("properties per object: 1,000 pass the shape bound (the schema answers), 1,001 do not", async () => {
+    const user = await ctx.createUser(10);
+    const atLimit = await post(user, "/api/v1/verify", `{"email":"bob@example.com",${props(999)}}`);
+    assertError(atLimit, 400, "VALIDATION_ERROR", [
+      { field: "body", reason: "has 999 properties that are not allowed (allowed: email)" },
+    ]);
+    const over = await post(user, "/api/v1/verify", `{"email":"bob@example.com",${props(1_000)}}`);
+    assertError(over, 400, "VALIDATION_ERROR", [{ field: "body", reason: "has more than 1,000 properties" }]);
+    // Nested objects are bounded alike, and named.
+    const nested = await post(user, "/api/v1/tasks", `{"emails":[{${props(1_001)}}]}`);
+    assertError(nested, 400, "VALIDATION_ERROR", [
+      { field: "emails[]", reason: "has more than 1,000 properties" },
+    ]);
+    assert.equal(await countTasks(user), 0);
+  });
+
+  test("properties in all: 10,000 pass the shape bound (the schema answers), 10,001 do not", async () => {
+    const user = await ctx.createUser(10);
+    // 2 top-level properties + 9 objects of 1,000 + one of 998 = 10,000.
+    const items = [...Array.from({ length: 9 }, () => `{${props(1_000)}}`), `{${props(998)}}`].join(",");
+    const atLimit = await post(user, "/api/v1/tasks", `{"emails":[${items}],"webhook_url":"x"}`);
+    const err = assertError(atLimit, 400, "VALIDATION_ERROR");
+    assert.deepEqual(err.details?.[0], { field: "emails[0]", reason: "must be string" });
+    const over = await post(user, "/api/v1/tasks", `{"emails":[${items},{"k":1}],"webhook_url":"x"}`);
+    assertError(over, 400, "VALIDATION_ERROR", [
+      { field: "body", reason: "has more than 10,000 properties in all" },
+    ]);
+    assert.equal(await countTasks(user), 0);
+  });
+
+  test("every request body refuses unknown properties: verify, tasks", async () => {
+    const user = await ctx.createUser(10);
+    assertError(
+      await post(user, "/api/v1/verify", JSON.stringify({ email: "bob@example.com", mode: "fast" })),
+      400,
+      "VALIDATION_ERROR",
+      [{ field: "mode", reason: "is not allowed" }],
+    );
+    assertError(
+      await post(
+        user,
+        "/api/v1/tasks",
+        JSON.stringify({ emails: ["bob@example.com"], user_id: user.userId }),
+      ),
+      400,
+      "VALIDATION_ERROR",
+      [{ field: "user_id", reason: "is not allowed" }],
+    );
+    assert.equal(await countTasks(user), 0);
+    assert.equal(await balanceOf(user), 10);
   });
 
   test("a few unknown properties are still named one by one", async () => {
@@ -146,6 +222,33 @@ describe("sizes are checked before items; error details are capped", () => {
     assertError(res, 400, "VALIDATION_ERROR", [
       { field: "emails", reason: "must contain at most 10000 items (got 10001)" },
     ]);
+  });
+
+  test("every request body schema is closed: an open one fails when the route is added", async () => {
+    assert.throws(
+      () => assertClosedBody(Type.Object({ email: Type.String() }), "POST /x body"),
+      /POST \/x body: a body object needs additionalProperties: false/,
+    );
+    assert.throws(
+      () =>
+        assertClosedBody(
+          Type.Object(
+            { a: Type.Array(Type.Object({ b: Type.String() }), { maxItems: 2 }) },
+            { additionalProperties: false },
+          ),
+        ),
+      /#\/properties\/a\/items: a body object needs additionalProperties: false/,
+    );
+    assert.doesNotThrow(() =>
+      assertClosedBody(Type.Object({ email: Type.String() }, { additionalProperties: false })),
+    );
+    const app = Fastify();
+    installValidators(app, []);
+    app.post("/x", { schema: { body: Type.Object({ email: Type.String() }) } }, async () => ({}));
+    await assert.rejects(async () => {
+      await app.ready();
+    }, /needs additionalProperties: false/);
+    await app.close();
   });
 
   test("every request schema bounds its arrays: an unbounded one fails when the route is added", async () => {

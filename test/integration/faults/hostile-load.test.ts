@@ -26,7 +26,14 @@ import {
   startMailprobe,
   type MailprobeChild,
 } from "../../support/child-process.ts";
-import { buildZip, workbookParts, xlsxOf, zerosDeflated, type RawEntry } from "../../unit/files/helpers.ts";
+import {
+  buildZip,
+  deflated,
+  workbookParts,
+  xlsxOf,
+  zerosDeflated,
+  type RawEntry,
+} from "../../unit/files/helpers.ts";
 
 /**
  * The stated bound. An idle embedded server sits near 500 MB (PGlite's WebAssembly heap and
@@ -120,12 +127,12 @@ interface Answer {
 
 async function send(
   path: string,
-  init: { method?: string; body?: Buffer | string; type?: string },
+  init: { method?: string; body?: Buffer | string; type?: string; key?: string },
 ): Promise<Answer> {
   const res = await fetch(`${base}${path}`, {
     method: init.method ?? "POST",
     headers: {
-      "x-api-key": apiKey,
+      "x-api-key": init.key ?? apiKey,
       ...(init.type ? { "content-type": init.type } : {}),
     },
     ...(init.body !== undefined ? { body: init.body } : {}),
@@ -141,10 +148,55 @@ async function send(
   return { status: res.status, code, bytes: data.length };
 }
 
-const upload = (filename: string, data: Buffer) => {
+const upload = (filename: string, data: Buffer, key?: string) => {
   const { body, type } = multipart(filename, data);
-  return send("/api/v1/tasks/batch/upload", { body, type });
+  return send("/api/v1/tasks/batch/upload", { body, type, ...(key ? { key } : {}) });
 };
+
+const NS = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"';
+
+/**
+ * The reported attack: one 32,767-character shared string referred to by 64,000 cells, in a
+ * workbook of well under 1 MB (2.1 billion characters once expanded).
+ */
+function sharedStringBomb(): Buffer {
+  let sheet = `<?xml version="1.0"?><worksheet ${NS}><sheetData>`;
+  for (let r = 1; r <= 64_000; r++) sheet += `<row r="${r}"><c r="A${r}" t="s"><v>0</v></c></row>`;
+  sheet += "</sheetData></worksheet>";
+  const parts = workbookParts(["Sheet1"]).map((e) =>
+    e.name === "xl/_rels/workbook.xml.rels"
+      ? deflated(
+          e.name,
+          '<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' +
+            '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/>' +
+            '<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/>' +
+            "</Relationships>",
+        )
+      : e,
+  );
+  return buildZip([
+    ...parts,
+    deflated(
+      "xl/sharedStrings.xml",
+      `<?xml version="1.0"?><sst ${NS} count="64000" uniqueCount="1"><si><t>${"x".repeat(32_767)}</t></si></sst>`,
+    ),
+    deflated("xl/worksheets/sheet1.xml", sheet),
+  ]);
+}
+
+/** A csv of about `megabytes` MB with `columns` columns: an address, then short cells. */
+function wideCsv(columns: number, megabytes: number, tag: string): Buffer {
+  const header = ["email", ...Array.from({ length: columns - 1 }, (_, i) => `c${i + 1}`)].join(",");
+  const filler = ",x".repeat(columns - 1);
+  const rows: string[] = [header];
+  let bytes = header.length;
+  for (let i = 0; bytes < megabytes * 1_000_000; i++) {
+    const row = `u${i}@${tag}.test${filler}`;
+    rows.push(row);
+    bytes += row.length + 1;
+  }
+  return Buffer.from(rows.join("\n") + "\n");
+}
 
 before(async () => {
   if (skip) return;
@@ -160,13 +212,28 @@ before(async () => {
     DATA_DIR: dataDir,
     DATABASE_URL: "",
     LOG_LEVEL: "warn",
+    // The three-at-a-time rounds send from one user; the 20-upload round counts on these caps.
+    UPLOADS_MAX_IN_PROGRESS_PER_USER: "3",
+    UPLOADS_MAX_IN_PROGRESS: "4",
   };
   server = await startMailprobe("serve", ["serve"], env, "listening on");
   const user = JSON.parse(await runCli(["users", "create", "--credits", "100", "--json"], env)) as {
     api_key: string;
   };
   apiKey = user.api_key;
+  // Users of the heavy rounds: one without credits (an attacker needs none to be parsed), five
+  // with plenty (accepted uploads and a 10,000-address task must be paid for).
+  broke = await createUser(env, 0);
+  for (let i = 0; i < 5; i++) rich.push(await createUser(env, 1_000_000));
 });
+
+let broke = "";
+const rich: string[] = [];
+
+async function createUser(env: NodeJS.ProcessEnv, credits: number): Promise<string> {
+  const out = await runCli(["users", "create", "--credits", String(credits), "--json"], env);
+  return (JSON.parse(out) as { api_key: string }).api_key;
+}
 
 after(async () => {
   if (server && !server.exited) {
@@ -250,6 +317,7 @@ test(`hostile files and bodies, three at a time: RSS < ${MAX_RSS_MB} MB, /health
       seen.push(
         `${name}: ${line} | RSS peak ${f.peakRssMb.toFixed(0)} MB, /healthz slowest ${f.slowestHealthzMs.toFixed(0)} ms of ${f.healthz}`,
       );
+      if (process.env.HOSTILE_LOAD_PROGRESS) process.stderr.write(seen.at(-1) + "\n");
     }
   };
   try {
@@ -289,6 +357,156 @@ test(`hostile files and bodies, three at a time: RSS < ${MAX_RSS_MB} MB, /health
       `server RSS: idle ${idleMb.toFixed(0)} MB, peak ${peak.toFixed(0)} MB (bound ${MAX_RSS_MB}); ` +
         `/healthz: ${figures.reduce((n, f) => n + f.healthz, 0)} answers, slowest ${slowest.toFixed(0)} ms (bound ${MAX_HEALTHZ_MS})`,
     );
+  }
+  assert.equal(server.exited, null, `the server died: ${server.output.slice(-3_000)}`);
+  for (const f of figures) {
+    assert.deepEqual(f.failures, [], `${f.name}: /healthz answered 200 every time`);
+    assert.ok(f.peakRssMb < MAX_RSS_MB, `${f.name}: server RSS peaked at ${f.peakRssMb.toFixed(0)} MB`);
+    assert.ok(
+      f.slowestHealthzMs < MAX_HEALTHZ_MS,
+      `${f.name}: /healthz took ${f.slowestHealthzMs.toFixed(0)} ms at its slowest`,
+    );
+  }
+  assert.doesNotMatch(server.output, /uncaught|unhandledRejection|FATAL|heap out of memory/i);
+});
+
+/** A task's status, polled until it is `completed` (or the deadline passes). */
+async function waitCompleted(taskId: string, key: string, deadlineMs: number): Promise<string> {
+  const until = Date.now() + deadlineMs;
+  while (Date.now() < until) {
+    const res = await fetch(`${base}/api/v1/tasks/${taskId}`, { headers: { "x-api-key": key } });
+    if (((await res.json()) as { finished_at: string | null }).finished_at) return "completed";
+    await delay(250);
+  }
+  return "not finished";
+}
+
+test(`heavy uploads and a big task: RSS < ${MAX_RSS_MB} MB, /healthz < ${MAX_HEALTHZ_MS} ms, nothing committed unanswered`, async (t) => {
+  if (skip || !server) {
+    t.skip(skip ?? "no server");
+    return;
+  }
+  const pid = server.proc.pid!;
+  const bomb = sharedStringBomb();
+  const wide = [0, 1, 2].map((i) => wideCsv(1_000, 10, `wide${i}`));
+  // 20 lists of ~9,800 rows × 500 columns, 10 MB each: the most a user may send, 20 at once.
+  const lists = Array.from({ length: 20 }, (_, i) => wideCsv(500, 10, `list${i}`));
+  const tenK = JSON.stringify({ emails: Array.from({ length: 10_000 }, (_, i) => `u${i}@mailinator.com`) });
+
+  const seen: string[] = [];
+  const figures: Array<Awaited<ReturnType<Watch["stop"]>> & { name: string }> = [];
+  const watched = async (name: string, fn: () => Promise<string>): Promise<void> => {
+    const w = watch(pid);
+    let line = "";
+    try {
+      line = await fn();
+    } finally {
+      const f = { name, ...(await w.stop()) };
+      figures.push(f);
+      seen.push(
+        `${name}: ${line} | RSS peak ${f.peakRssMb.toFixed(0)} MB, /healthz slowest ${f.slowestHealthzMs.toFixed(0)} ms of ${f.healthz}`,
+      );
+      if (process.env.HOSTILE_LOAD_PROGRESS) process.stderr.write(seen.at(-1) + "\n");
+    }
+  };
+  const countTasks = async (key: string): Promise<number> =>
+    (
+      (await (await fetch(`${base}/api/v1/tasks?limit=1`, { headers: { "x-api-key": key } })).json()) as {
+        count: number;
+      }
+    ).count;
+
+  /** Cancels the running tasks of the rich users (the upload rounds measure taking files in). */
+  const cancelAll = async (): Promise<void> => {
+    for (const key of rich) {
+      const res = await fetch(`${base}/api/v1/tasks?limit=100`, { headers: { "x-api-key": key } });
+      for (const task of ((await res.json()) as { tasks: Array<{ id: string }> }).tasks) {
+        await fetch(`${base}/api/v1/tasks/${task.id}/cancel`, {
+          method: "POST",
+          headers: { "x-api-key": key },
+        });
+      }
+    }
+  };
+
+  try {
+    await watched(
+      `xlsx, one 32,767-character string in 64,000 cells (${(bomb.length / 1e3).toFixed(0)} KB), 0 credits, × 3`,
+      async () => {
+        const answers = await Promise.all([1, 2, 3].map(() => upload("bomb.xlsx", bomb, broke)));
+        for (const a of answers) assert.equal(a.status, 400, JSON.stringify(a));
+        return answers.map((a) => `${a.status} ${a.code}`).join(", ");
+      },
+    );
+
+    // Before the upload rounds: measured alone, not behind the queue they leave.
+    await watched("a JSON task of 10,000 disposable addresses (no SMTP), until completed", async () => {
+      const started = performance.now();
+      const res = await fetch(`${base}/api/v1/tasks`, {
+        method: "POST",
+        headers: { "x-api-key": rich[4]!, "content-type": "application/json" },
+        body: tenK,
+      });
+      assert.equal(res.status, 201, await res.clone().text());
+      const { id } = (await res.json()) as { id: string };
+      assert.equal(await waitCompleted(id, rich[4]!, 240_000), "completed");
+      return `completed in ${(performance.now() - started).toFixed(0)} ms`;
+    });
+    await watched(`csv, 1,000 columns × ${(wide[0]!.length / 1e6).toFixed(1)} MB, × 3 users`, async () => {
+      const started = performance.now();
+      const answers = await Promise.all(wide.map((file, i) => upload("wide.csv", file, rich[i])));
+      for (const a of answers) assert.equal(a.status, 202, JSON.stringify(a));
+      await cancelAll();
+      return `${answers.map((a) => a.status).join(", ")} in ${(performance.now() - started).toFixed(0)} ms`;
+    });
+
+    const before = await Promise.all(rich.map(countTasks));
+    await watched(
+      "csv, 500 columns × 10 MB, 20 at once from 5 users, retried with their Idempotency-Keys",
+      async () => {
+        const started = performance.now();
+        const keys = lists.map((_, i) => `list-${i}-${randomBytes(4).toString("hex")}`);
+        const statuses: number[][] = lists.map(() => []);
+        let pending = lists.map((_, i) => i);
+        for (let round = 0; pending.length > 0 && round < 30; round++) {
+          const answers = await Promise.all(
+            pending.map(async (i) => {
+              const { body, type } = multipart(`list${i}.csv`, lists[i]!);
+              const res = await fetch(`${base}/api/v1/tasks/batch/upload`, {
+                method: "POST",
+                headers: { "x-api-key": rich[i % 5]!, "content-type": type, "idempotency-key": keys[i]! },
+                body,
+                signal: AbortSignal.timeout(120_000),
+              });
+              const text = await res.text();
+              if (res.status !== 202) {
+                assert.ok([429, 503].includes(res.status), `list ${i}: ${res.status} ${text.slice(0, 300)}`);
+                assert.match(res.headers.get("retry-after") ?? "", /^[1-9][0-9]*$/);
+                assert.equal(
+                  typeof (JSON.parse(text) as { error: { message: string } }).error.message,
+                  "string",
+                );
+              }
+              statuses[i]!.push(res.status);
+              return { i, status: res.status };
+            }),
+          );
+          pending = answers.filter((a) => a.status !== 202).map((a) => a.i);
+          if (pending.length > 0) await delay(1_000);
+        }
+        assert.deepEqual(pending, [], "every upload was accepted within 30 rounds");
+        const refusals = statuses.flat().filter((s) => s !== 202).length;
+        return `20 accepted after ${refusals} refusals (429/503) in ${(performance.now() - started).toFixed(0)} ms`;
+      },
+    );
+    const afterUploads = await Promise.all(rich.map(countTasks));
+    assert.equal(
+      afterUploads.reduce((n, c, i) => n + c - before[i]!, 0),
+      20,
+      "one task per upload: no refused request was committed, no retry billed twice",
+    );
+  } finally {
+    for (const line of seen) t.diagnostic(line);
   }
   assert.equal(server.exited, null, `the server died: ${server.output.slice(-3_000)}`);
   for (const f of figures) {

@@ -22,7 +22,8 @@ const RESULT_COUNT = RESULT_COLUMNS.length;
 let ctx: TestContext;
 
 before(async () => {
-  ctx = await createTestContext();
+  // Three uploads of one user at once: what is measured here is reading them, not admitting them.
+  ctx = await createTestContext({ env: { UPLOADS_MAX_IN_PROGRESS_PER_USER: "3" } });
 });
 
 after(async () => {

@@ -33,7 +33,25 @@ export type Zone = ReadonlyMap<string, ZoneEntry>;
 export interface DnsServerHandle {
   readonly host: string;
   readonly port: number;
+  /** Queries received (UDP and TCP, answered or not) of one type ("A", "AAAA", "MX", …), by name. */
+  queries(type: string): Map<string, number>;
+  resetQueries(): void;
   close(): Promise<void>;
+}
+
+/** Query counts by type name and then by normalized owner name. */
+type QueryLog = Map<string, Map<string, number>>;
+
+const TYPE_NAMES = new Map<number, string>(
+  Object.entries(Packet.TYPE as Record<string, number>).map(([name, code]) => [code, name]),
+);
+
+function countQuery(log: QueryLog, question: Question): void {
+  const type = TYPE_NAMES.get(question.type) ?? String(question.type);
+  const byName = log.get(type) ?? new Map<string, number>();
+  const name = normalizeName(question.name);
+  byName.set(name, (byName.get(name) ?? 0) + 1);
+  log.set(type, byName);
 }
 
 /** Lowercase, without the trailing root dot: the key of every zone lookup. */
@@ -132,11 +150,12 @@ function recordsFor(entry: ZoneEntry, question: Question): Resource[] {
   return records;
 }
 
-function makeHandler(zone: Zone): DnsHandler {
+function makeHandler(zone: Zone, log: QueryLog): DnsHandler {
   return (request, send) => {
     const response = Packet.createResponseFromRequest(request);
     response.header.ra = 1;
     const question = request.questions[0];
+    if (question) countQuery(log, question);
     if (!question) {
       response.header.rcode = RCODE.FORMERR;
       void send(response).catch(() => undefined);
@@ -173,7 +192,8 @@ export async function startDnsServer(
 }
 
 async function bindPair(zone: Zone, host: string, port: number): Promise<DnsServerHandle> {
-  const handler = makeHandler(zone);
+  const log: QueryLog = new Map();
+  const handler = makeHandler(zone, log);
   const udp = createUDPServer(handler);
   udp.on("requestError", () => undefined);
   try {
@@ -198,6 +218,8 @@ async function bindPair(zone: Zone, host: string, port: number): Promise<DnsServ
   return {
     host,
     port: boundPort,
+    queries: (type) => new Map(log.get(type.toUpperCase())),
+    resetQueries: () => log.clear(),
     close: () => (closing ??= closeBoth(udp, tcp, sockets)),
   };
 }

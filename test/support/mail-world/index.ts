@@ -118,6 +118,8 @@ function makeWorld(
     resetCounters: () => {
       for (const h of hosts.values()) h.resetCounters();
     },
+    dnsQueries: (type) => dns.queries(type),
+    resetDnsQueries: () => dns.resetQueries(),
     expectation: createExpectation(spec),
     close: () =>
       (closing ??= Promise.all([dns.close(), ...[...hosts.values()].map((h) => h.close())]).then(

@@ -329,6 +329,7 @@ function emptyCounters(open = 0): HostCounters {
     maxConcurrent: open,
     commands: 0,
     rcptPerSession: [],
+    rcptByAddress: {},
     errorsPerSession: [],
     tlsSessions: 0,
     violations: [],
@@ -431,6 +432,7 @@ export class SmtpHost {
     return {
       ...s,
       rcptPerSession: [...s.rcptPerSession],
+      rcptByAddress: { ...s.rcptByAddress },
       errorsPerSession: [...s.errorsPerSession],
       violations: [...s.violations],
       greylistPassed: s.greylistPassed.map((p) => ({ ...p })),
@@ -502,6 +504,10 @@ export class SmtpHost {
         callback();
       },
       onRcptTo: (address, session, callback) => {
+        if (this.session(session.id).counters === this.stats) {
+          const rcpt = address.address.toLowerCase();
+          this.stats.rcptByAddress[rcpt] = (this.stats.rcptByAddress[rcpt] ?? 0) + 1;
+        }
         const reply = this.rcptDecision(address, session);
         callback(reply ? new ReplyError(reply.code, reply.text) : null);
       },

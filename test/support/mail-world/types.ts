@@ -176,6 +176,8 @@ export interface HostCounters {
   commands: number;
   /** Number of RCPT TO commands received in each session, in session order. */
   rcptPerSession: number[];
+  /** RCPT TO commands that reached recipient processing, by lowercase address: a repeated probe shows here. */
+  rcptByAddress: Record<string, number>;
   /** Error replies (4xx/5xx, a fixed connect reply included) sent in each session, in session order. */
   errorsPerSession: number[];
   /** Sessions that completed a STARTTLS handshake. */
@@ -217,6 +219,12 @@ export interface MailWorld {
   /** Counters of every host, by host name. */
   allCounters(): Map<string, HostCounters>;
   resetCounters(): void;
+  /**
+   * How many queries of one type ("A", "AAAA", "MX", "PTR", …) the DNS server received, by owner
+   * name (lowercase, no trailing dot), since start or resetDnsQueries().
+   */
+  dnsQueries(type: string): Map<string, number>;
+  resetDnsQueries(): void;
   /** Ground truth for an address of this world. */
   expectation(address: string): Expectation;
   /** Stop every server and free every port. Idempotent. */

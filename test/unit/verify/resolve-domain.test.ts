@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { DnsAnswer, DnsPort, MxRecord } from "../../../src/verify/dns.ts";
 import { toAnswer } from "../../../src/verify/dns.ts";
-import { DomainResolver, resolveMailHosts } from "../../../src/verify/resolve-domain.ts";
+import {
+  DomainResolver,
+  MAX_MX_TARGETS,
+  MX_LIMIT_CODE,
+  resolveMailHosts,
+} from "../../../src/verify/resolve-domain.ts";
 
 type Zone = {
   mx?: Record<string, DnsAnswer<MxRecord[]>>;
@@ -20,24 +25,111 @@ function fakeDns(zone: Zone, calls: string[] = []): DnsPort {
 const found = <T>(records: T): DnsAnswer<T> => ({ kind: "found", records });
 const fixedRandom = (): number => 0.5;
 
-void test("MX hosts by preference, each with its addresses", async () => {
-  const dns = fakeDns({
-    mx: {
-      "acme.test": found([
-        { exchange: "mx2.acme.test", priority: 20 },
-        { exchange: "MX1.acme.test.", priority: 10 },
-      ]),
+void test("MX hosts by preference: the first with its addresses, the rest left for later", async () => {
+  const calls: string[] = [];
+  const dns = fakeDns(
+    {
+      mx: {
+        "acme.test": found([
+          { exchange: "mx2.acme.test", priority: 20 },
+          { exchange: "MX1.acme.test.", priority: 10 },
+        ]),
+      },
+      a: { "mx1.acme.test": found(["127.0.1.1"]), "mx2.acme.test": found(["127.0.1.2"]) },
     },
-    a: { "mx1.acme.test": found(["127.0.1.1"]), "mx2.acme.test": found(["127.0.1.2"]) },
-  });
+    calls,
+  );
   assert.deepEqual(await resolveMailHosts("acme.test", dns, fixedRandom), {
     kind: "mail_hosts",
     hasMxRecords: true,
-    hosts: [
-      { name: "mx1.acme.test", preference: 10, addresses: ["127.0.1.1"] },
-      { name: "mx2.acme.test", preference: 20, addresses: ["127.0.1.2"] },
-    ],
+    hosts: [{ name: "mx1.acme.test", preference: 10, addresses: ["127.0.1.1"] }],
+    fallbacks: [{ name: "mx2.acme.test", preference: 20 }],
   });
+  assert.deepEqual(calls, ["mx acme.test", "a mx1.acme.test"]);
+});
+
+void test("targets without an address are skipped until one has one; only the best 10 are considered", async () => {
+  const mx = Array.from({ length: 500 }, (_, i) => ({ exchange: `mx${i}.many.test`, priority: i }));
+  const a: Record<string, DnsAnswer<string[]>> = {
+    "mx0.many.test": { kind: "nodata" },
+    "mx1.many.test": { kind: "timeout" },
+  };
+  for (let i = 2; i < 500; i++) a[`mx${i}.many.test`] = found([`127.0.3.${i % 250}`]);
+  const calls: string[] = [];
+  const r = await resolveMailHosts(
+    "many.test",
+    fakeDns({ mx: { "many.test": found(mx) }, a }, calls),
+    fixedRandom,
+  );
+  assert.equal(r.kind, "mail_hosts");
+  assert.deepEqual(r.hosts, [{ name: "mx2.many.test", preference: 2, addresses: ["127.0.3.2"] }]);
+  assert.deepEqual(
+    r.fallbacks.map((t) => t.name),
+    Array.from({ length: MAX_MX_TARGETS - 3 }, (_, i) => `mx${i + 3}.many.test`),
+  );
+  assert.deepEqual(calls, ["mx many.test", "a mx0.many.test", "a mx1.many.test", "a mx2.many.test"]);
+});
+
+void test("no address among the 10 considered while more are published: unknown (dns_error), not mail-less", async () => {
+  const mx = Array.from({ length: 12 }, (_, i) => ({ exchange: `mx${i}.deep.test`, priority: i }));
+  const calls: string[] = [];
+  const dns = fakeDns(
+    { mx: { "deep.test": found(mx) }, a: { "mx11.deep.test": found(["127.0.3.1"]) } },
+    calls,
+  );
+  assert.deepEqual(await resolveMailHosts("deep.test", dns, fixedRandom), {
+    kind: "dns_error",
+    hasMxRecords: true,
+    code: MX_LIMIT_CODE,
+  });
+  assert.equal(calls.filter((c) => c.startsWith("a ")).length, MAX_MX_TARGETS);
+});
+
+void test("mailHosts looks each fallback up only when asked for the next host, and skips those without an address", async () => {
+  const calls: string[] = [];
+  const dns = fakeDns(
+    {
+      mx: {
+        "acme.test": found([
+          { exchange: "mx1.acme.test", priority: 10 },
+          { exchange: "mx2.acme.test", priority: 20 },
+          { exchange: "mx3.acme.test", priority: 30 },
+          { exchange: "mx4.acme.test", priority: 40 },
+        ]),
+      },
+      a: {
+        "mx1.acme.test": found(["127.0.1.1"]),
+        "mx2.acme.test": { kind: "nodata" },
+        "mx3.acme.test": found(["127.0.1.3"]),
+        "mx4.acme.test": found(["127.0.1.4"]),
+      },
+    },
+    calls,
+  );
+  const resolver = new DomainResolver({ dns, nowMs: () => 0, random: fixedRandom, cacheTtlMs: 1000 });
+  const resolution = await resolver.resolve("acme.test");
+  assert.equal(resolution.kind, "mail_hosts");
+  const hosts = resolver.mailHosts(resolution);
+  assert.equal((await hosts.next()).value?.name, "mx1.acme.test");
+  assert.deepEqual(calls, ["mx acme.test", "a mx1.acme.test"]);
+  assert.deepEqual((await hosts.next()).value, {
+    name: "mx3.acme.test",
+    preference: 30,
+    addresses: ["127.0.1.3"],
+  });
+  assert.deepEqual(calls.slice(2), ["a mx2.acme.test", "a mx3.acme.test"]);
+
+  // A second session reuses the cached answers; an aborted one ends without looking further.
+  const again = resolver.mailHosts(resolution);
+  await again.next();
+  await again.next();
+  assert.equal(calls.length, 4);
+  const controller = new AbortController();
+  controller.abort();
+  const aborted = resolver.mailHosts(resolution, controller.signal);
+  await aborted.next();
+  assert.equal((await aborted.next()).done, true);
+  assert.equal(calls.length, 4);
 });
 
 void test("implicit MX: no MX but an A record makes the domain its own mail host (RFC 5321 §5.1)", async () => {
@@ -46,6 +138,7 @@ void test("implicit MX: no MX but an A record makes the domain its own mail host
     kind: "mail_hosts",
     hasMxRecords: false,
     hosts: [{ name: "a.test", preference: 0, addresses: ["127.0.1.9"] }],
+    fallbacks: [],
   });
 });
 

@@ -180,6 +180,7 @@ void test("resolveDomain of the sandbox domain names its host without DNS", asyn
     kind: "mail_hosts",
     hasMxRecords: true,
     hosts: [{ name: "mx.sandbox.mailprobe.invalid", preference: 10, addresses: [] }],
+    fallbacks: [],
   });
   assert.equal(calls.dns, 0);
   await engine.close();

@@ -135,6 +135,48 @@ export function errorPaths(): void {
     assert.match(page.url(), /#\/lists$/, "still on the Lists page");
   });
 
+  test("the verify form: input that is not an address is refused in place with the API's reason; a quoted local part goes through", async (t) => {
+    const page = await freshPage(t);
+    await signIn(page, rich.api_key);
+    await heading(page, "Verify an address");
+    const api = await stack.api<{ error: { details: { field: string; reason: string }[] } }>(
+      rich.api_key,
+      "POST",
+      "/api/v1/verify",
+      { email: "bob" },
+    );
+    assert.equal(api.status, 400);
+    const reason = api.json.error.details[0]!.reason;
+    const field = page.getByLabel("Email address");
+    await field.fill("bob");
+    await page.getByRole("button", { name: "Verify", exact: true }).click();
+    const shown = await page.getByRole("alert").filter({ hasText: "The email address" }).innerText();
+    assert.ok(shown.includes(reason), `shown: ${shown}; API: ${reason}`);
+    assert.equal(await field.getAttribute("aria-invalid"), "true");
+    assert.equal(await page.getByRole("article").count(), 0, "no request, no result card");
+
+    // The browser's own type=email check refuses this; the API takes it.
+    const quoted = '"john doe"@catchall.test';
+    await field.fill(quoted);
+    assert.equal(await field.getAttribute("aria-invalid"), "false", "typing clears the message");
+    await page.getByRole("button", { name: "Verify", exact: true }).click();
+    await page.getByRole("article").getByRole("heading", { name: quoted }).waitFor();
+  });
+
+  test("a malformed hash (#/%) is the not-found page, and the app keeps working", async (t) => {
+    const page = await freshPage(t);
+    await signIn(page, rich.api_key);
+    await heading(page, "Verify an address");
+    const thrown: string[] = [];
+    page.on("pageerror", (e) => thrown.push(e.message));
+    await page.evaluate(`location.hash = "#/%"`);
+    await heading(page, "Page not found");
+    assert.match(await page.locator("main code").innerText(), /^\/%$/);
+    assert.deepEqual(thrown, []);
+    await nav(page, "Tasks").click();
+    await heading(page, "Tasks");
+  });
+
   test("an invalid file: a .pdf is refused before upload; a csv without any address gets the API's 400", async (t) => {
     const page = await freshPage(t);
     await signIn(page, rich.api_key);

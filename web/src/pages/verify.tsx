@@ -1,5 +1,6 @@
-import { useState } from "preact/hooks";
+import { useRef, useState } from "preact/hooks";
 import { isMailprobeError, type VerificationResult } from "@mailprobe/client";
+import { notAnAddressReason } from "../../../src/lib/address-shape.ts";
 import { client, request } from "../api.ts";
 import { ErrorMessage } from "../components/feedback.tsx";
 import { ResultCard } from "../components/result-card.tsx";
@@ -29,13 +30,23 @@ export function VerifyPage() {
   const [email, setEmail] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
+  const [problem, setProblem] = useState<string | null>(null);
   const [outcome, setOutcome] = useState<Outcome | null>(null);
+  const input = useRef<HTMLInputElement>(null);
 
   async function submit(e: Event) {
     e.preventDefault();
-    setBusy(true);
+    // The API's own rule (DESIGN §5): only input that is not address-shaped is refused; anything
+    // else, `"john doe"@example.com` included, goes to the API, whose verdict may be invalid_syntax.
+    const reason = notAnAddressReason(email.trim());
+    setProblem(reason === null ? null : `The email address ${reason}.`);
     setError(null);
     setOutcome(null);
+    if (reason !== null) {
+      input.current?.focus();
+      return;
+    }
+    setBusy(true);
     announce("Verifying…");
     const before = await balanceNow();
     let result: VerificationResult;
@@ -77,23 +88,36 @@ export function VerifyPage() {
       <form class="card inline-form" onSubmit={(e) => void submit(e)}>
         <div class="field grow">
           <label for="verify-email">Email address</label>
+          {/* type="text", not "email": the browser's check refuses quoted local parts and other
+              addresses the API takes, and maxLength would cut a pasted address silently. */}
           <input
+            ref={input}
             id="verify-email"
-            type="email"
+            type="text"
             inputMode="email"
-            autoComplete="off"
+            autoComplete="email"
+            autoCapitalize="off"
             spellcheck={false}
-            required
-            maxLength={320}
+            aria-required="true"
+            aria-invalid={problem !== null}
+            aria-describedby={problem !== null ? "verify-email-problem" : undefined}
             placeholder="someone@example.com"
             value={email}
-            onInput={(e) => setEmail(e.currentTarget.value)}
+            onInput={(e) => {
+              setEmail(e.currentTarget.value);
+              setProblem(null);
+            }}
           />
         </div>
         <button type="submit" disabled={busy}>
           Verify
         </button>
       </form>
+      {problem !== null && (
+        <p id="verify-email-problem" class="error" role="alert">
+          {problem}
+        </p>
+      )}
       {busy && (
         <p class="loading" role="status">
           <span class="spinner" aria-hidden="true" />

@@ -1,0 +1,150 @@
+// The text a parsed list may hold is bounded per row and per file, counted in the parsing thread
+// before any row is kept: an xlsx whose cells all refer to one long shared string expands to
+// gigabytes from a few hundred KB, and csv/txt rows of long cells are bounded the same way.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import {
+  parseListFile,
+  packList,
+  type ParseListInput,
+  type ParseListResult,
+} from "../../../src/files/index.ts";
+import { createListParserPool } from "../../../src/files/index.ts";
+import { buildZip, deflated, workbookParts } from "./helpers.ts";
+
+const NS = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"';
+
+const parse = (filename: string, data: Buffer | string, extra: Partial<ParseListInput> = {}) =>
+  parseListFile({
+    filename,
+    data: typeof data === "string" ? Buffer.from(data, "utf8") : data,
+    maxEmails: 10_000,
+    ...extra,
+  });
+
+function refusedFor(result: ParseListResult, pattern: RegExp): void {
+  if (result.ok) assert.fail("expected too_much_text, got a list");
+  assert.equal(result.problem.code, "too_much_text", result.problem.message);
+  assert.equal(result.problem.field, "file");
+  assert.match(result.problem.message, pattern);
+}
+
+/**
+ * A workbook whose sheet has `rows` rows, each an address in A and, in B…, `refsPerRow` cells
+ * referring to shared string 0 (`longChars` characters long): the attack's shape.
+ */
+function sharedStringBomb(rows: number, refsPerRow: number, longChars: number): Buffer {
+  const long = "x".repeat(longChars);
+  const col = (i: number): string =>
+    i < 26 ? String.fromCharCode(65 + i) : String.fromCharCode(64 + Math.floor(i / 26), 65 + (i % 26));
+  let sheet = `<?xml version="1.0"?><worksheet ${NS}><sheetData>`;
+  for (let r = 1; r <= rows; r++) {
+    sheet += `<row r="${r}"><c r="A${r}" t="inlineStr"><is><t>u${r}@example.com</t></is></c>`;
+    for (let c = 1; c <= refsPerRow; c++) sheet += `<c r="${col(c)}${r}" t="s"><v>0</v></c>`;
+    sheet += "</row>";
+  }
+  sheet += "</sheetData></worksheet>";
+  const sst = `<?xml version="1.0"?><sst ${NS} count="1" uniqueCount="1"><si><t>${long}</t></si></sst>`;
+  const rels = workbookParts(["Sheet1"]).map((e) =>
+    e.name === "xl/_rels/workbook.xml.rels"
+      ? deflated(
+          e.name,
+          '<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' +
+            '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/>' +
+            '<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/>' +
+            "</Relationships>",
+        )
+      : e,
+  );
+  return buildZip([
+    ...rels,
+    deflated("xl/sharedStrings.xml", sst),
+    deflated("xl/worksheets/sheet1.xml", sheet),
+  ]);
+}
+
+test("csv: a row of exactly maxRowChars characters is kept; one more is refused naming the row", async () => {
+  // Row 2 is "a@example.com," + filler: 13 + filler characters of cells.
+  const row = (filler: number) => `email,notes\na@example.com,${"y".repeat(filler)}\n`;
+  const atLimit = await parse("l.csv", row(87), { maxRowChars: 100 });
+  assert.ok(atLimit.ok, JSON.stringify(!atLimit.ok && atLimit.problem));
+  refusedFor(await parse("l.csv", row(88), { maxRowChars: 100 }), /Row 2 .* 101 characters.* at most 100/);
+});
+
+test("csv and txt: the file's text is bounded at maxTextChars, the header included", async () => {
+  // Header "email" (5) + 4 rows of "uN@example.com" (14): 61 characters.
+  const csv = `email\n${[1, 2, 3, 4].map((i) => `u${i}@example.com`).join("\n")}\n`;
+  assert.ok((await parse("l.csv", csv, { maxTextChars: 61 })).ok);
+  refusedFor(
+    await parse("l.csv", csv, { maxTextChars: 60 }),
+    /more than 60 characters of text \(stopped at row 5\)/,
+  );
+  const txt = csv.replace(/^email\n/, "");
+  assert.ok((await parse("l.txt", txt, { maxTextChars: 56 })).ok);
+  refusedFor(await parse("l.txt", txt, { maxTextChars: 55 }), /more than 55 characters/);
+});
+
+test("xlsx: every reference to a shared string counts as the text it expands to", async () => {
+  // 10 rows × (14 + 3 × 1,000) characters = 30,140.
+  const book = sharedStringBomb(10, 3, 1_000);
+  const kept = await parse("b.xlsx", book, { maxTextChars: 30_141 });
+  assert.ok(kept.ok, JSON.stringify(!kept.ok && kept.problem));
+  refusedFor(await parse("b.xlsx", book, { maxTextChars: 30_000 }), /stopped at row 10/);
+  refusedFor(await parse("b.xlsx", book, { maxRowChars: 3_000 }), /Row 1 .* 3,014 characters/);
+});
+
+test("the attack's file (one 32,767-character string in 64,000 cells, under 1 MB) is refused on a thread, in bounded time and memory", async () => {
+  const book = sharedStringBomb(64_000, 1, 32_767);
+  assert.ok(book.length < 1_000_000, `the file is ${book.length} bytes`);
+  const pool = createListParserPool({ threads: 1, maxMemoryMb: 128, timeoutMs: 30_000 });
+  try {
+    const before = process.memoryUsage().rss;
+    const result = await pool.parse({ filename: "bomb.xlsx", data: book, maxEmails: 10_000 });
+    if (result.ok) assert.fail("the bomb was accepted");
+    assert.equal(result.problem.code, "too_much_text", result.problem.message);
+    assert.match(result.problem.message, /20,000,000 characters/);
+    // Nothing of the expansion crossed back: the refusal is a message, the caller's heap untouched.
+    assert.ok(process.memoryUsage().rss - before < 256 * 1024 * 1024);
+  } finally {
+    await pool.close();
+  }
+});
+
+test("packList refuses text the database cannot store, and keeps rows as their JSON text", async () => {
+  const parsed = await parse("l.csv", 'email,name\na@example.com,Ann\n,blank\nb@example.com,"B, ""Bob"""\n');
+  assert.ok(parsed.ok);
+  const packed = packList(parsed.list);
+  assert.ok(packed.ok);
+  assert.deepEqual(packed.list.batches, [
+    {
+      first: 0,
+      rowsJson: '[["a@example.com","Ann"],["","blank"],["b@example.com","B, \\"Bob\\""]]',
+      emails: ["a@example.com", null, "b@example.com"],
+    },
+  ]);
+  assert.deepEqual(packed.list.rowEmails, ["a@example.com", null, "b@example.com"]);
+  // An xlsx cell can spell a lone surrogate as the ST_Xstring escape _xD800_.
+  const refused = packList({ ...parsed.list, rows: [["a@example.com", "\uD800x"]] });
+  assert.equal(!refused.ok && refused.problem.code, "invalid_file");
+  assert.match(!refused.ok ? refused.problem.message : "", /not valid Unicode/);
+});
+
+test("packList batches rows by JSON size; the batches together are every row, in order", async () => {
+  const rows = Array.from({ length: 3_000 }, (_, i) => `u${i}@example.com,${"n".repeat(200)}`);
+  const parsed = await parse("l.csv", `email,notes\n${rows.join("\n")}\n`);
+  assert.ok(parsed.ok);
+  const packed = packList(parsed.list);
+  assert.ok(packed.ok);
+  const { batches } = packed.list;
+  assert.ok(batches.length > 1, `${batches.length} batch`);
+  let next = 0;
+  for (const b of batches) {
+    assert.equal(b.first, next);
+    const cells = JSON.parse(b.rowsJson) as string[][];
+    assert.equal(cells.length, b.emails.length);
+    assert.ok(b.rowsJson.length < 300 * 1024, `a batch of ${b.rowsJson.length} characters`);
+    next += cells.length;
+  }
+  assert.equal(next, 3_000);
+  assert.deepEqual(JSON.parse(batches.at(-1)!.rowsJson).at(-1), ["u2999@example.com", "n".repeat(200)]);
+});

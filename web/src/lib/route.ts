@@ -1,0 +1,45 @@
+// Hash → page, with no DOM or Preact: the router (router.ts) and the unit tests use it.
+export type Route =
+  | { page: "verify" }
+  | { page: "lists" }
+  | { page: "tasks" }
+  | { page: "task"; id: string }
+  | { page: "credits" }
+  | { page: "keys" }
+  | { page: "webhooks" }
+  | { page: "not-found"; path: string };
+
+export function parseHash(hash: string): Route {
+  const raw = hash.replace(/^#/, "").split("?")[0] ?? "";
+  const decoded = decodePath(raw);
+  // `#/%` or `#/%E0%A4%A`: decodeURIComponent throws URIError, which would blank the whole app.
+  if (decoded === null) return { page: "not-found", path: raw };
+  const path = decoded.replace(/\/+$/, "") || "/";
+  const task = /^\/tasks\/([0-9a-fA-F-]{36})$/.exec(path);
+  if (task) return { page: "task", id: task[1]!.toLowerCase() };
+  switch (path) {
+    case "/":
+    case "/verify":
+      return { page: "verify" };
+    case "/lists":
+      return { page: "lists" };
+    case "/tasks":
+      return { page: "tasks" };
+    case "/credits":
+      return { page: "credits" };
+    case "/keys":
+      return { page: "keys" };
+    case "/webhooks":
+      return { page: "webhooks" };
+    default:
+      return { page: "not-found", path };
+  }
+}
+
+function decodePath(raw: string): string | null {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return null;
+  }
+}
