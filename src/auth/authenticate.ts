@@ -1,4 +1,4 @@
-import { DatabaseUnavailableError } from "../db/client.ts";
+import { DatabaseUnavailableError, isDatabaseUnavailable } from "../db/client.ts";
 import type { ApiKeysService } from "../keys/service.ts";
 import type { JwtService } from "./jwt.ts";
 import type { Principal } from "./principal.ts";
@@ -35,12 +35,18 @@ export interface Authenticator {
   authenticate(headers: CredentialHeaders): Promise<AuthOutcome>;
 }
 
-/** Runs a key-store lookup; any failure of it is the store's, never the credential's. */
+/**
+ * Runs a key-store lookup. A failure is the store's, never the credential's: it is thrown (a
+ * database out of reach as DatabaseUnavailableError → 503; a faulty statement as it is → 500),
+ * never read as "no such key".
+ */
 async function lookup<T>(read: () => Promise<T>): Promise<T> {
   try {
     return await read();
   } catch (error) {
-    throw error instanceof DatabaseUnavailableError ? error : new DatabaseUnavailableError(error);
+    throw isDatabaseUnavailable(error) && !(error instanceof DatabaseUnavailableError)
+      ? new DatabaseUnavailableError(error)
+      : error;
   }
 }
 

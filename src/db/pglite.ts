@@ -130,6 +130,8 @@ export async function openPglite(
   const live = (): void => {
     const death = deathOf();
     if (death) throw death;
+    // Closed (shutting down, or by a test): out of reach like a stopped server, not a faulty statement.
+    if (pg.closed) throw new DatabaseUnavailableError(new Error("the embedded database is closed"));
   };
   const base = wrap(pg);
   return {

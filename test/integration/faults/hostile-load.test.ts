@@ -28,7 +28,7 @@ import {
 } from "../../support/child-process.ts";
 import {
   buildZip,
-  deflated,
+  sharedStringBomb,
   workbookParts,
   xlsxOf,
   zerosDeflated,
@@ -65,6 +65,29 @@ async function rssMb(pid: number): Promise<number> {
 
 interface Watch {
   stop(): Promise<{ peakRssMb: number; slowestHealthzMs: number; healthz: number; failures: string[] }>;
+}
+
+type Figures = Awaited<ReturnType<Watch["stop"]>> & { name: string };
+
+/** Rounds run one after another, each under a fresh watch (so each round's peak is its own). */
+function watchedRounds(pid: number) {
+  const seen: string[] = [];
+  const figures: Figures[] = [];
+  const watched = async (name: string, fn: () => Promise<string>): Promise<void> => {
+    const w = watch(pid);
+    let line = "";
+    try {
+      line = await fn();
+    } finally {
+      const f = { name, ...(await w.stop()) };
+      figures.push(f);
+      seen.push(
+        `${name}: ${line} | RSS peak ${f.peakRssMb.toFixed(0)} MB, /healthz slowest ${f.slowestHealthzMs.toFixed(0)} ms of ${f.healthz}`,
+      );
+      if (process.env.HOSTILE_LOAD_PROGRESS) process.stderr.write(seen.at(-1) + "\n");
+    }
+  };
+  return { seen, figures, watched };
 }
 
 /** Samples the server's RSS and polls /healthz until stopped. */
@@ -152,37 +175,6 @@ const upload = (filename: string, data: Buffer, key?: string) => {
   const { body, type } = multipart(filename, data);
   return send("/api/v1/tasks/batch/upload", { body, type, ...(key ? { key } : {}) });
 };
-
-const NS = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"';
-
-/**
- * The reported attack: one 32,767-character shared string referred to by 64,000 cells, in a
- * workbook of well under 1 MB (2.1 billion characters once expanded).
- */
-function sharedStringBomb(): Buffer {
-  let sheet = `<?xml version="1.0"?><worksheet ${NS}><sheetData>`;
-  for (let r = 1; r <= 64_000; r++) sheet += `<row r="${r}"><c r="A${r}" t="s"><v>0</v></c></row>`;
-  sheet += "</sheetData></worksheet>";
-  const parts = workbookParts(["Sheet1"]).map((e) =>
-    e.name === "xl/_rels/workbook.xml.rels"
-      ? deflated(
-          e.name,
-          '<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' +
-            '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/>' +
-            '<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/>' +
-            "</Relationships>",
-        )
-      : e,
-  );
-  return buildZip([
-    ...parts,
-    deflated(
-      "xl/sharedStrings.xml",
-      `<?xml version="1.0"?><sst ${NS} count="64000" uniqueCount="1"><si><t>${"x".repeat(32_767)}</t></si></sst>`,
-    ),
-    deflated("xl/worksheets/sheet1.xml", sheet),
-  ]);
-}
 
 /** A csv of about `megabytes` MB with `columns` columns: an address, then short cells. */
 function wideCsv(columns: number, megabytes: number, tag: string): Buffer {
@@ -303,23 +295,7 @@ test(`hostile files and bodies, three at a time: RSS < ${MAX_RSS_MB} MB, /health
     { name: "csv, a row of 1,000,000 empty cells", run: () => upload("wide.csv", wideRow), expect: [202] },
   ];
 
-  const seen: string[] = [];
-  const figures: Array<Awaited<ReturnType<Watch["stop"]>> & { name: string }> = [];
-  /** Runs `fn` under a fresh watch, so each round's peak is its own. */
-  const watched = async (name: string, fn: () => Promise<string>): Promise<void> => {
-    const w = watch(pid);
-    let line = "";
-    try {
-      line = await fn();
-    } finally {
-      const f = { name, ...(await w.stop()) };
-      figures.push(f);
-      seen.push(
-        `${name}: ${line} | RSS peak ${f.peakRssMb.toFixed(0)} MB, /healthz slowest ${f.slowestHealthzMs.toFixed(0)} ms of ${f.healthz}`,
-      );
-      if (process.env.HOSTILE_LOAD_PROGRESS) process.stderr.write(seen.at(-1) + "\n");
-    }
-  };
+  const { seen, figures, watched } = watchedRounds(pid);
   try {
     for (const round of rounds) {
       await watched(round.name, async () => {
@@ -387,28 +363,14 @@ test(`heavy uploads and a big task: RSS < ${MAX_RSS_MB} MB, /healthz < ${MAX_HEA
     return;
   }
   const pid = server.proc.pid!;
-  const bomb = sharedStringBomb();
+  // The reported attack: one 32,767-character shared string in 64,000 cells, 330 KB.
+  const bomb = sharedStringBomb({ rows: 64_000, refsPerRow: 1, longChars: 32_767 });
   const wide = [0, 1, 2].map((i) => wideCsv(1_000, 10, `wide${i}`));
   // 20 lists of ~9,800 rows × 500 columns, 10 MB each: the most a user may send, 20 at once.
   const lists = Array.from({ length: 20 }, (_, i) => wideCsv(500, 10, `list${i}`));
   const tenK = JSON.stringify({ emails: Array.from({ length: 10_000 }, (_, i) => `u${i}@mailinator.com`) });
 
-  const seen: string[] = [];
-  const figures: Array<Awaited<ReturnType<Watch["stop"]>> & { name: string }> = [];
-  const watched = async (name: string, fn: () => Promise<string>): Promise<void> => {
-    const w = watch(pid);
-    let line = "";
-    try {
-      line = await fn();
-    } finally {
-      const f = { name, ...(await w.stop()) };
-      figures.push(f);
-      seen.push(
-        `${name}: ${line} | RSS peak ${f.peakRssMb.toFixed(0)} MB, /healthz slowest ${f.slowestHealthzMs.toFixed(0)} ms of ${f.healthz}`,
-      );
-      if (process.env.HOSTILE_LOAD_PROGRESS) process.stderr.write(seen.at(-1) + "\n");
-    }
-  };
+  const { seen, figures, watched } = watchedRounds(pid);
   const countTasks = async (key: string): Promise<number> =>
     (
       (await (await fetch(`${base}/api/v1/tasks?limit=1`, { headers: { "x-api-key": key } })).json()) as {

@@ -159,3 +159,48 @@ export const elapsedMs = async <T>(fn: () => Promise<T>): Promise<{ result: T; m
   const result = await fn();
   return { result, ms: performance.now() - started };
 };
+
+/**
+ * A workbook whose one sheet has `rows` rows of `refsPerRow` cells that all refer to shared
+ * string 0, `longChars` characters long (the shape of the attack that expanded a 330 KB file to
+ * 2.1 billion characters); with `addresses`, each row starts with an address cell in A.
+ */
+export function sharedStringBomb(opts: {
+  rows: number;
+  refsPerRow: number;
+  longChars: number;
+  addresses?: boolean;
+}): Buffer {
+  const col = (i: number): string =>
+    i < 26 ? String.fromCharCode(65 + i) : String.fromCharCode(64 + Math.floor(i / 26), 65 + (i % 26));
+  const first = opts.addresses ? 1 : 0;
+  const rows: string[] = [];
+  for (let r = 1; r <= opts.rows; r++) {
+    let row = `<row r="${r}">`;
+    if (opts.addresses) row += `<c r="A${r}" t="inlineStr"><is><t>u${r}@example.com</t></is></c>`;
+    for (let c = first; c < first + opts.refsPerRow; c++) row += `<c r="${col(c)}${r}" t="s"><v>0</v></c>`;
+    rows.push(`${row}</row>`);
+  }
+  const rels = workbookParts(["Sheet1"]).map((e) =>
+    e.name === "xl/_rels/workbook.xml.rels"
+      ? deflated(
+          e.name,
+          '<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' +
+            '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/>' +
+            '<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/>' +
+            "</Relationships>",
+        )
+      : e,
+  );
+  return buildZip([
+    ...rels,
+    deflated(
+      "xl/sharedStrings.xml",
+      `<?xml version="1.0"?><sst ${NS} count="${opts.rows * opts.refsPerRow}" uniqueCount="1"><si><t>${"x".repeat(opts.longChars)}</t></si></sst>`,
+    ),
+    deflated(
+      "xl/worksheets/sheet1.xml",
+      `<?xml version="1.0"?><worksheet ${NS}><sheetData>${rows.join("")}</sheetData></worksheet>`,
+    ),
+  ]);
+}

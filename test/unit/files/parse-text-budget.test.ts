@@ -10,9 +10,7 @@ import {
   type ParseListResult,
 } from "../../../src/files/index.ts";
 import { createListParserPool } from "../../../src/files/index.ts";
-import { buildZip, deflated, workbookParts } from "./helpers.ts";
-
-const NS = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"';
+import { sharedStringBomb } from "./helpers.ts";
 
 const parse = (filename: string, data: Buffer | string, extra: Partial<ParseListInput> = {}) =>
   parseListFile({
@@ -27,40 +25,6 @@ function refusedFor(result: ParseListResult, pattern: RegExp): void {
   assert.equal(result.problem.code, "too_much_text", result.problem.message);
   assert.equal(result.problem.field, "file");
   assert.match(result.problem.message, pattern);
-}
-
-/**
- * A workbook whose sheet has `rows` rows, each an address in A and, in B…, `refsPerRow` cells
- * referring to shared string 0 (`longChars` characters long): the attack's shape.
- */
-function sharedStringBomb(rows: number, refsPerRow: number, longChars: number): Buffer {
-  const long = "x".repeat(longChars);
-  const col = (i: number): string =>
-    i < 26 ? String.fromCharCode(65 + i) : String.fromCharCode(64 + Math.floor(i / 26), 65 + (i % 26));
-  let sheet = `<?xml version="1.0"?><worksheet ${NS}><sheetData>`;
-  for (let r = 1; r <= rows; r++) {
-    sheet += `<row r="${r}"><c r="A${r}" t="inlineStr"><is><t>u${r}@example.com</t></is></c>`;
-    for (let c = 1; c <= refsPerRow; c++) sheet += `<c r="${col(c)}${r}" t="s"><v>0</v></c>`;
-    sheet += "</row>";
-  }
-  sheet += "</sheetData></worksheet>";
-  const sst = `<?xml version="1.0"?><sst ${NS} count="1" uniqueCount="1"><si><t>${long}</t></si></sst>`;
-  const rels = workbookParts(["Sheet1"]).map((e) =>
-    e.name === "xl/_rels/workbook.xml.rels"
-      ? deflated(
-          e.name,
-          '<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' +
-            '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/>' +
-            '<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/>' +
-            "</Relationships>",
-        )
-      : e,
-  );
-  return buildZip([
-    ...rels,
-    deflated("xl/sharedStrings.xml", sst),
-    deflated("xl/worksheets/sheet1.xml", sheet),
-  ]);
 }
 
 test("csv: a row of exactly maxRowChars characters is kept; one more is refused naming the row", async () => {
@@ -86,7 +50,7 @@ test("csv and txt: the file's text is bounded at maxTextChars, the header includ
 
 test("xlsx: every reference to a shared string counts as the text it expands to", async () => {
   // 10 rows × (14 + 3 × 1,000) characters = 30,140.
-  const book = sharedStringBomb(10, 3, 1_000);
+  const book = sharedStringBomb({ rows: 10, refsPerRow: 3, longChars: 1_000, addresses: true });
   const kept = await parse("b.xlsx", book, { maxTextChars: 30_141 });
   assert.ok(kept.ok, JSON.stringify(!kept.ok && kept.problem));
   refusedFor(await parse("b.xlsx", book, { maxTextChars: 30_000 }), /stopped at row 10/);
@@ -94,7 +58,7 @@ test("xlsx: every reference to a shared string counts as the text it expands to"
 });
 
 test("the attack's file (one 32,767-character string in 64,000 cells, under 1 MB) is refused on a thread, in bounded time and memory", async () => {
-  const book = sharedStringBomb(64_000, 1, 32_767);
+  const book = sharedStringBomb({ rows: 64_000, refsPerRow: 1, longChars: 32_767, addresses: true });
   assert.ok(book.length < 1_000_000, `the file is ${book.length} bytes`);
   const pool = createListParserPool({ threads: 1, maxMemoryMb: 128, timeoutMs: 30_000 });
   try {
