@@ -110,8 +110,10 @@ export class DatabaseUnavailableError extends Error {
 
 // SQLSTATE class 08 (connection exception) and the server going away or not accepting yet:
 // 57P01 admin_shutdown (`pg_ctl stop -m fast`), 57P02 crash_shutdown, 57P03 cannot_connect_now
-// ("the database system is starting up"), 57P05 idle_session_timeout, 53300 too_many_connections.
-const UNAVAILABLE_STATES = new Set(["57P01", "57P02", "57P03", "57P05", "53300"]);
+// ("the database system is starting up"), 57P05 idle_session_timeout, 53300 too_many_connections,
+// 53100 disk_full (the server's disk: nothing is wrong with the request, and the same write
+// succeeds once space is freed, so 503 and a retry, and a worker puts its jobs back).
+const UNAVAILABLE_STATES = new Set(["57P01", "57P02", "57P03", "57P05", "53300", "53100"]);
 
 /**
  * True when `error` says the database is out of reach for now (see DatabaseUnavailableError),

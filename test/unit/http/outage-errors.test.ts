@@ -27,6 +27,10 @@ const OUTAGES: Array<[string, unknown]> = [
   ["57P02 crash_shutdown", withCode("57P02")],
   ["57P03 cannot_connect_now", withCode("57P03", "the database system is starting up")],
   ["53300 too_many_connections", withCode("53300")],
+  [
+    "53100 disk_full (the server's disk)",
+    withCode("53100", "could not extend file: No space left on device"),
+  ],
   ["08006 connection_failure", withCode("08006")],
   ["08001 unable to connect", withCode("08001")],
   ["08P01 protocol_violation", withCode("08P01")],
