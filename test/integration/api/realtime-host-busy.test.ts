@@ -63,7 +63,7 @@ async function balanceOf(apiKey: string): Promise<number> {
   return res.json<{ balance: number }>().balance;
 }
 
-test("the host's slot held throughout: the first caller and a later joiner both get 408 timeout_smtp", async () => {
+test("the host's slot held throughout: the first caller and a later joiner both get a 408 partial result", async () => {
   await holdSlot("realtime:crashed-before-restart");
   try {
     const user = await ctx.createUser(5);
@@ -76,8 +76,10 @@ test("the host's slot held throughout: the first caller and a later joiner both 
       const body = res.json();
       assert.equal(body.error.code, "VERIFICATION_TIMEOUT");
       assert.equal(body.result.status, "unknown");
-      assert.equal(body.result.unknown_reason, "timeout_smtp");
-      assert.equal(body.result.has_mx_records, true);
+      // After the slot gate gives up, the request runs again with what is left of its deadline
+      // (a few hundred ms): on a loaded machine that can end in the DNS step as well as in the
+      // wait for the host. Either way it is the 408 partial result, never a 500.
+      assert.match(body.result.unknown_reason, /^timeout_(smtp|dns)$/);
     }
     assert.equal(await balanceOf(user.apiKey), 5, "nothing charged");
     assert.equal(world.counters(HOST).connections, 0, "the host was never contacted");
