@@ -90,6 +90,20 @@ function watchedRounds(pid: number) {
   return { seen, figures, watched };
 }
 
+/** The suite's bounds, for every round: alive, RSS, /healthz answered and quick, no crash logged. */
+function assertWithinBounds(server: MailprobeChild, figures: readonly Figures[]): void {
+  assert.equal(server.exited, null, `the server died: ${server.output.slice(-3_000)}`);
+  for (const f of figures) {
+    assert.deepEqual(f.failures, [], `${f.name}: /healthz answered 200 every time`);
+    assert.ok(f.peakRssMb < MAX_RSS_MB, `${f.name}: server RSS peaked at ${f.peakRssMb.toFixed(0)} MB`);
+    assert.ok(
+      f.slowestHealthzMs < MAX_HEALTHZ_MS,
+      `${f.name}: /healthz took ${f.slowestHealthzMs.toFixed(0)} ms at its slowest`,
+    );
+  }
+  assert.doesNotMatch(server.output, /uncaught|unhandledRejection|FATAL|heap out of memory/i);
+}
+
 /** Samples the server's RSS and polls /healthz until stopped. */
 function watch(pid: number): Watch {
   let running = true;
@@ -334,16 +348,7 @@ test(`hostile files and bodies, three at a time: RSS < ${MAX_RSS_MB} MB, /health
         `/healthz: ${figures.reduce((n, f) => n + f.healthz, 0)} answers, slowest ${slowest.toFixed(0)} ms (bound ${MAX_HEALTHZ_MS})`,
     );
   }
-  assert.equal(server.exited, null, `the server died: ${server.output.slice(-3_000)}`);
-  for (const f of figures) {
-    assert.deepEqual(f.failures, [], `${f.name}: /healthz answered 200 every time`);
-    assert.ok(f.peakRssMb < MAX_RSS_MB, `${f.name}: server RSS peaked at ${f.peakRssMb.toFixed(0)} MB`);
-    assert.ok(
-      f.slowestHealthzMs < MAX_HEALTHZ_MS,
-      `${f.name}: /healthz took ${f.slowestHealthzMs.toFixed(0)} ms at its slowest`,
-    );
-  }
-  assert.doesNotMatch(server.output, /uncaught|unhandledRejection|FATAL|heap out of memory/i);
+  assertWithinBounds(server, figures);
 });
 
 /** A task's status, polled until it is `completed` (or the deadline passes). */
@@ -470,14 +475,5 @@ test(`heavy uploads and a big task: RSS < ${MAX_RSS_MB} MB, /healthz < ${MAX_HEA
   } finally {
     for (const line of seen) t.diagnostic(line);
   }
-  assert.equal(server.exited, null, `the server died: ${server.output.slice(-3_000)}`);
-  for (const f of figures) {
-    assert.deepEqual(f.failures, [], `${f.name}: /healthz answered 200 every time`);
-    assert.ok(f.peakRssMb < MAX_RSS_MB, `${f.name}: server RSS peaked at ${f.peakRssMb.toFixed(0)} MB`);
-    assert.ok(
-      f.slowestHealthzMs < MAX_HEALTHZ_MS,
-      `${f.name}: /healthz took ${f.slowestHealthzMs.toFixed(0)} ms at its slowest`,
-    );
-  }
-  assert.doesNotMatch(server.output, /uncaught|unhandledRejection|FATAL|heap out of memory/i);
+  assertWithinBounds(server, figures);
 });
