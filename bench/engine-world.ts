@@ -1,7 +1,9 @@
 // The engine against a simulated world with every stock behaviour of issue 9 switched on:
 // Postfix error limits, per-connection recipient caps, STARTTLS offered and required, greylisting
 // (generic, with a hint, postgrey's wording), RBLs that exempt postmaster, stock unknown-user
-// wordings (Exim, OpenSMTPD, IronPort), plus the classic mix (catch-all, null MX, refused hosts…).
+// wordings (Exim, OpenSMTPD, IronPort), plus the classic mix (catch-all, null MX, refused hosts…)
+// and issue 20's overlays: per-user sender blocks, a recipient whose RCPT gets a 421 or a drop,
+// Gmail's per-recipient 450 4.2.1, and tenant domains on one multi-tenant front-end IP.
 // Prints accuracy against the world's ground truth, the unknown rate (and how much of it the
 // world makes unknowable), real mailboxes called invalid, connections per address and the most
 // concurrent sessions any host saw — for a batch run (every domain as one group, 16 at a time)
@@ -64,6 +66,8 @@ interface Score {
   unknowable: number;
   avoidableUnknown: number;
   realCalledInvalid: number;
+  /** Addresses the world makes undecidable (a sender block, a server refusing us) called invalid. */
+  unknowableCalledInvalid: number;
   wrong: string[];
 }
 
@@ -75,6 +79,7 @@ function score(world: MailWorld, results: readonly VerificationResult[]): Score 
     unknowable: 0,
     avoidableUnknown: 0,
     realCalledInvalid: 0,
+    unknowableCalledInvalid: 0,
     wrong: [],
   };
   for (const r of results) {
@@ -87,6 +92,7 @@ function score(world: MailWorld, results: readonly VerificationResult[]): Score 
     }
     if (r.status === "invalid" && (truth.status === "valid" || truth.status === "catchall"))
       s.realCalledInvalid++;
+    if (r.status === "invalid" && truth.status === "unknown") s.unknowableCalledInvalid++;
     if (r.status === truth.status) s.right++;
     else if (s.wrong.length < 8)
       s.wrong.push(
@@ -108,15 +114,15 @@ function hostFigures(world: MailWorld): { connections: number; maxPerHost: numbe
   return { connections, maxPerHost, violations };
 }
 
-const pct = (n: number, d: number): string => `${((100 * n) / Math.max(1, d)).toFixed(1)} %`;
+const pct = (n: number, d: number): string => `${((100 * n) / Math.max(1, d)).toFixed(2)} %`;
 
 function printScore(label: string, s: Score, world: MailWorld, ms: number): void {
   const h = hostFigures(world);
   console.log(
     `  ${label}: ${s.right}/${s.total} right (${pct(s.right, s.total)}), unknown ${pct(s.unknown, s.total)} ` +
       `(world makes ${pct(s.unknowable, s.total)} unknowable; ${s.avoidableUnknown} avoidable), ` +
-      `real mailboxes called invalid ${s.realCalledInvalid}\n` +
-      `    ${(h.connections / Math.max(1, s.total)).toFixed(3)} connections/address, max concurrent per host ${h.maxPerHost}, ` +
+      `real mailboxes called invalid ${s.realCalledInvalid}, undecidable called invalid ${s.unknowableCalledInvalid}\n` +
+      `    ${(h.connections / Math.max(1, s.total)).toFixed(3)} connections/address, max concurrent per server IP ${h.maxPerHost}, ` +
       `protocol violations seen by hosts ${h.violations}, ${(ms / 1000).toFixed(1)} s`,
   );
   for (const w of s.wrong) console.log(`    wrong: ${w}`);

@@ -9,7 +9,7 @@ import { benchUploads } from "./uploads.ts";
 import { benchVerifyEngine } from "./verify-engine.ts";
 import { benchVerifyHttp } from "./verify-http.ts";
 
-const only = process.argv.slice(2);
+const only = process.argv.slice(2).filter((a) => !a.startsWith("--"));
 const benches: Array<[string, () => Promise<void>]> = [
   ["engine", benchVerifyEngine],
   ["world", benchEngineWorld],

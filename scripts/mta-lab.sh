@@ -37,6 +37,10 @@ POSTGREY_DELAY=2
 EXIM_ADDR=127.0.3.20
 SMTPD_ADDR=127.0.3.30
 SMTPD_TLS_ADDR=127.0.3.31
+# One existing mailbox that Postfix and Exim refuse by a per-recipient rule, in words that no
+# reply rule of the engine knows, so that a refusal of a mailbox that exists is in the lab.
+BLOCKED_LOCAL_PART=grace
+BLOCK_TEXT="You are not welcome here"
 # Lab users inside the namespaces (uids unlikely to exist on the host).
 LAB_UID_BASE=64870
 
@@ -142,7 +146,8 @@ render() { # template → destination, placeholders filled in
     -e "s|@PF_ADDR@|$PF_ADDR|g" -e "s|@PF_TLS_ADDR@|$PF_TLS_ADDR|g" -e "s|@PF_RATE_ADDR@|$PF_RATE_ADDR|g" \
     -e "s|@PF_RATE_LIMIT@|$PF_RATE_LIMIT|g" -e "s|@PF_GREY_ADDR@|$PF_GREY_ADDR|g" \
     -e "s|@POSTGREY@|$POSTGREY_ADDR:$POSTGREY_PORT|g" -e "s|@EXIM_ADDR@|$EXIM_ADDR|g" \
-    -e "s|@SMTPD_ADDR@|$SMTPD_ADDR|g" -e "s|@SMTPD_TLS_ADDR@|$SMTPD_TLS_ADDR|g" "$1" >"$2"
+    -e "s|@SMTPD_ADDR@|$SMTPD_ADDR|g" -e "s|@SMTPD_TLS_ADDR@|$SMTPD_TLS_ADDR|g" \
+    -e "s|@BLOCKED_LOCAL_PART@|$BLOCKED_LOCAL_PART|g" -e "s|@BLOCK_TEXT@|$BLOCK_TEXT|g" "$1" >"$2"
 }
 
 mailboxes() { grep -v -e '^#' -e '^[[:space:]]*$' "$TEMPLATES/mailboxes.txt"; }
@@ -181,6 +186,10 @@ write_configs() {
   for d in pf.lab.test tls.lab.test rate.lab.test grey.lab.test; do
     while read -r m; do echo "$m@$d $d/$m/" >>"$LAB/postfix/etc/vmailbox"; done < <(mailboxes)
   done
+  # access(5): "REJECT text" would be sent as "554 5.7.1 <x>: Recipient address rejected: text",
+  # whose 5.7.1 a reply rule already calls policy; an explicit "550 5.0.0 text" keeps the code
+  # generic ("550 5.0.0 <x>: Recipient address rejected: text"), so the evidence rule decides.
+  echo "$BLOCKED_LOCAL_PART@pf.lab.test 550 5.0.0 $BLOCK_TEXT" >"$LAB/postfix/etc/recipient_access"
 
   render "$TEMPLATES/exim.conf" "$LAB/exim/exim.conf"
   mailboxes | sed 's/$/:/' >"$LAB/exim/mailboxes"
@@ -200,6 +209,7 @@ write_configs() {
   "heloName": "probe.lab.test",
   "mailFrom": "verify@lab.test",
   "mailboxes": "$TEMPLATES/mailboxes.txt",
+  "recipientBlock": { "localPart": "$BLOCKED_LOCAL_PART", "text": "$BLOCK_TEXT" },
   "postfix": { "domain": "pf.lab.test", "host": "mx.pf.lab.test", "address": "$PF_ADDR", "log": "$LAB/log/postfix.log" },
   "postfixTls": { "domain": "tls.lab.test", "host": "mx.tls.lab.test", "address": "$PF_TLS_ADDR", "log": "$LAB/log/postfix.log" },
   "postfixRate": { "domain": "rate.lab.test", "host": "mx.rate.lab.test", "address": "$PF_RATE_ADDR", "log": "$LAB/log/postfix.log", "recipientRateLimit": $PF_RATE_LIMIT },

@@ -21,8 +21,8 @@ import { createUploadsService, type UploadsService } from "../uploads/service.ts
 import { createWebhooksService, type WebhooksService } from "../webhooks/service.ts";
 import { createPgHostGate, HostBusyError } from "../jobs/host-gate.ts";
 import { newWorkerId } from "../jobs/runner.ts";
-import { createEngine, type Engine, type EnginePorts } from "../verify/index.ts";
-import { engineOptionsFrom, guardPorts } from "./engine-options.ts";
+import { createEngine, type Engine, type EnginePorts, type IdleConnections } from "../verify/index.ts";
+import { createIdleConnections, engineOptionsFrom, guardPorts } from "./engine-options.ts";
 
 /** Everything a request handler or a worker may call. Built once per process (or per test). */
 export interface Services {
@@ -38,6 +38,8 @@ export interface Services {
   authenticator: Authenticator;
   rateLimiter: RateLimiter;
   engine: Engine;
+  /** Idle SMTP connections, shared by this process's engines (realtime and batch). */
+  idleConnections: IdleConnections;
   verifications: VerificationsService;
   reports: ReportsService;
   tasks: TasksService;
@@ -96,9 +98,11 @@ export function buildServices(opts: ServiceOptions): Services {
     maxWaitMs: config.verify.verifyTimeoutMs,
     waitLocally: true,
   });
+  const idleConnections = createIdleConnections(config.verify);
   const engine = createEngine(engineOptionsFrom(config.verify), {
     clock,
     hostGate: realtimeGate,
+    idleConnections,
     ...guardPorts,
     ...opts.enginePorts,
   });
@@ -114,6 +118,7 @@ export function buildServices(opts: ServiceOptions): Services {
     db,
     clock,
     logger,
+    idleConnections,
     metrics: createMetrics({
       processMetrics: opts.processMetrics ?? true,
       deadlockRetries: () => db.stats?.deadlockRetries ?? 0,

@@ -35,7 +35,12 @@ export function createWorkerRole(
     // once), so a short wait usually ends with the slot; past it, the group is requeued.
     maxWaitMs: 5_000,
   });
-  const engine = createEngine(engineOptionsFrom(config.verify), { clock, hostGate: gate, ...guardPorts });
+  const engine = createEngine(engineOptionsFrom(config.verify), {
+    clock,
+    hostGate: gate,
+    idleConnections: services.idleConnections,
+    ...guardPorts,
+  });
   const pool = createWorkerPool({
     db,
     clock,

@@ -154,6 +154,8 @@ export interface VerifyConfig {
   smtpStartTls: boolean;
   /** SMTP_MAX_CONNECTIONS_PER_HOST, for engines without the cluster-wide gate (CLI). */
   maxSessionsPerHost: number;
+  /** How long a connection stays open, idle, for the next domain on the same server IP. */
+  smtpIdleReuseMs: number;
   catchallCacheTtlMs: number;
   /** socks5:// URL for SMTP egress, or null. */
   smtpProxy: string | null;
@@ -316,6 +318,7 @@ function loadVerifyConfig(
     smtpErrorBudget: intVar(env, "SMTP_ERROR_BUDGET", 9, 1, 1000),
     smtpStartTls: boolVar(env, "SMTP_STARTTLS", true),
     maxSessionsPerHost: intVar(env, "SMTP_MAX_CONNECTIONS_PER_HOST", 2, 1, 100),
+    smtpIdleReuseMs: intVar(env, "SMTP_IDLE_REUSE_MS", 1_000, 0, 60_000),
     catchallCacheTtlMs: intVar(env, "CATCHALL_CACHE_TTL_MS", 3_600_000, 0, 7 * 86_400_000),
     smtpProxy,
     smtpAllowPrivateHosts: boolVar(env, "SMTP_ALLOW_PRIVATE_HOSTS", false),

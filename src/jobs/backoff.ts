@@ -56,6 +56,7 @@ const CLASS_OF: Readonly<Record<UnknownReason, RetryClass>> = {
   cancelled: "interrupted",
   ip_blocklisted: "final",
   policy_rejection: "final",
+  recipient_blocks_sender: "final",
   smtp_protocol_error: "final",
   unclassified_rejection: "final",
   address_literal: "final",

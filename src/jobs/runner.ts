@@ -71,7 +71,10 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
   const sessions = new AbortController();
   // Every running session and idle wait listens on these; that is expected, not a leak.
   setMaxListeners(10_000, stopping.signal, sessions.signal);
-  const domainHosts = createDomainHosts((host) => deps.gate.isSaturated(host));
+  // Keyed by server IP, like the gate: an address with an idle connection of ours has room.
+  const domainHosts = createDomainHosts(
+    (address) => deps.gate.isSaturated(address) && deps.engine.idleConnections(address) === 0,
+  );
   const schedules = { deferredMs: config.retryDelaysMs, unreachableMs: config.unreachableRetryDelaysMs };
   const recordRetryDelaysMs = deps.recordRetryDelaysMs ?? RECORD_RETRY_DELAYS_MS;
   // Jobs claimed by this pool and not yet recorded or handed back: the only ones the heartbeat
@@ -126,7 +129,7 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
         if (decidedByEvidence(r.evidence))
           log.info({ domain, email: r.email, evidence: r.evidence }, "decided by evidence");
       }
-      const host = results.find((r) => r.hostName)?.hostName;
+      const host = results.find((r) => r.hostAddress)?.hostAddress;
       if (host) {
         domainHosts.learn(domain, host);
         domainHosts.markFreed(host);

@@ -19,7 +19,9 @@ import { directConnect } from "./smtp/connect.ts";
 import type { SmtpReply } from "./smtp/reply-reader.ts";
 import { type ReplyVerdict } from "./smtp/replies.ts";
 import { isSandboxDomain, SANDBOX_HOST, sandboxResult } from "./sandbox.ts";
-import { runSession, type SessionReport } from "./smtp/session.ts";
+import { IdleConnections } from "./smtp/idle-connections.ts";
+import { runSession, SERVER_SETTLE_MS, type SessionReport } from "./smtp/session.ts";
+import { sleep } from "../lib/sleep.ts";
 import { createSocksConnect } from "./smtp/socks-connect.ts";
 import { suggestAddress, type DeadDomainCause } from "./suggest.ts";
 import { checkDomainSyntax, checkSyntax, extractDomainPart, type SyntaxResult } from "./syntax.ts";
@@ -47,6 +49,11 @@ export interface Engine {
   checkSyntax(address: string): SyntaxResult;
   /** Domain facts (cached): lets workers learn the MX host to schedule per-host politeness. */
   resolveDomain(domain: string): Promise<DomainResolution>;
+  /**
+   * Idle connections this engine keeps open to a server IP address, ready for the next domain
+   * served there: the batch scheduler treats such an address as having a free slot.
+   */
+  idleConnections(address: string): number;
   /** Cancels running verifications (reason `cancelled`) and waits for open sessions to QUIT. */
   close(): Promise<void>;
 }
@@ -62,7 +69,13 @@ interface DomainFacts extends KnownDomainAnswers {
 /** How far a domain's verification got: what a caller whose deadline ran out is told. */
 interface Progress {
   stage: "dns" | "smtp";
-  facts: { hasMxRecords: boolean; hasReverseDns: boolean; hostName: string; serverType: string };
+  facts: {
+    hasMxRecords: boolean;
+    hasReverseDns: boolean;
+    hostName: string;
+    hostAddress: string;
+    serverType: string;
+  };
 }
 
 const NO_MAIL_EVIDENCE: Readonly<Record<NoMailCause, string>> = {
@@ -97,6 +110,13 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
   // Every running verification listens on it; hundreds at once are normal for a worker.
   setMaxListeners(0, closing.signal);
   const winding = new Set<Promise<void>>();
+  // Shared with other engines of the process when given (realtime and batch reach the same IPs).
+  const idle =
+    ports.idleConnections ??
+    new IdleConnections({
+      idleMs: opts.smtpIdleReuseMs,
+      retire: (conn) => conn.quit(opts.smtpCommandTimeoutMs).then(() => sleep(SERVER_SETTLE_MS)),
+    });
 
   const sessionConfig = {
     port: opts.smtpPort,
@@ -227,14 +247,12 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
     const report = await runSession(
       { hosts: prepend(first.value, hosts), recipients, signal },
       sessionConfig,
-      {
-        connect,
-        hostGate,
-      },
+      { connect, hostGate, idle },
     );
     track(report.done);
 
     facts.hostName = report.hostName ?? "";
+    facts.hostAddress = report.hostAddress ?? "";
     const serverType: ServerType = detectServerType(
       [
         ...(report.hostName === null ? [] : [report.hostName]),
@@ -309,7 +327,13 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
 
   const newProgress = (): Progress => ({
     stage: "dns",
-    facts: { hasMxRecords: false, hasReverseDns: false, hostName: "", serverType: "unknown" },
+    facts: {
+      hasMxRecords: false,
+      hasReverseDns: false,
+      hostName: "",
+      hostAddress: "",
+      serverType: "unknown",
+    },
   });
 
   async function verifyGroup(
@@ -458,9 +482,11 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
         });
       return resolver.resolve(d.ok ? d.domain : domain.trim().toLowerCase());
     },
+    idleConnections: (address) => idle.count(address),
     async close() {
       closing.abort();
       await Promise.all([...winding]);
+      await idle.closeAll();
       resolver.clear();
       domainFacts.clear();
       hostAccepts.clear();

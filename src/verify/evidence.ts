@@ -1,13 +1,17 @@
-// Evidence beats wording. A permanent rejection whose text no rule recognises (after every rule
-// that blames our IP, sender, policy or rate has had its chance) is decided by what else the
-// same server told us:
-// - it accepted an ordinary recipient from us, in this session or recently on this host: the
-//   server takes our mail, so the refusal is about the recipient → missing;
-// - it accepted the postmaster control (RFC 5321 §4.5.1: every domain must) and rejected the
-//   random probe with the same code and text, modulo the address → missing;
-// - otherwise (postmaster refused too, or nothing to compare) it may be refusing us → unknown.
-// postmaster, abuse and hostmaster are no evidence of acceptance: many configurations exempt
-// them from the IP and policy checks that refuse everyone else.
+// Evidence beats wording, but only evidence that the mailbox does not exist. A permanent rejection
+// whose text no rule recognises (after every rule that blames our IP, our sender, the recipient's
+// block of our sender, policy or rate has had its chance) is `mailbox_missing` only when both hold:
+// - it looks like the rejection of a mailbox known not to exist: the random catch-all probe's
+//   rejection, with the same code, the same enhanced code and the same text once the address and
+//   per-reply ids are taken out;
+// - the server is shown to take our mail: the postmaster control accepted (RFC 5321 §4.5.1: every
+//   domain must), or an ordinary recipient was accepted in this session or recently on this host.
+// Otherwise it stays `unknown`. An accepted recipient alone is not enough: a server that takes our
+// mail may still refuse us for one recipient (Mimecast's "550 Envelope blocked - User Entry" is the
+// recipient's personal block list, and the mailbox exists), and only the probe shows what "no such
+// mailbox" looks like on that server. postmaster, abuse and hostmaster are no evidence of an
+// ordinary acceptance: many configurations exempt them from the IP and policy checks that refuse
+// everyone else.
 import type { SmtpReply } from "./smtp/reply-reader.ts";
 import { classifyReply, matchRule, type ReplyVerdict } from "./smtp/replies.ts";
 
@@ -47,27 +51,18 @@ export function decideReply(address: string, reply: SmtpReply, server: ServerEvi
   if (!(verdict.kind === "unknown" && verdict.reason === "unclassified_rejection" && reply.code >= 500)) {
     return { verdict, evidence: `rule ${matchRule(reply)?.name ?? "none"}: ${said}` };
   }
-  if (server.acceptedOrdinary !== null) {
-    const where = server.acceptedOrdinary === "session" ? "in this session" : "recently on this host";
+  const probe = server.probeRejection;
+  if (probe === null) {
+    return { verdict, evidence: `no evidence: ${said}; no rejection of the probe to compare with` };
+  }
+  if (!(probe.address === address || sameReply(reply, address, probe.reply, probe.address))) {
+    return { verdict, evidence: `no evidence: ${said}; the probe was not rejected alike` };
+  }
+  const takes = takesOurMail(server);
+  if (takes.length > 0) {
     return {
       verdict: MISSING,
-      evidence: `evidence: ${said} while the server accepted an ordinary recipient ${where}`,
-    };
-  }
-  if (server.control === "accepted") {
-    const probe = server.probeRejection;
-    if (
-      probe !== null &&
-      (probe.address === address || sameReply(reply, address, probe.reply, probe.address))
-    ) {
-      return {
-        verdict: MISSING,
-        evidence: `evidence: ${said} while postmaster accepted; probe rejected alike`,
-      };
-    }
-    return {
-      verdict,
-      evidence: `no evidence: ${said}; postmaster accepted but the probe was not rejected alike`,
+      evidence: `evidence: ${said} while ${takes.join(" and ")}; probe rejected alike`,
     };
   }
   if (server.control === "rejected") {
@@ -76,7 +71,21 @@ export function decideReply(address: string, reply: SmtpReply, server: ServerEvi
       evidence: `no evidence: ${said}; postmaster rejected too: the server may be refusing us`,
     };
   }
-  return { verdict, evidence: `no evidence: ${said}; nothing else from this server to go on` };
+  return {
+    verdict,
+    evidence: `no evidence: ${said}; probe rejected alike, but nothing shows the server takes our mail`,
+  };
+}
+
+/** What shows the server takes our mail, in words; empty when nothing does. */
+function takesOurMail(server: ServerEvidence): string[] {
+  const shown: string[] = [];
+  if (server.control === "accepted") shown.push("postmaster accepted");
+  if (server.acceptedOrdinary !== null) {
+    const where = server.acceptedOrdinary === "session" ? "in this session" : "recently on this host";
+    shown.push(`the server accepted an ordinary recipient ${where}`);
+  }
+  return shown;
 }
 
 /** `550 5.1.1 "<text>"`, the text cut to a readable length. */
@@ -86,9 +95,17 @@ export function describeReply(reply: SmtpReply): string {
   return `RCPT ${reply.code.toString()} "${short}"`;
 }
 
-/** Same code and same text once the address (and per-reply ids) are taken out. */
+/**
+ * Same code, same enhanced code and same text once the address (and per-reply ids) are taken out.
+ * The enhanced code is compared on its own: the id pattern below would swallow "5.1.10" or
+ * "5.7.509" in the text, and a 5.1.1 beside a 5.7.1 is two different answers.
+ */
 export function sameReply(a: SmtpReply, aAddress: string, b: SmtpReply, bAddress: string): boolean {
-  return a.code === b.code && normaliseText(a.text, aAddress) === normaliseText(b.text, bAddress);
+  return (
+    a.code === b.code &&
+    a.enhanced === b.enhanced &&
+    normaliseText(a.text, aAddress) === normaliseText(b.text, bAddress)
+  );
 }
 
 function normaliseText(text: string, address: string): string {

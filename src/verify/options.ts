@@ -35,6 +35,11 @@ export interface EngineOptions {
    * (a plugged-in gate, e.g. the cluster-wide one, enforces its own limit).
    */
   maxSessionsPerHost: number;
+  /**
+   * How long a connection whose conversation ended well stays open for the next domain served
+   * from the same server IP (idle-connections.ts); 0 closes it at once.
+   */
+  smtpIdleReuseMs: number;
   /** How long "this host accepted an ordinary recipient from us" counts as evidence. */
   hostEvidenceTtlMs: number;
   /** Concurrent verifyOne calls for one domain within this window share one SMTP session. */
@@ -65,6 +70,7 @@ export const defaultEngineOptions: Readonly<EngineOptions> = Object.freeze({
   smtpErrorBudget: 9,
   smtpStartTls: true,
   maxSessionsPerHost: 2,
+  smtpIdleReuseMs: 1_000,
   hostEvidenceTtlMs: 3_600_000,
   microBatchWindowMs: 5,
   catchallCacheTtlMs: 3_600_000,

@@ -1,14 +1,16 @@
 // The outside world as the engine sees it. Every port has a default; tests replace them.
 import type { DnsPort } from "./dns.ts";
 import type { ConnectPort } from "./smtp/connect.ts";
+import type { IdleConnections } from "./smtp/idle-connections.ts";
 
 export interface ClockPort {
   now(): Date;
 }
 
 /**
- * Cluster-wide politeness: the batch workers plug a per-mail-host concurrency limit in here.
- * The engine acquires before connecting to a host and releases after QUIT (or a failed connect).
+ * Cluster-wide politeness: the batch workers plug a per-server concurrency limit in here. The
+ * key is the IP address connected to (servers count our connections per IP, whatever MX name led
+ * there). The engine acquires before connecting and releases after QUIT (or a failed connect).
  */
 export interface HostGate {
   acquire(host: string, signal?: AbortSignal): Promise<() => void>;
@@ -36,6 +38,8 @@ export interface EnginePorts {
   random: () => number;
   hostGate: HostGate;
   addressPolicy: AddressPolicy;
+  /** Idle connections to share between the engines of one process (realtime and batch). */
+  idleConnections: IdleConnections;
 }
 
 export const systemClock: ClockPort = { now: () => new Date() };

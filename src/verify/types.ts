@@ -21,6 +21,9 @@ export const UNKNOWN_REASONS = [
   "connection_dropped",
   "ip_blocklisted",
   "policy_rejection",
+  // The recipient refuses this sender (a personal block list, "blocked by the recipient"): the
+  // mailbox exists, so it is never `invalid`; a standing choice, not worth a retry.
+  "recipient_blocks_sender",
   "rate_limited",
   "temporary_failure",
   "dns_timeout",
@@ -57,6 +60,11 @@ export interface VerificationResult {
   domainName: string;
   /** MX host used (or tried last) for SMTP; empty when no SMTP happened. */
   hostName: string;
+  /**
+   * IP address of that host actually connected to (empty when none): the grain at which servers
+   * count our connections and the batch scheduler keys its politeness. Not a public result field.
+   */
+  hostAddress?: string;
   /** e.g. "google", "microsoft365", "outlook", "yahoo", "proofpoint", "mimecast", "postfix", "exim", "unknown". */
   serverType: string;
   isCatchall: boolean;

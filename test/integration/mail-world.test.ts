@@ -11,13 +11,15 @@ import tls from "node:tls";
 import { TCPClient } from "dns2";
 
 import {
+  DEFAULT_MIX,
   STOCK_MIX,
   STOCK_REPLIES,
   createExpectation,
   generateMixedWorld,
   startMailWorld,
+  tenantFrontEnd,
 } from "../support/mail-world/index.ts";
-import type { MailWorld, WorldSpec } from "../support/mail-world/index.ts";
+import type { DomainSpec, MailWorld, WorldSpec } from "../support/mail-world/index.ts";
 import { errorLimits } from "../support/mail-world/rules.ts";
 
 const SPAMHAUS = "5.7.1 Service unavailable; Client host [127.0.0.1] blocked using zen.spamhaus.org";
@@ -134,8 +136,47 @@ const SPEC: WorldSpec = {
     },
     { name: "exch.test", hosts: [{ name: "mx.exch.test", kind: "exchange" }], mailboxes: ["a"] },
     { name: "strict.test", hosts: [{ name: "mx.strict.test" }], mailboxes: ["a"] },
+    // Issue 20: per-recipient refusals, recipients that end the connection, front ends.
+    {
+      name: "sblock.test",
+      hosts: [{ name: "mx.sblock.test", kind: "mimecast" }],
+      mailboxes: ["alice"],
+      senderBlockedMailboxes: ["bob"],
+    },
+    {
+      name: "barracuda.test",
+      hosts: [{ name: "mx.barracuda.test" }],
+      mailboxes: ["alice", "carol"],
+      senderBlockedMailboxes: ["carol"],
+      senderBlockReply: STOCK_REPLIES.barracudaBlocked,
+    },
+    {
+      name: "busy.test",
+      hosts: [{ name: "mx.busy.test", kind: "google" }],
+      mailboxes: ["alice", "bob"],
+      busyMailboxes: ["bob"],
+    },
+    {
+      name: "gw.test",
+      hosts: [{ name: "mx.gw.test", kind: "google", latencyMs: 20 }],
+      mailboxes: ["a", "b", "c"],
+      closeOnRcpt: [
+        { local: "culprit", action: "421" },
+        { local: "dropper", action: "drop" },
+      ],
+    },
+    ...tenantFrontEnd({
+      tenants: 3,
+      label: "fe1.protection.outlook.test",
+      domainPrefix: "fe-tenant",
+      mailboxesPerTenant: 2,
+      frontEndMaxConnections: 3,
+    }),
   ],
 };
+
+const FRONT_END = "fe1.protection.outlook.test";
+const TENANT_MX = [1, 2, 3].map((i) => `fe-tenant${i.toString()}-test.mail.protection.outlook.test`);
 
 let world: MailWorld;
 let resolver: dnsPromises.Resolver;
@@ -538,6 +579,8 @@ describe("SMTP", () => {
       tlsSessions: 0,
       violations: [],
       greylistPassed: [],
+      connectionLimitRefusals: 0,
+      crossTenantRefusals: 0,
     });
     const [one, two] = await Promise.all([transaction("mx.counted.test"), transaction("mx.counted.test")]);
     assert.equal(world.counters("mx.counted.test").concurrent, 2);
@@ -846,6 +889,234 @@ describe("stock unknown-user wordings and personas", () => {
   });
 });
 
+describe("per-recipient refusals of mailboxes that exist", () => {
+  test("sender block: Mimecast's 550 Envelope blocked - User Entry; other recipients as usual", async () => {
+    const client = await transaction("mx.sblock.test");
+    assert.equal((await client.command("RCPT TO:<alice@sblock.test>")).code, 250);
+    const blocked = await client.command("RCPT TO:<Bob@sblock.test>");
+    assert.deepEqual(
+      [blocked.code, blocked.text],
+      [550, "Envelope blocked - User Entry - https://community.mimecast.com/docs/DOC-1369#550"],
+    );
+    assert.equal((await client.command("RCPT TO:<nobody@sblock.test>")).code, 550);
+    assert.match((await client.command("RCPT TO:<nobody@sblock.test>")).text, /^Invalid Recipient/);
+    client.destroy();
+  });
+
+  test("sender block with a configured reply: %a is the address", async () => {
+    const client = await transaction("mx.barracuda.test");
+    const blocked = await client.command("RCPT TO:<carol@barracuda.test>");
+    assert.deepEqual(
+      [blocked.code, blocked.text],
+      [550, "permanent failure for one or more recipients (carol@barracuda.test:blocked)"],
+    );
+    assert.equal((await client.command("RCPT TO:<alice@barracuda.test>")).code, 250);
+    client.destroy();
+  });
+
+  test("busy mailbox: Gmail's multi-line 450-4.2.1 for it only, every time", async () => {
+    const client = await transaction("mx.busy.test");
+    assert.equal((await client.command("RCPT TO:<alice@busy.test>")).code, 250);
+    for (let i = 0; i < 2; i++) {
+      const busy = await client.command("RCPT TO:<bob@busy.test>");
+      assert.equal(busy.code, 450);
+      assert.equal(
+        busy.lines[0],
+        "450-4.2.1 The user you are trying to contact is receiving mail too quickly. Please",
+      );
+      assert.match(
+        busy.lines.at(-1) ?? "",
+        /^450 4\.2\.1 {2}https:\/\/support\.google\.com\/mail\/\?p=ReceivingRate \S+ - gsmtp$/,
+      );
+      assert.equal(busy.lines.length, 5);
+    }
+    assert.equal((await client.command("RCPT TO:<nobody@busy.test>")).code, 550);
+    client.destroy();
+  });
+});
+
+describe("recipients that end the connection", () => {
+  test("421: the culprit gets Google's refusal, the host closes, pipelined commands are not answered", async () => {
+    world.resetCounters();
+    const client = await RawSmtp.open(world, "mx.gw.test");
+    assert.equal((await client.reply()).code, 220);
+    assert.equal((await client.command("EHLO verifier.test")).code, 250);
+    client.write(
+      "MAIL FROM:<probe@verifier.test>\r\nRCPT TO:<a@gw.test>\r\nRCPT TO:<culprit@gw.test>\r\n" +
+        "RCPT TO:<b@gw.test>\r\nNOOP\r\n",
+    );
+    assert.equal((await client.reply()).code, 250);
+    assert.equal((await client.reply()).code, 250);
+    const refusal = await client.reply();
+    assert.deepEqual(
+      [refusal.code, refusal.text],
+      [421, "4.7.0 IP not in whitelist for RCPT domain, closing connection."],
+    );
+    await client.waitClosed();
+    await assert.rejects(client.reply(), /connection closed; unread: ""/);
+    await settled("mx.gw.test");
+    const counters = world.counters("mx.gw.test");
+    // All three RCPT lines arrived; the one behind the 421 never reached recipient processing.
+    assert.deepEqual(counters.rcptPerSession, [3]);
+    assert.deepEqual(counters.rcptByAddress, { "a@gw.test": 1, "culprit@gw.test": 1 });
+    assert.deepEqual(counters.violations, []);
+  });
+
+  test("421: every later connection does the same for the culprit, and only for it", async () => {
+    assert.deepEqual(
+      await rcptCodes("mx.gw.test", ["b@gw.test", "zz@gw.test", "c@gw.test"]),
+      [250, 550, 250],
+    );
+    const client = await transaction("mx.gw.test");
+    assert.equal((await client.command("RCPT TO:<CULPRIT@gw.test>")).code, 421);
+    await client.waitClosed();
+  });
+
+  test("drop: no reply to the culprit, the connection closes, nothing behind it is answered", async () => {
+    const client = await RawSmtp.open(world, "mx.gw.test");
+    assert.equal((await client.reply()).code, 220);
+    assert.equal((await client.command("EHLO verifier.test")).code, 250);
+    client.write(
+      "MAIL FROM:<probe@verifier.test>\r\nRCPT TO:<a@gw.test>\r\nRCPT TO:<dropper@gw.test>\r\n" +
+        "RCPT TO:<b@gw.test>\r\n",
+    );
+    assert.equal((await client.reply()).code, 250);
+    assert.equal((await client.reply()).code, 250);
+    await assert.rejects(client.reply(), /connection closed; unread: ""/);
+    assert.ok(client.isClosed);
+    // Again on a new connection; the other recipients stay fine.
+    assert.deepEqual(await rcptCodes("mx.gw.test", ["c@gw.test"]), [250]);
+    const again = await transaction("mx.gw.test");
+    again.write("RCPT TO:<dropper@gw.test>\r\n");
+    await assert.rejects(again.reply(), /connection closed; unread: ""/);
+  });
+});
+
+describe("multi-tenant front ends", () => {
+  test("every name of a front end resolves to one IP, whose PTR is the front end's label", async () => {
+    const address = world.addressOf(FRONT_END);
+    for (const name of TENANT_MX) {
+      assert.equal(world.addressOf(name), address);
+      assert.deepEqual(await resolver.resolve4(name), [address]);
+    }
+    assert.deepEqual(await resolver.resolveMx("fe-tenant2.test"), [{ exchange: TENANT_MX[1], priority: 0 }]);
+    assert.deepEqual(await resolver.reverse(address), [FRONT_END]);
+    const client = await RawSmtp.open(world, TENANT_MX[0] ?? "");
+    assert.match(
+      (await client.reply()).text,
+      /^fe1\.protection\.outlook\.test Microsoft ESMTP MAIL Service ready/,
+    );
+    client.destroy();
+  });
+
+  test("one counters object per IP: any name, the label and the address give the same; listed once", async () => {
+    world.resetCounters();
+    const [one, two] = await Promise.all([
+      RawSmtp.open(world, TENANT_MX[0] ?? ""),
+      RawSmtp.open(world, TENANT_MX[1] ?? ""),
+    ]);
+    await Promise.all([one.reply(), two.reply()]);
+    const viaName = world.counters(TENANT_MX[2] ?? "");
+    assert.equal(viaName.connections, 2);
+    assert.deepEqual(world.counters(TENANT_MX[0] ?? ""), viaName);
+    assert.deepEqual(world.counters(FRONT_END), viaName);
+    assert.deepEqual(world.countersOfAddress(world.addressOf(FRONT_END)), viaName);
+    const all = world.allCounters();
+    assert.ok(all.has(FRONT_END));
+    assert.ok(
+      TENANT_MX.every((name) => !all.has(name)),
+      "members are not listed on their own",
+    );
+    assert.equal([...all.values()].filter((c) => c.connections === 2).length, 1);
+    one.destroy();
+    two.destroy();
+    await settled(FRONT_END);
+    assert.throws(() => world.countersOfAddress("127.0.0.1"));
+  });
+
+  test("the concurrency limit counts every name: one over frontEndMaxConnections gets anvil's 421", async () => {
+    world.resetCounters();
+    const open = await Promise.all(TENANT_MX.map((name) => RawSmtp.open(world, name)));
+    for (const client of open) assert.equal((await client.reply()).code, 220);
+    assert.equal(world.counters(FRONT_END).concurrent, 3);
+    const over = await RawSmtp.open(world, TENANT_MX[0] ?? "");
+    const refusal = await over.reply();
+    assert.deepEqual(
+      [refusal.code, refusal.text],
+      [421, `4.7.0 ${FRONT_END} Error: too many connections from 127.0.0.1`],
+    );
+    await over.waitClosed();
+    for (const client of open) client.destroy();
+    await settled(FRONT_END);
+    const counters = world.counters(FRONT_END);
+    assert.equal(counters.maxConcurrent, 4);
+    assert.equal(counters.connections, 4);
+    assert.equal(counters.connectionLimitRefusals, 1);
+    // Room again once they are closed.
+    assert.deepEqual(await rcptCodes(TENANT_MX[1] ?? "", ["user1@fe-tenant2.test"]), [250]);
+  });
+
+  test("tenant attribution: another tenant's RCPT is refused in the transaction, served after RSET+MAIL", async () => {
+    world.resetCounters();
+    const client = await transaction(TENANT_MX[0] ?? "");
+    // A refused recipient attributes nothing.
+    assert.equal((await client.command("RCPT TO:<nobody@fe-tenant1.test>")).code, 550);
+    assert.equal((await client.command("RCPT TO:<user1@fe-tenant2.test>")).code, 250);
+    const refused = await client.command("RCPT TO:<user1@fe-tenant1.test>");
+    assert.deepEqual(
+      [refused.code, refused.text],
+      [452, `4.5.3 Recipients belong to multiple regions ATTR38 [${FRONT_END}]`],
+    );
+    assert.equal((await client.command("RCPT TO:<user2@fe-tenant2.test>")).code, 250);
+    assert.equal((await client.command("RCPT TO:<user1@fe-tenant3.test>")).code, 452);
+    assert.equal((await client.command("RSET")).code, 250);
+    assert.equal((await client.command("MAIL FROM:<probe@verifier.test>")).code, 250);
+    assert.equal((await client.command("RCPT TO:<user1@fe-tenant1.test>")).code, 250);
+    assert.equal((await client.command("RCPT TO:<nobody@fe-tenant1.test>")).code, 550);
+    assert.equal((await client.command("RCPT TO:<user2@fe-tenant2.test>")).code, 452);
+    client.destroy();
+    await settled(FRONT_END);
+    assert.equal(world.counters(FRONT_END).crossTenantRefusals, 3);
+  });
+
+  test("a front end's label may not be the name of a host outside it", async () => {
+    const clash: DomainSpec[] = [
+      { name: "a.test", hosts: [{ name: "shared.test" }] },
+      { name: "b.test", hosts: [{ name: "mx.b.test", frontEnd: "shared.test" }] },
+    ];
+    await assert.rejects(startMailWorld({ domains: clash }), /front end "shared\.test"/);
+  });
+
+  test("tenantFrontEnd builds N tenants on one front end; 50 of them share one listener", async () => {
+    const tenants = tenantFrontEnd({ tenants: 50, mailboxesPerTenant: 2, frontEndMaxConnections: 20 });
+    assert.equal(tenants.length, 50);
+    assert.deepEqual(tenants[9], {
+      name: "tenant10.test",
+      hosts: [
+        {
+          name: "tenant10-test.mail.protection.outlook.test",
+          preference: 0,
+          kind: "microsoft365",
+          frontEnd: "am6eur05ft001.mail.protection.outlook.test",
+          tenantAttribution: true,
+          frontEndMaxConnections: 20,
+        },
+      ],
+      mailboxes: ["user1", "user2"],
+    });
+    const fifty = await startMailWorld({ domains: tenants });
+    try {
+      const addresses = new Set(tenants.map((d) => fifty.addressOf(d.hosts?.[0]?.name ?? "")));
+      assert.equal(addresses.size, 1);
+      assert.deepEqual([...fifty.allCounters().keys()], ["am6eur05ft001.mail.protection.outlook.test"]);
+      assert.deepEqual(fifty.expectation("user2@tenant50.test"), { status: "valid", unknownReason: null });
+      assert.deepEqual(fifty.expectation("user3@tenant50.test"), { status: "invalid", unknownReason: null });
+    } finally {
+      await fifty.close();
+    }
+  });
+});
+
 describe("protocol violations", () => {
   test("command after QUIT, RCPT before MAIL; pipelining where it is advertised is fine", async () => {
     world.resetCounters();
@@ -937,6 +1208,21 @@ describe("expectation", () => {
       ["abuse@osmtpd.test", "valid", null],
       ["nobody@exch.test", "invalid", null],
       ["abuse@exch.test", "invalid", null],
+      // Issue 20: the mailbox exists but refuses us, or is busy: unknown, and only for it.
+      ["bob@sblock.test", "unknown", "recipient_blocks_sender"],
+      ["alice@sblock.test", "valid", null],
+      ["carol@barracuda.test", "unknown", "recipient_blocks_sender"],
+      ["bob@busy.test", "unknown", "rate_limited"],
+      ["alice@busy.test", "valid", null],
+      ["nobody@busy.test", "invalid", null],
+      // One recipient that ends the connection poisons no other.
+      ["culprit@gw.test", "unknown", "rate_limited"],
+      ["dropper@gw.test", "unknown", "connection_dropped"],
+      ["a@gw.test", "valid", null],
+      ["zz@gw.test", "invalid", null],
+      // Tenants of a front end: as their mailboxes say (the limits are politeness traps).
+      ["user1@fe-tenant3.test", "valid", null],
+      ["nobody@fe-tenant3.test", "invalid", null],
     ];
     for (const [address, status, reason] of cases) {
       assert.deepEqual(world.expectation(address), { status, unknownReason: reason }, address);
@@ -1042,6 +1328,102 @@ async function rcptThroughMx(
   }
   throw new Error(`no MX host of ${domain} accepted a connection`);
 }
+
+describe("generateMixedWorld overlays (issue 20)", () => {
+  const OVERLAID = (d: DomainSpec): boolean =>
+    d.senderBlockedMailboxes !== undefined ||
+    d.busyMailboxes !== undefined ||
+    d.closeOnRcpt !== undefined ||
+    (d.hosts ?? []).some((h) => h.frontEnd !== undefined);
+
+  test("overlays only change the domains they overlay: same addresses, every other domain as before", () => {
+    const opts = { seed: 7, domains: 300, addressesPerDomain: [30, 37] as [number, number] };
+    const mixed = generateMixedWorld(opts);
+    // The same mix without overlays: their weights back in normal's share, as before issue 20.
+    const without = generateMixedWorld({
+      ...opts,
+      mix: {
+        normal: 52,
+        sender_block: 0,
+        busy_mailbox: 0,
+        close_on_rcpt_421: 0,
+        close_on_rcpt_drop: 0,
+        tenant_front_end: 0,
+      },
+    });
+    assert.deepEqual(mixed.addresses, without.addresses);
+    let overlaid = 0;
+    mixed.spec.domains.forEach((domain, i) => {
+      if (OVERLAID(domain)) overlaid++;
+      else assert.deepEqual(domain, without.spec.domains[i], domain.name);
+    });
+    const share = overlaid / 300;
+    const expectedShare = 12 / 100;
+    assert.ok(Math.abs(share - expectedShare) < 0.05, `overlaid share ${share.toString()}`);
+    assert.equal(
+      DEFAULT_MIX.normal +
+        DEFAULT_MIX.sender_block +
+        DEFAULT_MIX.busy_mailbox +
+        DEFAULT_MIX.close_on_rcpt_421 +
+        DEFAULT_MIX.close_on_rcpt_drop +
+        DEFAULT_MIX.tenant_front_end,
+      52,
+    );
+  });
+
+  test("every overlay shows up, with its ground truth; tenants share one front end", () => {
+    const { spec, addresses } = generateMixedWorld({ seed: 7, domains: 300, addressesPerDomain: [30, 37] });
+    const expect = createExpectation(spec);
+    const reasons = new Map<string, number>();
+    for (const a of addresses) {
+      const reason = expect(a).unknownReason;
+      if (reason) reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
+    }
+    for (const reason of ["recipient_blocks_sender", "rate_limited", "connection_dropped"]) {
+      assert.ok((reasons.get(reason) ?? 0) > 0, `${reason} missing: ${JSON.stringify([...reasons])}`);
+    }
+    assert.ok(spec.domains.some((d) => d.closeOnRcpt?.[0]?.action === "421"));
+    const tenants = spec.domains.filter((d) => (d.hosts ?? []).some((h) => h.frontEnd !== undefined));
+    assert.ok(tenants.length >= 5, `${tenants.length.toString()} tenants`);
+    const hosts = tenants.flatMap((d) => d.hosts ?? []);
+    assert.equal(new Set(hosts.map((h) => h.frontEnd)).size, 1);
+    assert.ok(hosts.every((h) => h.name === `${h.name.split(".")[0] ?? ""}.mail.protection.outlook.test`));
+    assert.ok(hosts.every((h) => h.kind === "microsoft365" && h.tenantAttribution === true));
+    // Tenants' truth is what their mailboxes say.
+    for (const d of tenants) {
+      for (const a of addresses.filter((x) => x.endsWith(`@${d.name}`))) {
+        assert.ok(["valid", "invalid"].includes(expect(a).status), a);
+      }
+    }
+  });
+
+  test("a world with overlays starts: tenants on one IP, decided per mailbox", async () => {
+    const { spec, addresses } = generateMixedWorld({ seed: 11, domains: 80 });
+    const tenants = spec.domains.filter((d) => (d.hosts ?? []).some((h) => h.frontEnd !== undefined));
+    assert.ok(tenants.length >= 2, `${tenants.length.toString()} tenants`);
+    const generated = await startMailWorld(spec);
+    try {
+      const r = new dnsPromises.Resolver({ timeout: 500, tries: 1 });
+      r.setServers([`${generated.dns.host}:${generated.dns.port.toString()}`]);
+      const ips = new Set<string>();
+      for (const d of tenants) {
+        const [mx] = await r.resolveMx(d.name);
+        ips.add((await r.resolve4(mx?.exchange ?? ""))[0] ?? "");
+        const mine = addresses.filter((a) => a.endsWith(`@${d.name}`));
+        const codes = await rcptThroughMx(generated, r, d.name, mine);
+        mine.forEach((a, i) => {
+          assert.equal(codes[i] === 250 || codes[i] === 552, generated.expectation(a).status === "valid", a);
+        });
+      }
+      assert.equal(ips.size, 1);
+      const frontEnd = generated.counters(tenants[0]?.hosts?.[0]?.name ?? "");
+      assert.equal(frontEnd.connections, tenants.length);
+      assert.equal(frontEnd.crossTenantRefusals, 0);
+    } finally {
+      await generated.close();
+    }
+  });
+});
 
 describe("generateMixedWorld with STOCK_MIX", () => {
   test("every stock behaviour shows up; the default mix is unchanged by their existence", () => {

@@ -1,7 +1,8 @@
 // The engine against a real Exim (exim4-daemon-light 4.96, unpacked beside Postfix by
 // scripts/mta-lab.sh) with Exim's stock RCPT ACL ("require verify = recipient": an unknown local
-// part gets "550 Unrouteable address", a reply that names no mailbox) and recipients_max 20.
-import { commonScenarios, defineMtaSuite } from "./support/suite.ts";
+// part gets "550 Unrouteable address", a reply that names no mailbox), a `deny` on one mailbox,
+// and recipients_max 20.
+import { commonScenarios, defineMtaSuite, recipientBlockScenario } from "./support/suite.ts";
 
 await defineMtaSuite({
   title: "Exim",
@@ -27,5 +28,10 @@ await defineMtaSuite({
       .replace(/<[^<>@\s]+@/g, "<…@")
       .replace(/ for .*$/, " for …")
       .replace(/ D=\d+s/, ""),
-  scenarios: (lab) => commonScenarios("exim", lab.exim, "550 Unrouteable address", "exim"),
+  scenarios: (lab) => [
+    ...commonScenarios("exim", lab.exim, "550 Unrouteable address", "exim"),
+    // An ACL `deny` with a message and no code: a bare 550, no enhanced code, words no reply
+    // rule knows; the random probe gets "550 Unrouteable address".
+    recipientBlockScenario("exim", lab, lab.exim, `550 ${lab.recipientBlock.text}`),
+  ],
 });

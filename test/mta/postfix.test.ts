@@ -1,12 +1,12 @@
 // The engine against a real Postfix (Debian's postfix package, scripts/mta-lab.sh): a virtual
 // mailbox domain with smtpd_recipient_limit 20, the stock error limits (soft 10, hard 20),
-// reject_non_fqdn_helo_hostname; listeners that require STARTTLS, rate-limit recipients per client,
-// and greylist (postgrey).
+// reject_non_fqdn_helo_hostname, a check_recipient_access block on one mailbox; listeners that
+// require STARTTLS, rate-limit recipients per client, and greylist (postgrey).
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { VerificationResult } from "../../src/verify/index.ts";
 import { interleave, numbered, type Lab } from "./support/lab.ts";
-import { commonScenarios, defineMtaSuite, type Scenario } from "./support/suite.ts";
+import { commonScenarios, defineMtaSuite, recipientBlockScenario, type Scenario } from "./support/suite.ts";
 
 /** Log lines of one smtpd listener (by its syslog_name in master.cf). */
 const service = (syslogName: string): RegExp => new RegExp(` ${syslogName}/smtpd\\[\\d+\\]: `);
@@ -31,6 +31,15 @@ function scenarios(lab: Lab): Scenario[] {
       lab.postfix,
       "550 5.1.1 Recipient address rejected: User unknown in virtual mailbox table",
       "postfix",
+    ),
+    // access(5): an explicit "550 5.0.0 text" action is sent as is, with the "<address>: Recipient
+    // address rejected: " prefix. (A "REJECT text" action would carry 5.7.1, which a reply rule
+    // already calls policy; the generic 5.0.0 leaves the decision to the evidence rule.)
+    recipientBlockScenario(
+      "postfix",
+      lab,
+      lab.postfix,
+      `550 5.0.0 Recipient address rejected: ${lab.recipientBlock.text}`,
     ),
     {
       name: "postfix: STARTTLS-required listener, 40 addresses (530 5.7.0 Must issue a STARTTLS command first)",

@@ -1,5 +1,9 @@
 import type { Queryable } from "../client.ts";
 
+// The `host` column holds the key of the engine's host gate: the mail server's IP address (see
+// docs/smtp-sessions.md). Rows written under MX names by earlier versions are never asked for
+// again and stay inert.
+
 /**
  * Takes a free (or expired) slot of `host`, creating the host's slot rows on first use. One
  * statement per step, SKIP LOCKED so concurrent acquirers never wait on each other. Returns the

@@ -45,6 +45,14 @@ export class SmtpConnection {
     return this.closedPromise;
   }
 
+  /**
+   * Open, never failed or interrupted, and nothing unread: a later conversation may continue on
+   * it. A server that said something unasked (an idle timeout's 421) is not reusable.
+   */
+  get reusable(): boolean {
+    return !this.isClosed && !this.socket.destroyed && this.failure === null && this.queued.length === 0;
+  }
+
   /** Sends commands in ONE write (a PIPELINING group when there are several). */
   send(commands: readonly string[]): void {
     if (this.socket.destroyed) return;

@@ -5,11 +5,12 @@
 // costliest error this product can make, so sender-blaming rules run before mailbox rules, and
 // a reply that says both "missing" and "exists" (full) is never a verdict about the mailbox.
 //
-// Order: accepted → 4xx → 5xx that blame us (IP, rate, policy, sender) → 5xx that are not about
-// the mailbox after all (temporary states, protocol) → contradictions between code and wording →
-// mailbox codes and wording → `perm_unclassified` LAST. The engine decides an
-// "unclassified_rejection" with evidence from the same server (evidence.ts), so only replies
-// that may be about the mailbox may end there; anything ambiguous by its own words must not.
+// Order: accepted → 4xx → 5xx that blame us (IP, then the recipient's own block of our sender,
+// rate, policy, sender) → 5xx that are not about the mailbox after all (temporary states,
+// protocol) → contradictions between code and wording → mailbox codes and wording →
+// `perm_unclassified` LAST. The engine decides an "unclassified_rejection" with evidence from
+// the same server (evidence.ts), so only replies that may be about the mailbox may end there;
+// anything ambiguous by its own words must not.
 //
 // Sources are cited per rule: the provider's published error reference, sisimai's reason and
 // Rhost tables (libsisimai.org, harvested from real bounces), bounce-classifier and log-parser
@@ -90,8 +91,10 @@ const POLICY_TEXT = anyOf(
   // "the sender is unauthenticated" (Gmail/Yahoo), "Must issue a STARTTLS command first" (Gmail)
   String.raw`authentication required|\bauth(?:entication)? (?:is )?required|not authenticated|unauthenticated|must issue a starttls|starttls is required`,
   // Our sender or HELO: "Sender address rejected" (Postfix), "Sender verify failed" (Exim), "Emetteur invalide. Invalid Sender." (Orange),
-  // "550-Bad HELO: … does not exist" (mis-read as a missing mailbox without this), "Helo command rejected: Host not found"
-  String.raw`\bsender\b|\bmail from\b|\bemetteur\b|\bhelo\b|\behlo\b`,
+  // "550-Bad HELO: … does not exist" (mis-read as a missing mailbox without this), "Helo command rejected: Host not found",
+  // "Rejected by header based Blocked Senders: x - https://community.mimecast.com/docs/DOC-1369#" (Mimecast, the
+  // administrator's Blocked Senders policy; wordtothewise.com; the personal "manually Blocked Senders" is matched earlier)
+  String.raw`\bsender\b|\bmail from\b|\bemetteur\b|\bhelo\b|\behlo\b|\bblocked senders\b`,
   // Sender authentication: "SPF: … is not allowed to send mail" (La Poste), "Email rejected per DMARC policy" (Zoho)
   String.raw`\bspf\b|\bdmarc\b|\bdkim\b`,
   // Policy wording: "Email not accepted for policy reasons" (Yahoo), "Message rejected due to local policy" (iCloud),
@@ -100,13 +103,35 @@ const POLICY_TEXT = anyOf(
   // Content / spam: "550 spam detected" (Free), "spam message rejected" (Mail.ru), "content filter agent quarantined this message" (Exchange 5.2.1),
   // "521 5.2.1 : AOL will not accept delivery of this message" (a 5.2.1 that is not about the mailbox)
   String.raw`\bspam\b|\bjunk\b|\bvirus\b|content filter|quarantin|bulk mail|not accept (?:delivery of )?this message`,
-  // The recipient (or its domain) refuses us, so the mailbox exists: "You have been blocked by the recipient" (sisimai Filtered),
-  // "541 5.4.1 Mail rejected by destination domain" (Zoho), "The receiver denied your mail" / "Recipient doesn't want your mail" (Interia),
-  // "only accepting mail from specific email addresses", "recipient refuses to accept your mail"
-  String.raw`(?:blocked|rejected|denied|refused) by (?:the )?(?:recipient|receiver|destination domain)|receiver denied|(?:does ?n[o']t|don'?t|do'?nt) want your (?:e-?)?mail|refuses to accept your mail|only accept(?:s|ing)? mail from`,
+  // The recipient's domain or server refuses us (a per-recipient block is RECIPIENT_BLOCKS_SENDER_TEXT, tried first):
+  // "541 5.4.1 Mail rejected by destination domain" (Zoho), "rejected by the recipient domain" (Gmail bounces, sisimai
+  // Lhost Gmail); "only accepting mail from
+  // specific email addresses". "recipient refuses to accept your mail" stays here: sisimai files it under UserUnknown, so
+  // its one real source does not say the recipient refuses our sender, and it is no mailbox verdict by its own words.
+  String.raw`(?:blocked|rejected|denied|refused) by (?:the )?(?:recipient|receiver|destination domain)|refuses to accept your mail|only accept(?:s|ing)? mail from`,
   // Italian certified mail (PEC): "Indirizzo destinatario sconosciuto o non abilitato alla ricezione di posta non certificata"
   // — the PEC box exists and refuses uncertified mail; "sconosciuto o" makes the wording say nothing about existence.
   String.raw`non abilitato alla ricezione|posta non certificata`,
+);
+// The recipient refuses our sender: a personal block list or the recipient's own filter. Its owner
+// keeps the list, so the mailbox exists: never invalid, and not "unclassified" either, or evidence
+// could call it missing. Mimecast's User Entry is the case that made this a reason of its own.
+const RECIPIENT_BLOCKS_SENDER_TEXT = anyOf(
+  // Mimecast SMTP error codes ("A personal block policy is in place for the email address/domain", as tabled by sisimai
+  // Rhost Mimecast): "550 Envelope blocked - User Entry - https://community.mimecast.com/docs/DOC-1369#550 [gz1V….au11]"
+  // (openaustralia/planningalerts#1969), "Envelope blocked - User Domain Entry", "550 Rejected by header based manually
+  // Blocked Senders: x - …" (ActiveCampaign smtp-field-manual; wordtothewise.com "Who are Mimecast?")
+  String.raw`envelope blocked - user (?:domain )?entry|manually blocked senders`,
+  // "You have been blocked by the recipient" (sisimai Filtered); "550 Mail is rejected by recipients" (QQ: "you are on this
+  // recipient's personal blacklist", smtp.codes/qq; sisimai Rhost Tencent, service.mail.qq.com/detail/122/92).
+  // Not "rejected by the recipient domain" or "… recipient's server": the domain refusing us is policy.
+  String.raw`(?:blocked|rejected|denied|refused) by (?:the )?(?:recipients?|receiver)(?![\w'’-]| domain)`,
+  // "550 5.7.1 Recipient doesn't want your mail" (Interia help: "has probably added you to a blocked list");
+  // "550 5.7.1 RDENY 203.0.113.9: The receiver denied your mail. Please contact the receiver with another way." (log parser)
+  String.raw`(?:does ?n[o']t|don'?t|do'?nt) want your (?:e-?)?mail|receiver denied`,
+  // "550 5.1.1 RCP-P2 http://postmaster.facebook.com/response_codes?ip=192.0.2.135#rcp Refused due to recipient preferences"
+  // (Facebook, sisimai Filtered and its set-of-emails): a 5.1.1 that is not a missing mailbox.
+  String.raw`refused due to recipient preferences`,
 );
 // A state the reply itself calls temporary, whatever the code: "Recipient Rejected: Temporarily inactive" (sisimai Suspend),
 // "User … temporary locked. Please try again later!" (sisimai Suspend), "Account temporarily unavailable".
@@ -270,6 +295,14 @@ export const REPLY_RULES: readonly Rule[] = [
     name: "perm_blocklist",
     matches: (r) => isPerm(r) && BLOCKLIST_TEXT.test(r.text),
     verdict: unknown("ip_blocklisted"),
+  },
+  // The recipient's own block of our sender (RECIPIENT_BLOCKS_SENDER_TEXT): after the IP rules (our IP named wins), before
+  // the 5.7 and mailbox-code rules, since providers put it under 5.7.1 (Interia) or even 5.1.1 (Facebook).
+  // "550 Envelope blocked - User Entry - https://community.mimecast.com/docs/DOC-1369#550 [gz1Vvz1VN9ikuIVSF81-Wg.au11]" (Mimecast)
+  {
+    name: "recipient_blocks_sender",
+    matches: (r) => isPerm(r) && RECIPIENT_BLOCKS_SENDER_TEXT.test(r.text),
+    verdict: unknown("recipient_blocks_sender"),
   },
   // "550 5.7.1 Too many invalid recipients"; "550-5.2.1 The user you are trying to contact is receiving mail at a rate that" (Gmail
   // ReceivingRatePerm: a 5.2.1 that is not a disabled mailbox); "550 5.2.121 Recipient's per hour message receive limit …" (Exchange Online)

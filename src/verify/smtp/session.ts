@@ -6,6 +6,16 @@
 // (never two at once): when a connection has spent its error budget, when the server keeps a
 // per-connection recipient limit, or when it closed mid-way (421, a drop, a failed TLS
 // handshake), the recipients left unanswered continue on a fresh connection at once.
+//
+// One recipient must not poison the rest: a RCPT that makes the server close (a 421 naming no
+// client-level cause, or a drop) marks its recipient as the culprit; the others continue on a
+// new connection without it, and the culprit is asked once more, alone, at the end. When a drop
+// cut a pipelined write short, the culprit is one of the unanswered: the next writes are halved
+// until it stands alone (bisection).
+//
+// Connections are slotted per server IP address, the grain at which servers count them, and a
+// connection whose conversation ended well is parked (idle-connections.ts) for the next domain
+// served from the same IP.
 import { sleep } from "../../lib/sleep.ts";
 import { AbortedError } from "../abort.ts";
 import type { HostGate } from "../ports.ts";
@@ -15,7 +25,9 @@ import { isErrorReply, isTooManyRecipients, nextPace, settleWrite } from "./chun
 import { ConnectError, type ConnectFailureKind, type ConnectPort } from "./connect.ts";
 import { SmtpClosedError, SmtpConnection, SmtpTimeoutError } from "./connection.ts";
 import { SmtpProtocolError, type SmtpReply } from "./reply-reader.ts";
-import { classifyReply, sessionFailureReason } from "./replies.ts";
+import type { ConnectionState, IdleConnection, IdleConnections } from "./idle-connections.ts";
+import { limitScope } from "./limit-scope.ts";
+import { sessionFailureReason } from "./replies.ts";
 
 export interface SessionConfig {
   port: number;
@@ -34,7 +46,10 @@ export interface SessionConfig {
 
 export interface SessionDeps {
   connect: ConnectPort;
+  /** Slots are keyed by the server IP address connected to. */
   hostGate: HostGate;
+  /** Idle connections to continue on, and where this session parks its own; none: QUIT at the end. */
+  idle?: IdleConnections;
 }
 
 export interface SessionRequest {
@@ -59,7 +74,14 @@ export interface SessionFailure {
 }
 
 /** Why a session moved on to a new connection. */
-export type ReconnectCause = "error_budget" | "connection_limit" | "closed" | "dropped" | "tls_failed";
+export type ReconnectCause =
+  | "error_budget"
+  | "connection_limit"
+  | "closed"
+  | "dropped"
+  | "tls_failed"
+  /** A recipient whose RCPT closed the connection is asked again, alone. */
+  | "isolate";
 
 export interface SessionReport {
   /** Host that gave a banner, else the last host tried; null when none was tried. */
@@ -79,6 +101,10 @@ export interface SessionReport {
   rcptPerTransaction: number[];
   /** Connections that got a banner. */
   connections: number;
+  /** The session began on an idle connection another session left open (no banner of its own). */
+  reused: boolean;
+  /** Recipients whose RCPT closed the connection, asked again alone at the end. */
+  isolated: string[];
   /** Why each follow-up connection was opened, in order. */
   reconnects: ReconnectCause[];
   /** The last connection ran under TLS. */
@@ -95,7 +121,11 @@ const MAX_IDLE_CONNECTIONS = 2;
 // A server learns of our close asynchronously (Postfix's anvil counts connections from smtpd's
 // disconnect messages): a new connection opened the same instant could briefly count as one too
 // many. So the next connection from this session, and the host slot, wait this long after a close.
-const SERVER_SETTLE_MS = 50;
+export const SERVER_SETTLE_MS = 50;
+
+// Recipients whose RCPT closed the connection, at most this many per session: past it the
+// server is closing on us, not on them.
+const MAX_ISOLATED = 4;
 
 /** Runs the session. Never throws for network or protocol outcomes: they end up in `failure`. */
 export async function runSession(
@@ -114,6 +144,8 @@ export async function runSession(
     failure: null,
     rcptPerTransaction: [],
     connections: 0,
+    reused: false,
+    isolated: [],
     reconnects: [],
     tls: false,
     done: Promise.resolve(),
@@ -121,50 +153,212 @@ export async function runSession(
   const opened = await openSession(req, config, deps, report);
   report.recipients = typeof req.recipients === "function" ? req.recipients() : req.recipients;
   if (opened === null) return report;
-  const { release } = opened;
+  const { release, address } = opened;
   let conn = opened.conn;
+  let live = opened.live;
   let politeEnd = true;
+  let park = false;
 
   const onAbort = (): void => conn.interrupt(new AbortedError());
   req.signal?.addEventListener("abort", onAbort, { once: true });
-  const limits: ConnectionLimits = { transaction: Math.max(1, config.maxRcpt), connection: null };
-  const maxConnections = 3 + 2 * Math.ceil(report.recipients.length / Math.max(1, config.errorBudget));
+  const n = report.recipients.length;
+  const maxConnections =
+    3 +
+    2 * Math.ceil(n / Math.max(1, config.errorBudget)) +
+    2 * Math.ceil(Math.log2(n + 1)) +
+    2 * MAX_ISOLATED;
+  const isolation: Isolation = { suspects: new Set(), cap: Infinity };
+  const askedAlone = new Set<string>();
+  let alone: string | null = null;
   let pending = [...report.recipients];
   let useTls = config.startTls;
   let idle = 0;
   try {
     for (;;) {
       const answeredBefore = report.replies.size;
-      const end = await converseOrDrop(conn, pending, config, report, limits, useTls, req.signal);
-      pending = pending.filter((a) => !report.replies.has(a));
-      if (end.kind === "finished" || pending.length === 0) break;
-      report.failure = end.failure;
+      const asking = alone === null ? pending : [alone];
+      const end = await converseOrDrop(conn, asking, config, report, live, useTls, isolation, req.signal);
+      let narrowed = false;
+      if (alone !== null) {
+        // Asked alone and closed on again: that closing reply is its answer.
+        if (end.kind === "continue" && end.closing !== undefined && !report.replies.has(alone))
+          report.replies.set(alone, end.closing);
+        alone = null;
+        narrowed = true;
+      } else if (end.kind === "continue") {
+        const isolated = isolate(end, report, isolation);
+        if (isolated === "too_many") break;
+        narrowed = isolated === "narrowed";
+      }
+      pending = pending.filter((a) => !report.replies.has(a) && !report.isolated.includes(a));
+      // Finished with recipients left: the session failed for good (report.failure says why).
+      if (end.kind === "finished" && pending.length > 0) break;
+      if (end.kind === "continue") report.failure = end.failure;
+      if (pending.length === 0) {
+        const next = report.isolated.find((a) => !askedAlone.has(a) && !report.replies.has(a));
+        if (next === undefined) {
+          park = end.kind === "finished" && end.clean;
+          break;
+        }
+        alone = next;
+        askedAlone.add(next);
+        // Still open: the culprit gets a write of its own at the end of this connection.
+        if (end.kind === "finished") continue;
+      }
+      if (end.kind === "finished") break;
       politeEnd = end.why === "error_budget" || end.why === "connection_limit";
-      idle = report.replies.size > answeredBefore ? 0 : idle + 1;
+      idle = report.replies.size > answeredBefore || narrowed || end.stale === true ? 0 : idle + 1;
       if (idle >= MAX_IDLE_CONNECTIONS || report.connections >= maxConnections) break;
       if (end.why === "tls_failed") useTls = false;
-      report.reconnects.push(end.why);
+      report.reconnects.push(alone === null ? end.why : "isolate");
       // The server must never see two of our connections from this slot: the old one is gone
       // before the new one opens.
       await endConnection(conn, politeEnd, config);
       await sleep(SERVER_SETTLE_MS, req.signal);
-      const next = await reconnect(opened.address, config, deps, report, req.signal);
+      const next = await reconnect(address, config, deps, report, req.signal);
       if (next === null) break;
       conn = next;
+      // What the server's refusals taught about its limits holds on every connection to it.
+      live = freshConnection(config, live.limits);
       politeEnd = true;
     }
   } catch (error) {
     report.failure ??= { reason: reasonForError(error, req.signal) };
+    park = false;
   } finally {
     req.signal?.removeEventListener("abort", onAbort);
-    // QUIT is polite but its 221 tells us nothing: the caller gets the report now and the
-    // connection winds down in the background (the engine awaits `done` on close()).
-    report.done = endConnection(conn, politeEnd, config)
-      .then(() => sleep(SERVER_SETTLE_MS))
-      .finally(release);
+    const idleConnections = deps.idle;
+    if (park && politeEnd && idleConnections !== undefined && parkable(conn, live, config, req.signal)) {
+      idleConnections.put(idleOf(address, conn, release, live, report));
+    } else {
+      // QUIT is polite but its 221 tells us nothing: the caller gets the report now and the
+      // connection winds down in the background (the engine awaits `done` on close()).
+      report.done = endConnection(conn, politeEnd, config)
+        .then(() => sleep(SERVER_SETTLE_MS))
+        .finally(release);
+    }
   }
-  if (pending.length === 0) report.failure = null;
+  if (report.recipients.every((a) => report.replies.has(a))) report.failure = null;
   return report;
+}
+
+/** Recipients suspected of closing the connection, and the write size that narrows them down. */
+interface Isolation {
+  suspects: Set<string>;
+  /** Most suspects per write while any is unanswered. */
+  cap: number;
+}
+
+/**
+ * What a closed connection says about its culprit: a 421 to one RCPT names it; a drop with one
+ * recipient unanswered in the write names it too; a drop with several leaves them suspects, and
+ * the next writes take half of them at a time.
+ */
+function isolate(
+  end: Extract<ConnectionEnd, { kind: "continue" }>,
+  report: SessionReport,
+  isolation: Isolation,
+): "isolated" | "narrowed" | "none" | "too_many" {
+  const unanswered = (end.inFlight ?? []).filter((a) => !report.replies.has(a));
+  const culprit =
+    end.culprit ?? (end.why === "dropped" && unanswered.length === 1 ? unanswered[0] : undefined);
+  if (culprit !== undefined) {
+    if (report.isolated.includes(culprit)) return "none";
+    if (report.isolated.length >= MAX_ISOLATED) return "too_many";
+    report.isolated.push(culprit);
+    isolation.suspects.delete(culprit);
+    if (isolation.suspects.size === 0) isolation.cap = Infinity;
+    return "isolated";
+  }
+  if (end.why === "dropped" && unanswered.length > 1) {
+    const cap = Math.ceil(unanswered.length / 2);
+    if (cap >= isolation.cap) return "none";
+    isolation.suspects = new Set(unanswered);
+    isolation.cap = cap;
+    return "narrowed";
+  }
+  return "none";
+}
+
+/** The per-connection state of a conversation: fresh, or taken over from an idle connection. */
+interface LiveConnection {
+  /** EHLO done (and STARTTLS when used): keywords are known. */
+  greeted: boolean;
+  keywords: Set<string>;
+  errors: number;
+  rcptOnConnection: number;
+  /** A transaction may be open: the next one starts with RSET. */
+  needsRset: boolean;
+  limits: ConnectionLimits;
+  /** The recipients of the write in progress, until their replies are in. */
+  inFlight: string[];
+  /** Taken over from the idle set and not yet heard from in this session. */
+  stale: boolean;
+}
+
+function freshConnection(config: SessionConfig, learned?: ConnectionLimits): LiveConnection {
+  return {
+    greeted: false,
+    keywords: new Set(),
+    errors: 0,
+    rcptOnConnection: 0,
+    needsRset: false,
+    limits: learned ?? { transaction: Math.max(1, config.maxRcpt), connection: null },
+    inFlight: [],
+    stale: false,
+  };
+}
+
+function resumedConnection(state: ConnectionState, config: SessionConfig): LiveConnection {
+  return {
+    greeted: true,
+    keywords: new Set(state.keywords),
+    errors: state.errors,
+    rcptOnConnection: state.rcptOnConnection,
+    needsRset: true,
+    limits: {
+      transaction: Math.min(Math.max(1, config.maxRcpt), state.transactionLimit),
+      connection: state.connectionLimit,
+    },
+    inFlight: [],
+    stale: true,
+  };
+}
+
+/** A connection worth keeping: open, unaborted, and with room in its error budget. */
+function parkable(
+  conn: SmtpConnection,
+  live: LiveConnection,
+  config: SessionConfig,
+  signal: AbortSignal | undefined,
+): boolean {
+  if (signal?.aborted === true || !conn.reusable || !live.greeted) return false;
+  if (live.errors >= Math.max(1, config.errorBudget) - 1) return false;
+  return live.limits.connection === null || live.rcptOnConnection < live.limits.connection;
+}
+
+function idleOf(
+  address: string,
+  conn: SmtpConnection,
+  release: () => void,
+  live: LiveConnection,
+  report: SessionReport,
+): IdleConnection {
+  return {
+    address,
+    conn,
+    release,
+    state: {
+      keywords: live.keywords,
+      tls: report.tls,
+      greeting: report.greeting,
+      ehlo: report.ehlo,
+      errors: live.errors,
+      rcptOnConnection: live.rcptOnConnection,
+      transactionLimit: live.limits.transaction,
+      connectionLimit: live.limits.connection,
+    },
+  };
 }
 
 interface ConnectionLimits {
@@ -175,11 +369,28 @@ interface ConnectionLimits {
 
 type ConnectionEnd =
   /** Everything asked, or the session failed for good (report.failure says why). */
-  | { kind: "finished" }
+  | {
+      kind: "finished";
+      /** Every recipient asked and answered with nothing amiss: the connection may serve another. */
+      clean: boolean;
+    }
   /** This connection can do no more; the rest may continue on a new one. */
-  | { kind: "continue"; why: ReconnectCause; failure: SessionFailure };
+  | {
+      kind: "continue";
+      why: ReconnectCause;
+      failure: SessionFailure;
+      /** The recipient whose RCPT the server answered by closing (a 421 about that recipient). */
+      culprit?: string;
+      /** The server's closing reply (421), when it sent one. */
+      closing?: SmtpReply;
+      /** The recipients of the write that was cut short. */
+      inFlight?: string[];
+      /** An idle connection taken over was gone before it answered (the server's idle timeout). */
+      stale?: boolean;
+    };
 
-const FINISHED: ConnectionEnd = { kind: "finished" };
+const FINISHED: ConnectionEnd = { kind: "finished", clean: false };
+const DONE: ConnectionEnd = { kind: "finished", clean: true };
 
 /** After our QUIT the server closes; after its 421 or a drop there is nothing left to say. */
 async function endConnection(conn: SmtpConnection, polite: boolean, config: SessionConfig): Promise<void> {
@@ -191,7 +402,7 @@ async function endConnection(conn: SmtpConnection, polite: boolean, config: Sess
   await conn.closed;
 }
 
-type Opened = { conn: SmtpConnection; release: () => void; address: string };
+type Opened = { conn: SmtpConnection; release: () => void; address: string; live: LiveConnection };
 
 /** Connect phase: falls back to the next host on connect failure or a close before the banner. */
 async function openSession(
@@ -212,13 +423,27 @@ async function openSession(
     report.hostName = host.name;
     report.hostAddress = address;
 
-    let release: () => void;
+    let slot: Slot;
     try {
-      release = await deps.hostGate.acquire(host.name, req.signal);
+      slot = await acquireSlot(address, deps, req.signal);
     } catch (error) {
       if (req.signal?.aborted === true) return fail(report, { reason: "timeout_smtp" });
       throw error;
     }
+    if (slot.kind === "idle") {
+      const { conn, state } = slot.idle;
+      if (req.signal?.aborted === true) {
+        deps.idle?.put(slot.idle);
+        return fail(report, { reason: "timeout_smtp" });
+      }
+      report.greeted = true;
+      report.reused = true;
+      report.greeting = state.greeting;
+      report.ehlo = state.ehlo;
+      report.tls = state.tls;
+      return { conn, release: slot.idle.release, address, live: resumedConnection(state, config) };
+    }
+    const release = slot.release;
     if (req.signal?.aborted === true) {
       release();
       return fail(report, { reason: "timeout_smtp" });
@@ -233,11 +458,59 @@ async function openSession(
       report.done = greeted.closed.finally(release);
       return null;
     }
-    return { conn: greeted.conn, release, address };
+    return { conn: greeted.conn, release, address, live: freshConnection(config) };
   }
   // The host sequence ends early when a lookup is cut short by the deadline.
   if (isAborted(req.signal)) return fail(report, { reason: "timeout_smtp" });
   return fail(report, { reason: connectFailureReason(failures) });
+}
+
+type Slot = { kind: "idle"; idle: IdleConnection } | { kind: "slot"; release: () => void };
+
+/**
+ * A place at the server's IP: an idle connection another session left there, or a host-gate
+ * slot for a new one, whichever comes first (a session that parks while we wait hands its
+ * connection straight over). The loser is given back.
+ */
+async function acquireSlot(
+  address: string,
+  deps: SessionDeps,
+  signal: AbortSignal | undefined,
+): Promise<Slot> {
+  const pool = deps.idle;
+  const taken = pool?.take(address) ?? null;
+  if (taken !== null) return { kind: "idle", idle: taken };
+  if (pool === undefined) return { kind: "slot", release: await deps.hostGate.acquire(address, signal) };
+  const stop = new AbortController();
+  const onAbort = (): void => stop.abort();
+  signal?.addEventListener("abort", onAbort, { once: true });
+  if (signal?.aborted === true) stop.abort();
+  const idle = pool.wait(address, stop.signal);
+  const gate = deps.hostGate.acquire(address, stop.signal);
+  let won: Slot | undefined;
+  try {
+    won = await Promise.race([
+      idle.then((c): Slot => ({ kind: "idle", idle: c })),
+      gate.then((release): Slot => ({ kind: "slot", release })),
+    ]);
+    return won;
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    stop.abort();
+    // Whichever lost, if it got its place after all, gives it back.
+    idle.then(
+      (c) => {
+        if (won?.kind !== "idle" || won.idle !== c) pool.put(c);
+      },
+      () => undefined,
+    );
+    gate.then(
+      (release) => {
+        if (won?.kind !== "slot" || won.release !== release) release();
+      },
+      () => undefined,
+    );
+  }
 }
 
 async function* inOrder(hosts: Iterable<MailHost> | AsyncIterable<MailHost>): AsyncGenerator<MailHost> {
@@ -428,15 +701,22 @@ async function converseOrDrop(
   pending: readonly string[],
   config: SessionConfig,
   report: SessionReport,
-  limits: ConnectionLimits,
+  live: LiveConnection,
   useTls: boolean,
+  isolation: Isolation,
   signal: AbortSignal | undefined,
 ): Promise<ConnectionEnd> {
   try {
-    return await converse(conn, pending, config, report, limits, useTls);
+    return await converse(conn, pending, config, report, live, useTls, isolation);
   } catch (error) {
     if (error instanceof SmtpClosedError && !isAborted(signal))
-      return { kind: "continue", why: "dropped", failure: { reason: "connection_dropped" } };
+      return {
+        kind: "continue",
+        why: "dropped",
+        failure: { reason: "connection_dropped" },
+        // A connection taken over that closed before its first reply suspects nobody.
+        ...(live.stale ? { stale: true } : { inFlight: live.inFlight }),
+      };
     throw error;
   }
 }
@@ -462,73 +742,85 @@ async function startTls(
 }
 
 /**
- * One connection: EHLO, STARTTLS when offered, then writes of RCPTs paced by `nextPace` until
- * every recipient has a reply or the connection can do no more.
+ * One connection: EHLO and STARTTLS when offered (unless it was taken over already greeted),
+ * then writes of RCPTs paced by `nextPace` until every recipient has a reply or the connection
+ * can do no more.
  */
 async function converse(
   conn: SmtpConnection,
   pending: readonly string[],
   config: SessionConfig,
   report: SessionReport,
-  limits: ConnectionLimits,
+  live: LiveConnection,
   useTls: boolean,
+  isolation: Isolation,
 ): Promise<ConnectionEnd> {
-  report.tls = false;
-  let keywords = await greet(conn, config, report);
-  if (keywords === null) return FINISHED;
-  let errors = 0;
+  const limits = live.limits;
   const upgrade = async (): Promise<ConnectionEnd | null> => {
     const upgraded = await startTls(conn, config, report);
     if (upgraded === "failed")
       return { kind: "continue", why: "tls_failed", failure: { reason: "smtp_protocol_error" } };
     if (upgraded === "refused") {
-      errors++;
+      live.errors++;
       return null;
     }
     if (upgraded === null) return FINISHED;
-    keywords = upgraded;
+    live.keywords = upgraded;
     return null;
   };
-  if (useTls && keywords.has("STARTTLS")) {
-    const ended = await upgrade();
-    if (ended !== null) return ended;
+  if (!live.greeted) {
+    report.tls = false;
+    const keywords = await greet(conn, config, report);
+    if (keywords === null) return FINISHED;
+    live.keywords = keywords;
+    live.greeted = true;
+    if (useTls && keywords.has("STARTTLS")) {
+      const ended = await upgrade();
+      if (ended !== null) return ended;
+    }
   }
 
   const queue = [...pending];
   let rcptInTransaction = 0;
-  let rcptOnConnection = 0;
-  let needsRset = false;
   for (;;) {
     const pace = nextPace({
-      errors,
+      errors: live.errors,
       errorBudget: Math.max(1, config.errorBudget),
       rcptInTransaction,
       transactionLimit: limits.transaction,
-      rcptOnConnection,
+      rcptOnConnection: live.rcptOnConnection,
       connectionLimit: limits.connection,
       pending: queue.length,
     });
-    if (pace.kind === "done") return FINISHED;
+    if (pace.kind === "done") return DONE;
     if (pace.kind === "reconnect") {
       return { kind: "continue", why: pace.why, failure: { reason: "temporary_failure" } };
     }
-    const chunk = queue.slice(0, pace.size);
+    // While a drop's suspects are unanswered, they go a few at a time (bisection).
+    const capped = queue.some((a) => isolation.suspects.has(a));
+    if (!capped) {
+      isolation.suspects.clear();
+      isolation.cap = Infinity;
+    }
+    const chunk = queue.slice(0, capped ? Math.min(pace.size, isolation.cap) : pace.size);
+    live.inFlight = chunk;
     const write = await exchange(
       conn,
       chunk,
       config,
-      keywords,
-      pace.newTransaction && needsRset,
+      live.keywords,
+      pace.newTransaction && live.needsRset,
       pace.newTransaction,
     );
+    live.stale = false;
     if (pace.newTransaction) {
       rcptInTransaction = 0;
-      needsRset = true;
+      live.needsRset = true;
       report.rcptPerTransaction.push(0);
     }
     const last = report.rcptPerTransaction.length - 1;
     report.rcptPerTransaction[last] = (report.rcptPerTransaction[last] ?? 0) + write.rcptSent;
-    errors +=
+    live.errors +=
       write.drainedErrors +
       [write.rset, write.mail, ...write.rcpt].filter((r) => r !== null && isErrorReply(r)).length;
 
@@ -538,13 +830,13 @@ async function converse(
     }
     if (write.mail !== null && !isPositive(write.mail)) {
       if (write.mail.code === 421) {
-        return { kind: "continue", why: "closed", failure: failureOf(write.mail) };
+        return { kind: "continue", why: "closed", failure: failureOf(write.mail), closing: write.mail };
       }
-      if (demandsStartTls(write.mail) && keywords.has("STARTTLS") && !report.tls) {
+      if (demandsStartTls(write.mail) && live.keywords.has("STARTTLS") && !report.tls) {
         // "530 5.7.0 Must issue a STARTTLS command first": redo the greeting under TLS.
         const ended = await upgrade();
         if (ended !== null) return ended;
-        needsRset = false;
+        live.needsRset = false;
         rcptInTransaction = 0;
         continue;
       }
@@ -555,26 +847,45 @@ async function converse(
     }
     const settled = settleWrite(chunk, write.rcpt, {
       rcptInTransactionBefore: rcptInTransaction,
-      rcptOnConnectionBefore: rcptOnConnection,
+      rcptOnConnectionBefore: live.rcptOnConnection,
     });
-    const closing = write.rcpt.find((r) => r.code === 421);
+    const closingAt = write.rcpt.findIndex((r) => r.code === 421);
+    const closing = closingAt < 0 ? undefined : write.rcpt[closingAt];
     const unanswered = new Set(chunk);
     for (const { item, reply } of settled.answered) {
       if (reply.code === 421) continue;
       report.replies.set(item, reply);
       unanswered.delete(item);
+      isolation.suspects.delete(item);
     }
     const taken = write.rcpt.length - settled.resend.length - (closing === undefined ? 0 : 1);
     rcptInTransaction += taken;
-    rcptOnConnection += taken;
+    live.rcptOnConnection += taken;
     queue.splice(0, chunk.length);
     queue.unshift(...chunk.filter((a) => unanswered.has(a)));
+    live.inFlight = chunk.filter((a) => unanswered.has(a));
 
-    if (closing !== undefined) return { kind: "continue", why: "closed", failure: failureOf(closing) };
+    if (closing !== undefined) {
+      const scope = limitScope(closing);
+      // A limit on us: every further RCPT, here or on a new connection, would get it too.
+      if (scope === "client") {
+        report.failure = failureOf(closing);
+        return FINISHED;
+      }
+      return {
+        kind: "continue",
+        why: "closed",
+        failure: failureOf(closing),
+        closing,
+        ...(scope === "recipient" ? { culprit: chunk[closingAt] } : {}),
+      };
+    }
     if (write.cut !== null) throw write.cut;
     // A server that says we go too fast ("450 4.7.1 Error: too many recipients from …") will say
-    // it to every further RCPT, on this connection or a new one: stop asking, retry later.
-    const throttled = write.rcpt.find(isRateLimited);
+    // it to every further RCPT, on this connection or a new one: stop asking, retry later. A
+    // per-recipient refusal ("450 4.2.1 The user you are trying to contact is receiving mail too
+    // quickly") concerns that mailbox only: the others go on.
+    const throttled = write.rcpt.find((r) => r.code >= 400 && r.code < 500 && limitScope(r) === "client");
     if (throttled !== undefined) {
       report.failure = failureOf(throttled);
       return FINISHED;
@@ -591,13 +902,6 @@ async function converse(
 }
 
 const failureOf = (reply: SmtpReply): SessionFailure => ({ reason: sessionFailureReason(reply), reply });
-
-function isRateLimited(reply: SmtpReply): boolean {
-  const verdict = classifyReply(reply);
-  return (
-    reply.code >= 400 && reply.code < 500 && verdict.kind === "unknown" && verdict.reason === "rate_limited"
-  );
-}
 
 interface WriteResult {
   rset: SmtpReply | null;

@@ -314,14 +314,13 @@ describe("item 12: stored realtime results and tenants", () => {
     const a = await verify(first, "carol@acme.test");
     assert.equal(a.statusCode, 200, a.body);
     clock.advance(10 * 60_000);
-    const connections = world.counters("mx1.acme.test").connections;
+    // Asked again at the server (perhaps on a connection still open from A's session).
+    const asked = (): number => world.counters("mx1.acme.test").rcptByAddress["carol@acme.test"] ?? 0;
+    const before = asked();
     const b = await verify(second, "carol@acme.test");
     assert.equal(b.statusCode, 200, b.body);
     assert.equal(b.json().status, "valid");
-    assert.ok(
-      world.counters("mx1.acme.test").connections > connections,
-      "verified afresh, not from A's cache",
-    );
+    assert.ok(asked() > before, "verified afresh, not from A's cache");
     assert.notEqual(b.json().id, a.json().id);
     assert.equal(b.json().validated_at, clock.now().toISOString(), "B's own validation time");
     assert.notEqual(b.json().validated_at, a.json().validated_at);

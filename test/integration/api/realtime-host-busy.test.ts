@@ -32,11 +32,11 @@ after(async () => {
   await world?.close();
 });
 
-/** Holds the host's only slot for `holder`, as a process that died mid-session leaves it. */
+/** Holds the host's only slot (slots are keyed by server IP) for `holder`, as a process that died mid-session leaves it. */
 async function holdSlot(holder: string): Promise<void> {
   const now = new Date();
   const slot = await tryAcquireHostSlot(ctx.db, {
-    host: HOST,
+    host: world.addressOf(HOST),
     slots: 1,
     holder,
     now,
@@ -48,7 +48,7 @@ async function holdSlot(holder: string): Promise<void> {
 const freeSlot = (holder: string) =>
   ctx.db.query(
     "update smtp_host_slots set holder = null, expires_at = null where host = $1 and holder = $2",
-    [HOST, holder],
+    [world.addressOf(HOST), holder],
   );
 
 const verify = (apiKey: string, email: string) =>

@@ -205,11 +205,13 @@ test("two worker pools never exceed SMTP_MAX_CONNECTIONS_PER_HOST on a shared MX
     await hostCtx.close();
   }
   const counters = world.counters("mx.bighost.test");
-  assert.equal(
-    counters.connections >= 20,
-    true,
-    `one session per domain group (got ${counters.connections})`,
+  // 40 domain groups on one server IP: every address asked, each group in its own transaction,
+  // on no more connections than groups (a connection left idle serves the next group).
+  assert.ok(
+    emails.every((e) => (counters.rcptByAddress[e] ?? 0) >= 1),
+    "every address asked",
   );
+  assert.ok(counters.connections <= 40, `connections ${counters.connections}`);
   assert.ok(counters.maxConcurrent <= 2, `max concurrent sessions ${counters.maxConcurrent} > 2`);
   assert.ok(counters.maxConcurrent >= 1);
   const task = await getTask(user, created.id);

@@ -1,5 +1,6 @@
 // Evidence beats wording: unrecognised permanent rejections decided by what else the same
-// server said, and the trap (an RBL that exempts postmaster) that must stay unknown.
+// server said (the probe rejected alike, and the server taking our mail), and the traps that
+// must stay unknown: an RBL that exempts postmaster, a recipient's block of our sender.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { Engine } from "../../../src/verify/engine.ts";
@@ -9,6 +10,11 @@ import { engineFor } from "./helpers.ts";
 const EXIM_UNROUTEABLE = { code: 550, text: "Unrouteable address" };
 const OPENSMTPD_524 = { code: 524, text: "5.2.4 Mailing list expansion problem: <%a>" };
 const QMAIL_ADDRESS_REJECTED = { code: 550, text: "#5.1.0 Address rejected." };
+const BARRACUDA_BLOCKED = { code: 550, text: "permanent failure for one or more recipients (%a:blocked)" };
+const MIMECAST_INVALID = {
+  code: 550,
+  text: "Invalid Recipient - https://community.mimecast.com/docs/DOC-1369#550",
+};
 const SPAMHAUS = {
   code: 554,
   text: "5.7.1 Service unavailable; Client host [127.0.0.1] blocked using zen.spamhaus.org",
@@ -46,6 +52,21 @@ const domains: DomainSpec[] = [
     rejectPostmaster: true,
     mailboxes: ["bob"],
   },
+  // carol keeps our sender on her personal block list (Mimecast's "Envelope blocked - User Entry").
+  {
+    name: "mimecast.test",
+    hosts: [{ name: "mx.mimecast.test", unknownUserReply: MIMECAST_INVALID }],
+    mailboxes: ["bob", "carol"],
+    senderBlockedMailboxes: ["carol"],
+  },
+  // carol's refusal names no reason, and differs from the unknown user's.
+  {
+    name: "gateway.test",
+    hosts: [{ name: "mx.gateway.test", unknownUserReply: EXIM_UNROUTEABLE }],
+    mailboxes: ["bob", "carol"],
+    senderBlockedMailboxes: ["carol"],
+    senderBlockReply: BARRACUDA_BLOCKED,
+  },
   // Two domains on one MX host: what the host accepted for one counts for the other.
   { name: "shared-a.test", hosts: [{ name: "mx.shared.test" }], mailboxes: ["bob"] },
   {
@@ -82,7 +103,7 @@ for (const [domain, wording] of [
     assert.match(ghost.evidence, /^evidence: .*postmaster accepted; probe rejected alike/);
   });
 
-  void test(`${wording}: an accepted ordinary recipient in the same session → invalid`, async () => {
+  void test(`${wording}: probe rejected alike, an ordinary recipient accepted in the session → invalid`, async () => {
     const [bob, ghost] = await engine.verifyGroup(domain, [`bob@${domain}`, `ghost@${domain}`]);
     assert.equal(bob?.status, "valid");
     assert.equal(ghost?.status, "invalid");
@@ -107,6 +128,25 @@ void test("an RBL that exempts postmaster with a 5.7.1 policy code: unknown, nev
     assert.equal(r.status, "unknown", r.email);
     assert.equal(r.unknownReason, "policy_rejection", r.email);
   }
+});
+
+void test("a recipient's block of our sender, on a server that takes our mail: unknown, never invalid", async () => {
+  const e = engineFor(world);
+  const [bob, carol, ghost] = await e.verifyGroup("mimecast.test", [
+    "bob@mimecast.test",
+    "carol@mimecast.test",
+    "ghost@mimecast.test",
+  ]);
+  assert.equal(bob?.status, "valid");
+  assert.deepEqual([carol?.status, carol?.unknownReason], ["unknown", "recipient_blocks_sender"]);
+  assert.match(carol?.evidence ?? "", /^rule recipient_blocks_sender: /);
+  assert.equal(ghost?.status, "invalid");
+  // A refusal no rule knows, unlike the probe's: an accepted recipient alone is no evidence.
+  const [bob2, carol2] = await e.verifyGroup("gateway.test", ["bob@gateway.test", "carol@gateway.test"]);
+  await e.close();
+  assert.equal(bob2?.status, "valid");
+  assert.deepEqual([carol2?.status, carol2?.unknownReason], ["unknown", "unclassified_rejection"]);
+  assert.match(carol2?.evidence ?? "", /^no evidence: .*the probe was not rejected alike/);
 });
 
 void test("postmaster rejected too: the server may be refusing us → unknown", async () => {

@@ -1,70 +1,10 @@
 // Conversations the simulator can't stage (it always offers PIPELINING and knows EHLO): a tiny
 // scripted SMTP server that records exactly what the client sent, and how it was batched.
 import assert from "node:assert/strict";
-import net from "node:net";
 import { test } from "node:test";
 import type { DnsPort } from "../../../src/verify/dns.ts";
 import { createEngine } from "../../../src/verify/engine.ts";
-
-interface Scripted {
-  port: number;
-  /** Every command line received, in order. */
-  commands: string[];
-  /** Lines per TCP chunk received: all 1s means the client waited for each reply. */
-  batches: number[];
-  close(): Promise<void>;
-}
-
-/** Appended to a scripted reply: send it, then close the connection. */
-const HANG_UP = "\u0000hang-up";
-
-/** `reply(line)` returns the reply text (lines joined with \r\n) or null to hang up. */
-async function startScripted(banner: string, reply: (line: string) => string | null): Promise<Scripted> {
-  const commands: string[] = [];
-  const batches: number[] = [];
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-    socket.on("error", () => undefined);
-    socket.write(`${banner}\r\n`);
-    let partial = "";
-    socket.on("data", (chunk: Buffer) => {
-      const lines = (partial + chunk.toString("utf8")).split("\r\n");
-      partial = lines.pop() ?? "";
-      batches.push(lines.length);
-      for (const line of lines) {
-        commands.push(line);
-        const answer = line.toUpperCase() === "QUIT" ? "221 2.0.0 Bye" : reply(line);
-        if (answer === null) {
-          socket.end();
-          return;
-        }
-        // After QUIT's 221 or a 421 a server closes the connection; a script can ask for it too.
-        if (answer.endsWith(HANG_UP)) {
-          socket.end(`${answer.slice(0, -HANG_UP.length)}\r\n`);
-          return;
-        }
-        if (line.toUpperCase() === "QUIT" || answer.startsWith("421")) {
-          socket.end(`${answer}\r\n`);
-          return;
-        }
-        socket.write(`${answer}\r\n`);
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    commands,
-    batches,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
-  };
-}
+import { HANG_UP, startScripted } from "../../support/scripted-smtp.ts";
 
 const dns: DnsPort = {
   mx: async () => ({ kind: "found", records: [{ exchange: "mx.scripted.test", priority: 10 }] }),

@@ -24,6 +24,8 @@ export interface Lab {
   heloName: string;
   mailFrom: string;
   mailboxes: string;
+  /** One existing mailbox that Postfix (pf.lab.test) and Exim refuse by a per-recipient rule, and the rule's text. */
+  recipientBlock: { localPart: string; text: string };
   postfix: LabMta;
   postfixTls: LabMta;
   postfixRate: LabMta & { recipientRateLimit: number };

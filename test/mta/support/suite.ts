@@ -99,6 +99,34 @@ export function commonScenarios(
   ];
 }
 
+/**
+ * One existing mailbox refused by a per-recipient rule (a personal block entry) among mailboxes
+ * the server accepts and one it does not know. The refusal is not the server's answer for a
+ * missing mailbox (the random probe's), so it says nothing about existence: `unknown`, never
+ * `invalid`. `reply` is what the MTA sends for it.
+ */
+export function recipientBlockScenario(label: string, lab: Lab, mta: LabMta, reply: string): Scenario {
+  const d = mta.domain;
+  const blocked = `${lab.recipientBlock.localPart}@${d}`;
+  return {
+    name: `${label}: one mailbox refused by a per-recipient block (${reply}) → unknown, never invalid`,
+    run: ({ engine }) => engine.verifyGroup(d, [`alice@${d}`, blocked, `user01@${d}`, `ghost01@${d}`]),
+    want:
+      ({ truth }) =>
+      (address) =>
+        address === blocked ? "unknown" : truth(address),
+    check: (_results, lines) => {
+      const refused = lines.filter((l) => l.includes(blocked) && l.includes(lab.recipientBlock.text));
+      assert.ok(refused.length > 0, `${label} logged no refusal of ${blocked} by the block`);
+    },
+    notes: (results) => {
+      const r = results.find((x) => x.email === blocked);
+      if (r === undefined) return `no answer for ${blocked}`;
+      return `${lab.recipientBlock.localPart}: ${r.status}/${String(r.unknownReason)} (${r.evidence})`;
+    },
+  };
+}
+
 const SCENARIO_TIMEOUT_MS = 120_000;
 /** An engine call that takes longer than this has hung (the slowest scenario needs ~15 s). */
 const ANSWER_DEADLINE_MS = 30_000;

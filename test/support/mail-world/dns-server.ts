@@ -65,19 +65,18 @@ export function reverseName(ipv4: string): string {
 }
 
 /**
- * Builds the zone of a world. `hosts` are the reachable-by-DNS hosts (first definition of each name),
- * `addresses` the loopback address of every host that has one.
+ * Builds the zone of a world. `addresses`: the loopback address of every host name that has one
+ * (the names of a front end share one); `ptrs`: the name each address's PTR record gives, for the
+ * addresses that have one.
  */
 export function buildZone(
   spec: WorldSpec,
-  hosts: ReadonlyMap<string, { hasPtr?: boolean }>,
   addresses: ReadonlyMap<string, string>,
+  ptrs: ReadonlyMap<string, string>,
 ): Map<string, ZoneEntry> {
   const zone = new Map<string, ZoneEntry>();
-  for (const [name, address] of addresses) {
-    zone.set(name, { mode: "answer", a: address });
-    if (hosts.get(name)?.hasPtr !== false) zone.set(reverseName(address), { mode: "answer", ptr: name });
-  }
+  for (const [name, address] of addresses) zone.set(name, { mode: "answer", a: address });
+  for (const [address, name] of ptrs) zone.set(reverseName(address), { mode: "answer", ptr: name });
   // Domains come second so that a domain's DnsMode wins over a host entry of the same name.
   for (const domain of spec.domains) addDomain(zone, domain, addresses);
   return zone;

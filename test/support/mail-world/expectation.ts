@@ -8,11 +8,15 @@
 //    (refused, tarpit > 10 s, dropped after banner, fixed connect reply, rate limit of 0) makes
 //    the verifier move on; if every host fails that way, the most preferred host's failure is the
 //    answer. Politeness traps are not truth: rateLimitAfterConnections > 0, maxRcptPerMessage,
-//    maxRcptPerConnection, the error limits (soft/hard, postfixErrorLimits) and the PIPELINING
-//    setting only punish a verifier that is not careful. startTls "require" is not truth either:
-//    a perfect verifier uses STARTTLS when offered.
+//    maxRcptPerConnection, the error limits (soft/hard, postfixErrorLimits), the PIPELINING
+//    setting, frontEndMaxConnections and tenantAttribution only punish a verifier that is not
+//    careful. startTls "require" is not truth either: a perfect verifier uses STARTTLS when
+//    offered. A host of a front end behaves as its front end's listener (rules.ts effectiveHost).
 // 3. The first host that reaches RCPT decides, in this order:
 //    a. its rcptReply if it has one (classified below);
+//    a'. closeOnRcpt for that local part: "421" -> its reply classified below (the stock Google
+//       text -> unknown rate_limited); "drop" -> unknown connection_dropped. Only the culprit:
+//       every other recipient of the domain goes on to b-f;
 //    b. blockExceptPostmaster, for every local part but postmaster and abuse: classified below,
 //       but never invalid (an unclassifiable wording -> unknown policy_rejection): the mailbox
 //       behind it may well exist, the refusal is about the client. So the spamhaus wording ->
@@ -20,6 +24,8 @@
 //       policy_rejection; postmaster@ and abuse@ go on to d-f;
 //    c. greylisting -> unknown greylisted (with greylistStyle "postgrey", postmaster@ and abuse@
 //       are not greylisted and go on);
+//    c'. senderBlockedMailboxes -> unknown recipient_blocks_sender; busyMailboxes -> unknown
+//       rate_limited (these mailboxes exist, but this verifier cannot see it now);
 //    d. catchAll -> catchall;
 //    e. a full or existing mailbox -> valid; a disabled one -> invalid; postmaster@ -> valid unless
 //       rejectPostmaster (RFC 5321 §4.5.1); abuse@ -> valid when acceptAbuse (default per kind,
@@ -35,7 +41,16 @@
 // rate_limited; other 4xx -> temporary_failure; 2xx -> catchall (every RCPT accepted); other 5xx
 // -> invalid.
 
-import { configuredUnknownUser, greylistApplies, isRoleAddress, roleExists } from "./rules.ts";
+import {
+  closeOnRcptFor,
+  closeOnRcptReply,
+  configuredUnknownUser,
+  effectiveHost,
+  frontEndSpecs,
+  greylistApplies,
+  isRoleAddress,
+  roleExists,
+} from "./rules.ts";
 import type { DomainSpec, Expectation, FixedReply, HostSpec, WorldSpec } from "./types.ts";
 
 /** Tarpits longer than this are beyond any sane verifier's banner timeout. */
@@ -50,16 +65,23 @@ const plain = (status: Expectation["status"]): Expectation => ({ status, unknown
 /** Builds the expectation function of a world (indexes the domains once). */
 export function createExpectation(spec: WorldSpec): (address: string) => Expectation {
   const domains = new Map(spec.domains.map((d) => [d.name.toLowerCase(), d]));
+  const frontEnds = frontEndSpecs(spec.domains);
   return (address) => {
     const lower = address.trim().toLowerCase();
     const at = lower.lastIndexOf("@");
     const domain = domains.get(lower.slice(at + 1).replace(/\.$/, ""));
     if (!domain) return plain("invalid");
-    return expectationFor(domain, lower.slice(0, at));
+    return expectationFor(domain, lower.slice(0, at), frontEnds);
   };
 }
 
-export function expectationFor(domain: DomainSpec, local: string): Expectation {
+/** frontEnds: the world's front ends (rules.ts frontEndSpecs); without it, hosts behave as listed. */
+export function expectationFor(
+  domain: DomainSpec,
+  local: string,
+  frontEnds: ReadonlyMap<string, HostSpec> = new Map(),
+): Expectation {
+  const hosts = (domain.hosts ?? []).map((h) => effectiveHost(h, frontEnds));
   switch (domain.dns ?? "mx") {
     case "nxdomain":
     case "null_mx":
@@ -70,9 +92,9 @@ export function expectationFor(domain: DomainSpec, local: string): Expectation {
     case "timeout":
       return unknown("dns_timeout");
     case "a_only":
-      return smtpExpectation(domain, (domain.hosts ?? []).slice(0, 1), local);
+      return smtpExpectation(domain, hosts.slice(0, 1), local);
     case "mx":
-      return smtpExpectation(domain, domain.hosts ?? [], local);
+      return smtpExpectation(domain, hosts, local);
   }
 }
 
@@ -102,11 +124,16 @@ function connectFailure(host: HostSpec): Expectation | undefined {
 
 function rcptExpectation(domain: DomainSpec, host: HostSpec, local: string): Expectation {
   if (host.rcptReply) return classifyFixedReply(host.rcptReply);
+  const closing = closeOnRcptFor(domain, local);
+  if (closing?.action === "drop") return unknown("connection_dropped");
+  if (closing) return classifyFixedReply(closeOnRcptReply(closing));
   if (host.blockExceptPostmaster && !isRoleAddress(local)) return classifyBlock(host.blockExceptPostmaster);
   if (greylistApplies(domain, local)) return unknown("greylisted");
-  if (domain.catchAll) return plain("catchall");
   const has = (list: readonly string[] | undefined): boolean =>
     (list ?? []).some((l) => l.toLowerCase() === local);
+  if (has(domain.senderBlockedMailboxes)) return unknown("recipient_blocks_sender");
+  if (has(domain.busyMailboxes)) return unknown("rate_limited");
+  if (domain.catchAll) return plain("catchall");
   if (has(domain.fullMailboxes)) return plain("valid");
   if (has(domain.disabledMailboxes)) return plain("invalid");
   if (has(domain.mailboxes) || roleExists(domain, host.kind ?? "postfix", local)) return plain("valid");

@@ -6,6 +6,14 @@
 // Backward compatibility: behaviours and options added later default to 0/off and only draw from
 // the PRNG when chosen, so an existing seed and mix give the same world as before. STOCK_MIX is
 // a mix with every behaviour in it, for benches that want the whole zoo.
+//
+// Overlays (issue 20: sender blocks, busy mailboxes, recipients that end the connection, tenants
+// of a shared front end) are in DEFAULT_MIX, carved out of `normal`'s share: the main draw sees
+// one bucket "normal + every overlay" where `normal` used to be, so it picks exactly the domains
+// it picked before (DEFAULT_MIX's normal + overlays is the old 52), and a second PRNG stream
+// turns some of those normal domains into overlays AFTER they were built and populated as
+// before. Every other domain, and every address list, stays as it was for a seed; only the
+// overlaid domains' ground truth changes (and, for tenants, their MX host).
 
 import { STOCK_REPLIES } from "./rules.ts";
 import type { DomainSpec, FixedReply, HostSpec, ServerKind, WorldSpec } from "./types.ts";
@@ -42,7 +50,13 @@ export type Behaviour =
   | "stock_unknown_user" //        unknown users get Exim/OpenSMTPD/IronPort wordings (no 5.1.1 text)
   | "opensmtpd" //                 OpenSMTPD persona (524 5.2.4 for unknown users, no PIPELINING)
   | "exchange" //                  Exchange on-premises persona (550 5.1.10 RESOLVER.ADR…)
-  | "reject_postmaster"; //        postmaster@ is refused like any unknown user
+  | "reject_postmaster" //         postmaster@ is refused like any unknown user
+  // Overlays of a normal domain (see the header): in DEFAULT_MIX, carved out of normal's share.
+  | "sender_block" //              1-2 mailboxes block our sender (Mimecast "550 Envelope blocked - User Entry")
+  | "busy_mailbox" //              1-2 mailboxes get Gmail's "450 4.2.1 … receiving mail too quickly"
+  | "close_on_rcpt_421" //         one address gets "421 4.7.0 IP not in whitelist for RCPT domain", then close
+  | "close_on_rcpt_drop" //        one address makes the host drop the connection without a reply
+  | "tenant_front_end"; //         the domain is a tenant of the world's one M365-like front end (one IP)
 
 export interface GenerateOptions {
   seed: number;
@@ -50,7 +64,10 @@ export interface GenerateOptions {
   /** Addresses per domain, fixed or [min, max] inclusive. Default [3, 8]. */
   addressesPerDomain?: number | [number, number];
   latencyMs?: number;
-  /** Relative weights, merged over DEFAULT_MIX (set a behaviour to 0 to exclude it). */
+  /**
+   * Relative weights, merged over DEFAULT_MIX (set a behaviour to 0 to exclude it). The overlays'
+   * weights come on top of `normal`'s in the main draw (see the header).
+   */
   mix?: Partial<Record<Behaviour, number>>;
   /** Share (0-1) of MX domains whose address list also gets postmaster@ (and, half of those,
    * abuse@). Default 0. */
@@ -63,7 +80,8 @@ export interface GeneratedWorld {
 }
 
 export const DEFAULT_MIX: Readonly<Record<Behaviour, number>> = {
-  normal: 52,
+  // 52 before the overlays; normal + overlays stays 52 (see the header).
+  normal: 40,
   catchall: 8,
   a_only: 3,
   null_mx: 2,
@@ -94,6 +112,11 @@ export const DEFAULT_MIX: Readonly<Record<Behaviour, number>> = {
   opensmtpd: 0,
   exchange: 0,
   reject_postmaster: 0,
+  sender_block: 2,
+  busy_mailbox: 2,
+  close_on_rcpt_421: 1,
+  close_on_rcpt_drop: 1,
+  tenant_front_end: 6,
 };
 
 /**
@@ -102,10 +125,11 @@ export const DEFAULT_MIX: Readonly<Record<Behaviour, number>> = {
  * the domains): Postfix error limits 5, per-connection RCPT cap 3, STARTTLS offered 8 / required
  * 2, postgrey 2, greylist hint 2, RBL except postmaster 2 (named) + 1 (silent), stock unknown-user
  * wordings 4, OpenSMTPD 2, Exchange 3, postmaster refused 1, with normal lowered to keep 100.
+ * The overlays keep DEFAULT_MIX's weights (12), carved out of normal's 17.
  */
 export const STOCK_MIX: Readonly<Record<Behaviour, number>> = {
   ...DEFAULT_MIX,
-  normal: 17,
+  normal: 5,
   postfix_error_limits: 5,
   rcpt_per_connection: 3,
   starttls_offer: 8,
@@ -392,6 +416,11 @@ function withFault(behaviour: Behaviour, hosts: HostSpec[], rng: Rng): HostSpec[
     case "opensmtpd":
     case "exchange":
     case "reject_postmaster":
+    case "sender_block":
+    case "busy_mailbox":
+    case "close_on_rcpt_421":
+    case "close_on_rcpt_drop":
+    case "tenant_front_end":
       return hosts;
   }
 }
@@ -488,23 +517,167 @@ function populate(domain: DomainSpec, count: number, rng: Rng): string[] {
   return locals.slice(0, count).map((l) => `${l}@${domain.name}`);
 }
 
+const OVERLAYS = [
+  "sender_block",
+  "busy_mailbox",
+  "close_on_rcpt_421",
+  "close_on_rcpt_drop",
+  "tenant_front_end",
+] as const satisfies readonly Behaviour[];
+type Overlay = (typeof OVERLAYS)[number];
+
+/** The mix the main draw sees: overlays folded into normal's bucket, at normal's place. */
+function mainDraw(mix: Readonly<Record<Behaviour, number>>): Record<Behaviour, number> {
+  const folded = { ...mix };
+  for (const overlay of OVERLAYS) {
+    folded.normal += Math.max(0, folded[overlay]);
+    folded[overlay] = 0;
+  }
+  return folded;
+}
+
+/** Inside the normal bucket: stays normal, or becomes an overlay (second PRNG stream). */
+function overlayDraw(mix: Readonly<Record<Behaviour, number>>): Record<"normal" | Overlay, number> {
+  return {
+    normal: mix.normal,
+    sender_block: mix.sender_block,
+    busy_mailbox: mix.busy_mailbox,
+    close_on_rcpt_421: mix.close_on_rcpt_421,
+    close_on_rcpt_drop: mix.close_on_rcpt_drop,
+    tenant_front_end: mix.tenant_front_end,
+  };
+}
+
+/**
+ * The generated world's front end. No published per-IP figure exists for Exchange Online; on
+ * premises Exchange's MaxInboundConnectionPerSource defaults to 20 and Postfix anvil's to 50. 8
+ * is breached by a verifier that counts its 2 sessions per MX name across a few tenants at once,
+ * and leaves room for one that counts per IP.
+ */
+const GENERATED_FRONT_END = {
+  label: "am6eur05ft001.mail.protection.outlook.test",
+  frontEndMaxConnections: 8,
+} as const;
+
+/** Applies an overlay to a normal domain already built and populated (addresses: its verified ones). */
+function applyOverlay(domain: DomainSpec, kind: Overlay, addresses: readonly string[], rng: Rng): void {
+  const verified = addresses.map((a) => a.slice(0, a.lastIndexOf("@")));
+  const mailboxes = domain.mailboxes ?? [];
+  // Verified mailboxes first, so that the overlay shows in the world's addresses.
+  const verifiedMailboxes = verified.filter((l) => mailboxes.includes(l));
+  const existing = verifiedMailboxes.length > 0 ? verifiedMailboxes : mailboxes;
+  const some = (list: readonly string[], n: number): string[] => {
+    const pool = [...list];
+    const out: string[] = [];
+    while (out.length < n && pool.length > 0) out.push(...pool.splice(rng.int(0, pool.length - 1), 1));
+    return out;
+  };
+  switch (kind) {
+    case "sender_block":
+      domain.senderBlockedMailboxes = some(existing, rng.int(1, 2));
+      domain.senderBlockReply = rng.pick([
+        STOCK_REPLIES.mimecastUserEntry,
+        STOCK_REPLIES.mimecastUserDomainEntry,
+      ]);
+      return;
+    case "busy_mailbox":
+      domain.busyMailboxes = some(existing, rng.int(1, 2));
+      return;
+    case "close_on_rcpt_421":
+    case "close_on_rcpt_drop":
+      domain.closeOnRcpt = some(verified, 1).map((local) => ({
+        local,
+        action: kind === "close_on_rcpt_421" ? "421" : "drop",
+      }));
+      return;
+    case "tenant_front_end":
+      domain.hosts = [tenantHost(domain.name, { ...GENERATED_FRONT_END, tenantAttribution: true })];
+      return;
+  }
+}
+
 export function generateMixedWorld(opts: GenerateOptions): GeneratedWorld {
   const rng = new Rng(opts.seed);
+  // Its own stream, so that overlays never shift the main stream's draws.
+  const overlayRng = new Rng(opts.seed ^ 0x20_20_20_20);
   const mix: Record<Behaviour, number> = { ...DEFAULT_MIX, ...opts.mix };
+  const draw = mainDraw(mix);
+  const hasOverlays = OVERLAYS.some((o) => mix[o] > 0);
   const shared = sharedHosts();
   const domains: DomainSpec[] = [];
   const addresses: string[] = [];
   for (let i = 0; i < opts.domains; i++) {
     const name = `${rng.pick(WORDS_A)}-${rng.pick(WORDS_B)}${(i + 1).toString()}.test`;
-    const domain = makeDomain(name, rng.weighted(mix), rng, shared);
-    addresses.push(...populate(domain, countFor(opts.addressesPerDomain, rng), rng));
+    const behaviour = rng.weighted(draw);
+    const domain = makeDomain(name, behaviour, rng, shared);
+    const mine = populate(domain, countFor(opts.addressesPerDomain, rng), rng);
+    addresses.push(...mine);
     const roleShare = opts.roleAddressShare ?? 0;
     if (roleShare > 0 && domain.hosts && (domain.dns ?? "mx") === "mx" && rng.chance(roleShare)) {
       addresses.push(`postmaster@${name}`);
       if (rng.chance(0.5)) addresses.push(`abuse@${name}`);
     }
+    if (behaviour === "normal" && hasOverlays) {
+      const chosen = overlayRng.weighted(overlayDraw(mix));
+      if (chosen !== "normal") applyOverlay(domain, chosen, mine, overlayRng);
+    }
     domains.push(domain);
   }
   const spec: WorldSpec = opts.latencyMs === undefined ? { domains } : { domains, latencyMs: opts.latencyMs };
   return { spec, addresses };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Multi-tenant front ends.
+
+export interface TenantFrontEndOptions {
+  /** How many tenant domains: tenant1.test, tenant2.test, … (see domainPrefix). */
+  tenants: number;
+  /** Mailboxes of each tenant: user1 … userN. Default 3. */
+  mailboxesPerTenant?: number;
+  /** The front end's label: its banner and PTR name. Default "am6eur05ft001.mail.protection.outlook.test". */
+  label?: string;
+  /** Tenant i's domain is `${domainPrefix}${i}.test`, from 1. Default "tenant". */
+  domainPrefix?: string;
+  /** HostSpec.tenantAttribution. Default true. */
+  tenantAttribution?: boolean;
+  /** HostSpec.frontEndMaxConnections. Default: no limit. */
+  frontEndMaxConnections?: number;
+  /** Default "microsoft365". */
+  kind?: ServerKind;
+  /** HostSpec.latencyMs of the front end. */
+  latencyMs?: number;
+}
+
+/** A tenant's MX host on a front end: M365's `<domain-with-dashes>.mail.protection.outlook.test`. */
+function tenantHost(
+  domain: string,
+  opts: Pick<
+    TenantFrontEndOptions,
+    "label" | "tenantAttribution" | "frontEndMaxConnections" | "kind" | "latencyMs"
+  >,
+): HostSpec {
+  const host: HostSpec = {
+    name: `${dashed(domain)}.mail.protection.outlook.test`,
+    preference: 0,
+    kind: opts.kind ?? "microsoft365",
+    frontEnd: opts.label ?? GENERATED_FRONT_END.label,
+    tenantAttribution: opts.tenantAttribution ?? true,
+  };
+  if (opts.frontEndMaxConnections !== undefined) host.frontEndMaxConnections = opts.frontEndMaxConnections;
+  if (opts.latencyMs !== undefined) host.latencyMs = opts.latencyMs;
+  return host;
+}
+
+/**
+ * N tenant domains on one multi-tenant front end (Exchange Online Protection style): each domain's
+ * own MX name, all of them on one IP, one listener and one counters object.
+ */
+export function tenantFrontEnd(opts: TenantFrontEndOptions): DomainSpec[] {
+  const perTenant = opts.mailboxesPerTenant ?? 3;
+  const mailboxes = Array.from({ length: perTenant }, (_, i) => `user${(i + 1).toString()}`);
+  return Array.from({ length: opts.tenants }, (_, i) => {
+    const name = `${opts.domainPrefix ?? "tenant"}${(i + 1).toString()}.test`;
+    return { name, hosts: [tenantHost(name, opts)], mailboxes: [...mailboxes] };
+  });
 }

@@ -1,8 +1,10 @@
 // Rules shared by the simulated hosts (smtp-host.ts) and the ground truth (expectation.ts), so the
 // two cannot drift apart: postmaster/abuse handling, greylisting wordings, unknown-user wordings,
-// Postfix-style error limits, and the stock reply texts of real mail software.
+// Postfix-style error limits, per-recipient refusals, front ends, and the stock reply texts of
+// real mail software.
 
-import type { DomainSpec, FixedReply, HostSpec, ServerKind } from "./types.ts";
+import { normalizeName } from "./dns-server.ts";
+import type { CloseOnRcpt, DomainSpec, FixedReply, HostSpec, ServerKind } from "./types.ts";
 
 /**
  * Real reply texts, for HostSpec/DomainSpec.unknownUserReply and blockExceptPostmaster ("%a" is
@@ -34,6 +36,29 @@ export const STOCK_REPLIES = {
   eximAdministrativeProhibition: { code: 550, text: "Administrative prohibition" },
   /** A terse policy refusal that does not name the block either. */
   plainRejected: { code: 550, text: "5.7.1 Rejected" },
+  /**
+   * Mimecast, a personal block list entry of the recipient for our address ("A personal block
+   * policy is in place for the email address/domain": Mimecast's SMTP error code reference, the
+   * link below; sisimai's Mimecast table; seen in the wild as "550 Envelope blocked - User
+   * Entry"). The default DomainSpec.senderBlockReply.
+   */
+  mimecastUserEntry: {
+    code: 550,
+    text: "Envelope blocked - User Entry - https://community.mimecast.com/docs/DOC-1369#550",
+  },
+  /** Mimecast, the same for a personal block of our whole domain. */
+  mimecastUserDomainEntry: {
+    code: 550,
+    text: "Envelope blocked - User Domain Entry - https://community.mimecast.com/docs/DOC-1369#550",
+  },
+  /**
+   * Barracuda Email Security Service refusing a recipient whose (per-user or per-domain) policy
+   * blocks the message, as Postfix logs it: "host d290004a.ess.barracudanetworks.com said: 550
+   * permanent failure for one or more recipients (wlin@evga.com:blocked) (in reply to end of DATA
+   * command)" (a bounce quoted in a public repository). Barracuda says it after DATA; the
+   * simulator says it at RCPT, the only place a verifier could see it.
+   */
+  barracudaBlocked: { code: 550, text: "permanent failure for one or more recipients (%a:blocked)" },
 } as const satisfies Record<string, FixedReply>;
 
 // ---------------------------------------------------------------------------------------------
@@ -115,6 +140,105 @@ export function configuredUnknownUser(
 ): FixedReply | undefined {
   const reply = domain.unknownUserReply ?? host.unknownUserReply;
   return reply && { code: reply.code, text: reply.text.replace(/%a/g, address) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-recipient refusals of a mailbox that exists, and recipients that end the connection.
+
+/** The refusal of a mailbox that blocks our sender (DomainSpec.senderBlockReply), "%a" filled. */
+export function senderBlockReply(domain: DomainSpec, address: string): FixedReply {
+  const reply = domain.senderBlockReply ?? STOCK_REPLIES.mimecastUserEntry;
+  return { code: reply.code, text: reply.text.replace(/%a/g, address) };
+}
+
+/** Gmail's per-recipient rate refusal (DomainSpec.busyMailboxes), "\n" between its lines. */
+export function receivingTooQuicklyReply(traceId: string): FixedReply {
+  return {
+    code: 450,
+    text: [
+      "4.2.1 The user you are trying to contact is receiving mail too quickly. Please",
+      "4.2.1 resend your message at a later time. If the user is able to receive",
+      "4.2.1 mail at that time, your message will be delivered. For more",
+      "4.2.1 information, go to",
+      `4.2.1  https://support.google.com/mail/?p=ReceivingRate ${traceId} - gsmtp`,
+    ].join("\n"),
+  };
+}
+
+/** The closeOnRcpt entry for this (lowercase) local part, if it ends the connection. */
+export function closeOnRcptFor(domain: DomainSpec, local: string): CloseOnRcpt | undefined {
+  return domain.closeOnRcpt?.find((c) => c.local.toLowerCase() === local);
+}
+
+/** The 421 of a closeOnRcpt entry (action "421"). */
+export function closeOnRcptReply(entry: CloseOnRcpt): FixedReply {
+  return { code: 421, text: entry.text ?? "4.7.0 IP not in whitelist for RCPT domain, closing connection." };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Routing and front ends.
+
+/** Hosts reachable through DNS: every MX target, and hosts[0] of A-only domains. */
+export function routedHosts(domain: DomainSpec): HostSpec[] {
+  const hosts = domain.hosts ?? [];
+  switch (domain.dns ?? "mx") {
+    case "mx":
+      return hosts;
+    case "a_only":
+      return hosts.slice(0, 1);
+    case "null_mx":
+    case "nxdomain":
+    case "no_records":
+    case "servfail":
+    case "timeout":
+      return [];
+  }
+}
+
+/**
+ * The spec each front end's listener runs, by normalized label: its first member with an address
+ * in domain order, host order, counting only the first definition of each host name (the one the
+ * simulator serves when several domains list the same name).
+ */
+export function frontEndSpecs(domains: readonly DomainSpec[]): Map<string, HostSpec> {
+  const specs = new Map<string, HostSpec>();
+  const seen = new Set<string>();
+  for (const domain of domains) {
+    for (const host of routedHosts(domain)) {
+      const name = normalizeName(host.name);
+      if (seen.has(name)) continue;
+      seen.add(name);
+      if (host.frontEnd === undefined || host.hasAddress === false) continue;
+      const label = normalizeName(host.frontEnd);
+      if (!specs.has(label)) specs.set(label, host);
+    }
+  }
+  return specs;
+}
+
+/**
+ * How a host behaves: its front end's listener settings with its own per-name fields (name,
+ * preference, hasAddress), or the host itself when it is not part of a front end.
+ */
+export function effectiveHost(host: HostSpec, frontEnds: ReadonlyMap<string, HostSpec>): HostSpec {
+  const listener = host.frontEnd === undefined ? undefined : frontEnds.get(normalizeName(host.frontEnd));
+  if (!listener || listener === host) return host;
+  const own: HostSpec = { ...listener, name: host.name };
+  if (host.preference === undefined) delete own.preference;
+  else own.preference = host.preference;
+  if (host.hasAddress === undefined) delete own.hasAddress;
+  else own.hasAddress = host.hasAddress;
+  return own;
+}
+
+/** Postfix anvil's refusal of a connection over smtpd_client_connection_count_limit (smtpd.c). */
+export function tooManyConnectionsReply(hostName: string, clientAddress: string): FixedReply {
+  return { code: 421, text: `4.7.0 ${hostName} Error: too many connections from ${clientAddress}` };
+}
+
+/** Exchange Online Protection's refusal of a recipient of another tenant in the same transaction. */
+export function crossTenantReply(hostName: string): FixedReply {
+  return { code: 452, text: `4.5.3 Recipients belong to multiple regions ATTR38 [${hostName}]` };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -22,12 +22,18 @@ import { SMTPServer } from "smtp-server";
 import type { SMTPServerAddress, SMTPServerSession } from "smtp-server";
 
 import {
+  closeOnRcptFor,
+  closeOnRcptReply,
   configuredUnknownUser,
+  crossTenantReply,
   errorLimits,
   greylistApplies,
   greylistReply,
   isRoleAddress,
+  receivingTooQuicklyReply,
   roleExists,
+  senderBlockReply,
+  tooManyConnectionsReply,
 } from "./rules.ts";
 import type { ErrorLimits } from "./rules.ts";
 import type { DomainSpec, FixedReply, HostCounters, HostSpec, ServerKind } from "./types.ts";
@@ -280,15 +286,17 @@ interface ServedDomain {
   mailboxes: Set<string>;
   full: Set<string>;
   disabled: Set<string>;
+  senderBlocked: Set<string>;
+  busy: Set<string>;
 }
 
 export interface SmtpHostConfig {
-  /** Normalized (lowercase) host name; also the smtp-server `name`. */
+  /** Normalized (lowercase) host name, or a front end's label; also the smtp-server `name`. */
   name: string;
   spec: HostSpec;
   address: string;
   latencyMs: number;
-  /** Domains routed to this host (MX target or A-only address), by lowercase name. */
+  /** Domains routed to this host (MX target or A-only address; every member's, for a front end). */
   domains: readonly DomainSpec[];
   greylist: Greylist;
 }
@@ -301,6 +309,10 @@ interface SessionState {
   rcptInTransaction: number;
   /** RCPT commands that reached recipient processing in this connection (maxRcptPerConnection). */
   rcptInSession: number;
+  /** The tenant (domain) of the transaction's first accepted RCPT (tenantAttribution). */
+  tenant: string | undefined;
+  /** Ends the connection once the replies already owed have left (set once smtp-server has it). */
+  closeConnection: (() => void) | undefined;
   /** Error replies sent so far (the Postfix error_count). */
   errors: number;
   /** The hard error limit was hit: nothing more is processed or said but the 421. */
@@ -334,6 +346,8 @@ function emptyCounters(open = 0): HostCounters {
     tlsSessions: 0,
     violations: [],
     greylistPassed: [],
+    connectionLimitRefusals: 0,
+    crossTenantRefusals: 0,
   };
 }
 
@@ -344,6 +358,8 @@ function newState(id: string, counters: HostCounters, index: number, socket?: ne
     index,
     rcptInTransaction: 0,
     rcptInSession: 0,
+    tenant: undefined,
+    closeConnection: undefined,
     errors: 0,
     dead: false,
     after421At: undefined,
@@ -368,6 +384,8 @@ function serve(spec: DomainSpec): ServedDomain {
     mailboxes: lowerSet(spec.mailboxes),
     full: lowerSet(spec.fullMailboxes),
     disabled: lowerSet(spec.disabledMailboxes),
+    senderBlocked: lowerSet(spec.senderBlockedMailboxes),
+    busy: lowerSet(spec.busyMailboxes),
   };
 }
 
@@ -500,15 +518,25 @@ export class SmtpHost {
         callback();
       },
       onMailFrom: (_address, session, callback) => {
-        this.session(session.id).rcptInTransaction = 0;
+        const state = this.session(session.id);
+        state.rcptInTransaction = 0;
+        state.tenant = undefined;
         callback();
       },
       onRcptTo: (address, session, callback) => {
-        if (this.session(session.id).counters === this.stats) {
+        const state = this.session(session.id);
+        if (state.counters === this.stats) {
           const rcpt = address.address.toLowerCase();
           this.stats.rcptByAddress[rcpt] = (this.stats.rcptByAddress[rcpt] ?? 0) + 1;
         }
         const reply = this.rcptDecision(address, session);
+        if (reply === "drop") {
+          // No reply, ever: `dead` silences smtp-server and swallows whatever was pipelined.
+          state.dead = true;
+          state.closeConnection?.();
+          callback(null);
+          return;
+        }
         callback(reply ? new ReplyError(reply.code, reply.text) : null);
       },
       onClose: (session) => this.endSession(session.id),
@@ -523,7 +551,7 @@ export class SmtpHost {
     const id = `${this.name}#${(++this.sessionSeq).toString()}`;
     const state = this.track(socket, id);
     delayWrites(socket, this.latencyMs);
-    const fixed = this.fixedGreeting();
+    const fixed = this.fixedGreeting(socket);
     if (fixed) {
       state.repliesOut = 1;
       if (fixed.code >= 400) this.countError(state);
@@ -581,7 +609,13 @@ export class SmtpHost {
   }
 
   /** The reply that replaces the SMTP session, if this connection gets one. */
-  private fixedGreeting(): Reply | undefined {
+  private fixedGreeting(socket: net.Socket): Reply | undefined {
+    // Postfix anvil counts the connection being accepted too: over the limit once it is in.
+    const concurrency = this.spec.frontEndMaxConnections;
+    if (concurrency !== undefined && this.sessions.size > concurrency) {
+      this.stats.connectionLimitRefusals++;
+      return tooManyConnectionsReply(this.name, socket.remoteAddress ?? "unknown");
+    }
     const limit = this.spec.rateLimitAfterConnections;
     if (limit !== undefined && this.connectionsSinceStart > limit) {
       return { code: 421, text: `4.7.0 ${this.name} Too many connections from your IP, try again later` };
@@ -675,6 +709,7 @@ export class SmtpHost {
     if (!connection) return;
     const send = connection.send.bind(connection);
     const close = connection.close.bind(connection);
+    state.closeConnection = () => connection.close();
     const onCommand = connection._onCommand.bind(connection);
     const limits = this.limits;
     connection.send = (code, data, context) => {
@@ -780,8 +815,8 @@ export class SmtpHost {
     return this.sessions.get(id) ?? newState(id, emptyCounters(), 0);
   }
 
-  /** The reply for a RCPT TO, or undefined to accept it. */
-  private rcptDecision(address: SMTPServerAddress, session: SMTPServerSession): Reply | undefined {
+  /** The reply for a RCPT TO, "drop" to close without one, or undefined to accept it. */
+  private rcptDecision(address: SMTPServerAddress, session: SMTPServerSession): Reply | "drop" | undefined {
     const state = this.session(session.id);
     state.rcptInTransaction++;
     state.rcptInSession++;
@@ -794,7 +829,14 @@ export class SmtpHost {
     const at = recipient.lastIndexOf("@");
     const domain = this.domains.get(recipient.slice(at + 1));
     if (at < 0 || !domain) return { code: 554, text: `5.7.1 <${recipient}>: Relay access denied` };
+    const tenant = domain.spec.name.toLowerCase();
+    if (this.spec.tenantAttribution && state.tenant !== undefined && state.tenant !== tenant) {
+      this.stats.crossTenantRefusals++;
+      return crossTenantReply(this.name);
+    }
     const local = recipient.slice(0, at);
+    const closing = closeOnRcptFor(domain.spec, local);
+    if (closing) return closing.action === "drop" ? "drop" : closeOnRcptReply(closing);
     const block = this.spec.blockExceptPostmaster;
     if (block && !isRoleAddress(local)) return block;
     if (greylistApplies(domain.spec, local)) {
@@ -813,10 +855,14 @@ export class SmtpHost {
         });
       }
     }
-    return this.mailboxDecision(domain, local, recipient);
+    const decision = this.mailboxDecision(domain, local, recipient);
+    if (decision === undefined && this.spec.tenantAttribution) state.tenant ??= tenant;
+    return decision;
   }
 
   private mailboxDecision(domain: ServedDomain, local: string, recipient: string): Reply | undefined {
+    if (domain.senderBlocked.has(local)) return senderBlockReply(domain.spec, recipient);
+    if (domain.busy.has(local)) return receivingTooQuicklyReply(traceId());
     if (domain.full.has(local)) return this.persona.mailboxFull(recipient);
     if (domain.disabled.has(local)) return this.persona.disabled(recipient);
     if (domain.mailboxes.has(local) || domain.spec.catchAll === true) return undefined;

@@ -100,6 +100,57 @@ export interface HostSpec {
   unknownUserReply?: FixedReply;
   /** Per-command reply latency override for this host (ms). */
   latencyMs?: number;
+  /**
+   * Multi-tenant front end (Exchange Online Protection: every tenant's own MX name,
+   * <domain-with-dashes>.mail.protection.outlook.com, resolves to the same shared IPs): every
+   * host name with the same label shares ONE listener on ONE loopback address
+   * (each name's A record points there), serving the domains of all of them, with ONE counters
+   * object: the connection count, concurrency and politeness limits are per IP, not per name.
+   * The label is the front end's own host name: its banner, EHLO greeting and PTR record. Every
+   * setting of the listener (kind, latency, connect/RCPT behaviour, limits, tenantAttribution,
+   * frontEndMaxConnections…) comes from the first member met in domain order, host order, as for
+   * a host name shared by several domains; per name stay `name`, `preference` and `hasAddress`.
+   * A label must not be the name of a host outside its front end.
+   */
+  frontEnd?: string;
+  /**
+   * At most this many simultaneous connections to this listener (per IP: the whole front end);
+   * one more gets Postfix anvil's refusal at connect, "421 4.7.0 <host> Error: too many
+   * connections from <client ip>" (smtpd.c, smtpd_client_connection_count_limit, stock 50), and
+   * is closed. Counted in HostCounters.connectionLimitRefusals. A politeness trap, not truth.
+   * (Exchange Online says "451 4.7.652 The mail server [ip] has exceeded the maximum number of
+   * connections. (S3115)", and only at MAIL FROM: sisimai's Microsoft table.)
+   */
+  frontEndMaxConnections?: number;
+  /**
+   * Tenant attribution (Exchange Online Protection): each served domain is one tenant. Within a
+   * transaction, once a RCPT of one tenant was accepted (2xx), a RCPT of another tenant's domain
+   * gets "452 4.5.3 Recipients belong to multiple regions ATTR38 [<host>]" — EOP's reply when one
+   * message's recipients span tenants it cannot attribute together (quoted from EOP in
+   * AfterShip/email-verifier's smtp.go and reacherhq/check-if-email-exists issue 1334; EOP says
+   * so for tenants in different regions, the simulator for any two tenants: the harsher case).
+   * A new MAIL FROM (after RSET, or a new EHLO) starts over. A 452 4.5.3 is what RFC 5321
+   * §4.5.3.1.10 clients answer by sending the rest in a new transaction. Counted in
+   * HostCounters.crossTenantRefusals. A politeness trap, not truth.
+   */
+  tenantAttribution?: boolean;
+}
+
+/** A recipient that makes the host give up on the connection (DomainSpec.closeOnRcpt). */
+export interface CloseOnRcpt {
+  /** Local part (case-insensitive) of the culprit. */
+  local: string;
+  /**
+   * "421": the host replies "421 4.7.0 IP not in whitelist for RCPT domain, closing connection."
+   * (Google Workspace's refusal when the recipient domain only accepts mail from listed gateway
+   * IPs: Google's SMTP error reference, support.google.com/a/answer/3726730, quoted in sisimai's
+   * Google table) and closes. "drop": the host closes the TCP connection without a reply right
+   * after reading that RCPT. Either way, pipelined commands behind it are never answered, and
+   * every later connection does the same for that recipient.
+   */
+  action: "421" | "drop";
+  /** Replaces the text after "421 " (action "421" only). */
+  text?: string;
 }
 
 /** How the domain looks in DNS. */
@@ -157,6 +208,34 @@ export interface DomainSpec {
   fullMailboxes?: string[];
   /** Local parts whose account is disabled: "550 5.2.1 Account disabled". */
   disabledMailboxes?: string[];
+  /**
+   * Local parts whose mailbox exists but blocks our sender (a personal block list entry): they get
+   * senderBlockReply at RCPT. Ground truth: unknown "recipient_blocks_sender" (the mailbox exists,
+   * nothing tells whether it would accept another sender).
+   */
+  senderBlockedMailboxes?: string[];
+  /**
+   * The refusal of senderBlockedMailboxes ("%a" = the address). Default Mimecast's "550 Envelope
+   * blocked - User Entry - https://community.mimecast.com/docs/DOC-1369#550" (STOCK_REPLIES in
+   * rules.ts, with other real wordings).
+   */
+  senderBlockReply?: FixedReply;
+  /**
+   * Local parts whose mailbox exists but is receiving mail too fast, whatever the host's kind:
+   * Gmail's per-recipient rate refusal, multi-line as Gmail sends it, "450-4.2.1 The user you
+   * are trying to contact is receiving mail too quickly. Please …
+   * https://support.google.com/mail/?p=ReceivingRate <id> - gsmtp" (Google's SMTP error reference,
+   * support.google.com/a/answer/3726730; sisimai's Google table). Every RCPT to them gets it; the
+   * other recipients of the session are served normally. Ground truth: unknown "rate_limited".
+   */
+  busyMailboxes?: string[];
+  /**
+   * Recipients that end the connection (see CloseOnRcpt); the other recipients of the domain are
+   * decided normally. Ground truth for a culprit: "421" → its reply classified as a fixed reply
+   * (the default text → unknown "rate_limited", as the engine's temp_421 rule has it); "drop" →
+   * unknown "connection_dropped".
+   */
+  closeOnRcpt?: CloseOnRcpt[];
 }
 
 export interface WorldSpec {
@@ -165,7 +244,10 @@ export interface WorldSpec {
   latencyMs?: number;
 }
 
-/** Per-host counters, read by tests and benchmarks (politeness assertions). */
+/**
+ * Per-listener counters, read by tests and benchmarks (politeness assertions). A listener is one
+ * loopback IP: a host, or a whole front end (HostSpec.frontEnd) whatever name was dialled.
+ */
 export interface HostCounters {
   connections: number;
   /** Connections open right now. */
@@ -190,6 +272,10 @@ export interface HostCounters {
   violations: string[];
   /** Greylisting triplets this host let through, when they first passed (epoch ms). */
   greylistPassed: GreylistPass[];
+  /** Connections refused at connect because frontEndMaxConnections were already open. */
+  connectionLimitRefusals: number;
+  /** RCPTs refused because the transaction already had an accepted recipient of another tenant. */
+  crossTenantRefusals: number;
 }
 
 export interface GreylistPass {
@@ -213,10 +299,16 @@ export interface MailWorld {
   readonly dns: { host: string; port: number };
   /** Every simulated SMTP host listens on this port at its own 127.x.y.z address. Pass as SMTP_PORT. */
   readonly smtpPort: number;
-  /** Loopback address the named host listens on (also what its A record says). */
+  /** Loopback address the named host (or front-end label) listens on (also its A record). */
   addressOf(hostName: string): string;
+  /** Counters of the listener behind a host name or front-end label: shared by a front end's names. */
   counters(hostName: string): HostCounters;
-  /** Counters of every host, by host name. */
+  /** Counters of the listener on this loopback address. */
+  countersOfAddress(address: string): HostCounters;
+  /**
+   * Counters of every listener, each once: by host name, and by its label for a front end (so
+   * summing them counts every connection once).
+   */
   allCounters(): Map<string, HostCounters>;
   resetCounters(): void;
   /**

@@ -35,31 +35,130 @@ void test("a recognised reply is decided by its rule, whatever the server said o
   assert.deepEqual(blocked.verdict, { kind: "unknown", reason: "ip_blocklisted" });
 });
 
-void test("an unrecognised rejection: accepted ordinary recipient → missing; control + alike probe → missing", () => {
-  assert.equal(
-    decideReply("a@x.test", UNROUTEABLE, { ...none, acceptedOrdinary: "host" }).verdict.kind,
-    "mailbox_missing",
-  );
-  const alike: ServerEvidence = {
-    acceptedOrdinary: null,
+void test("an unrecognised rejection alike the probe's, from a server that takes our mail → missing", () => {
+  const probe = { address: "zz9@x.test", reply: UNROUTEABLE };
+  const withControl = decideReply("a@x.test", UNROUTEABLE, {
+    ...none,
     control: "accepted",
-    probeRejection: { address: "zz9@x.test", reply: UNROUTEABLE },
-  };
-  const d = decideReply("a@x.test", UNROUTEABLE, alike);
-  assert.equal(d.verdict.kind, "mailbox_missing");
-  assert.match(d.evidence, /^evidence: .*postmaster accepted; probe rejected alike/);
-  // A different wording for the probe is no evidence.
-  const differs = decideReply("a@x.test", UNROUTEABLE, {
-    ...alike,
-    probeRejection: { address: "zz9@x.test", reply: r(550, "Rejected") },
+    probeRejection: probe,
   });
-  assert.deepEqual(differs.verdict, { kind: "unknown", reason: "unclassified_rejection" });
-  // Postmaster refused as well: the server may be refusing us.
-  const refused = decideReply("a@x.test", UNROUTEABLE, { ...alike, control: "rejected" });
+  assert.equal(withControl.verdict.kind, "mailbox_missing");
+  assert.match(withControl.evidence, /^evidence: .*postmaster accepted; probe rejected alike/);
+  // An ordinary acceptance shows it as well as postmaster does, in this session or recently on this host.
+  for (const where of ["session", "host"] as const) {
+    const d = decideReply("a@x.test", UNROUTEABLE, {
+      ...none,
+      acceptedOrdinary: where,
+      probeRejection: probe,
+    });
+    assert.equal(d.verdict.kind, "mailbox_missing", where);
+    assert.match(d.evidence, /accepted an ordinary recipient .*; probe rejected alike$/);
+  }
+  // Evidence never decides a 4xx.
+  const grey = decideReply("a@x.test", r(450, "Unrouteable address"), {
+    ...none,
+    control: "accepted",
+    probeRejection: probe,
+  });
+  assert.equal(grey.verdict.kind, "unknown");
+});
+
+void test("an accepted recipient alone is no evidence: a per-user refusal stays unknown", () => {
+  // Barracuda answers an unknown user with its cuda_nsu line (smtp-field-manual); a bare "550 Blocked" for one
+  // recipient of a server that took another is a refusal of us, not "no such mailbox" (the old rule said missing).
+  const probe = {
+    address: "zz9@x.test",
+    reply: r(550, "cuda_nsu 5.1.1 <zz9@x.test> Recipient address rejected: User unknown"),
+  };
+  const blocked = decideReply("a@x.test", r(550, "Blocked"), {
+    acceptedOrdinary: "session",
+    control: "accepted",
+    probeRejection: probe,
+  });
+  assert.deepEqual(blocked.verdict, { kind: "unknown", reason: "unclassified_rejection" });
+  assert.match(blocked.evidence, /^no evidence: .*the probe was not rejected alike/);
+  // Without a probe rejection to compare with, nothing decides either.
+  const noProbe = decideReply("a@x.test", UNROUTEABLE, {
+    ...none,
+    acceptedOrdinary: "session",
+    control: "accepted",
+  });
+  assert.deepEqual(noProbe.verdict, { kind: "unknown", reason: "unclassified_rejection" });
+  assert.match(noProbe.evidence, /^no evidence: .*no rejection of the probe/);
+  // Mimecast's personal block list has a rule of its own: recognised, never left to evidence.
+  const mimecast = decideReply(
+    "a@x.test",
+    r(
+      550,
+      "Envelope blocked - User Entry - https://community.mimecast.com/docs/DOC-1369#550 [gz1Vvz1VN9ikuIVSF81-Wg.au11]",
+    ),
+    {
+      acceptedOrdinary: "session",
+      control: "accepted",
+      probeRejection: {
+        address: "zz9@x.test",
+        reply: r(
+          550,
+          "Invalid Recipient - https://community.mimecast.com/docs/DOC-1369#550 [fTJx9bYQOlq2Dg.uk1]",
+        ),
+      },
+    },
+  );
+  assert.deepEqual(mimecast.verdict, { kind: "unknown", reason: "recipient_blocks_sender" });
+  assert.match(mimecast.evidence, /^rule recipient_blocks_sender: RCPT 550/);
+});
+
+void test("probe rejected alike, but nothing shows the server takes our mail → unknown", () => {
+  const probe = { address: "zz9@x.test", reply: UNROUTEABLE };
+  const refused = decideReply("a@x.test", UNROUTEABLE, {
+    ...none,
+    control: "rejected",
+    probeRejection: probe,
+  });
   assert.deepEqual(refused.verdict, { kind: "unknown", reason: "unclassified_rejection" });
   assert.match(refused.evidence, /^no evidence: .*postmaster rejected too/);
-  // 4xx is never decided by evidence.
-  assert.equal(decideReply("a@x.test", r(450, "Unrouteable address"), alike).verdict.kind, "unknown");
+  const controlUnknown = decideReply("a@x.test", UNROUTEABLE, { ...none, probeRejection: probe });
+  assert.deepEqual(controlUnknown.verdict, { kind: "unknown", reason: "unclassified_rejection" });
+  assert.match(controlUnknown.evidence, /nothing shows the server takes our mail/);
+});
+
+void test("alike means the same enhanced code too, and ignores per-reply ids", () => {
+  const takes: ServerEvidence = { acceptedOrdinary: "session", control: "accepted", probeRejection: null };
+  // 5.4.310 and 5.4.316 both vanish from the text as "ids"; the enhanced code still tells them apart.
+  const differs = decideReply("a@x.test", r(550, "5.4.310 Unrouteable address"), {
+    ...takes,
+    probeRejection: { address: "zz9@x.test", reply: r(550, "5.4.316 Unrouteable address") },
+  });
+  assert.deepEqual(differs.verdict, { kind: "unknown", reason: "unclassified_rejection" });
+  assert.match(differs.evidence, /the probe was not rejected alike/);
+  // Trace ids differ from reply to reply: still alike.
+  const ids = decideReply(
+    "a@x.test",
+    r(550, "Unrouteable address <a@x.test> [gz1Vvz1VN9ikuIVSF81-Wg.au11]"),
+    {
+      ...takes,
+      probeRejection: {
+        address: "q8w7e6r5t4@x.test",
+        reply: r(550, "Unrouteable address <q8w7e6r5t4@x.test> [fTJx9bYQOlq2Dg.uk1]"),
+      },
+    },
+  );
+  assert.equal(ids.verdict.kind, "mailbox_missing");
+});
+
+void test("recognised no-such-user wordings are invalid by their rule, with no probe at all", () => {
+  for (const [code, text] of [
+    [550, "No Such User Here"],
+    [511, "sorry, no mailbox here by that name (#5.1.1 - chkuser)"],
+    [
+      554,
+      "delivery error: dd This user doesn't have a yahoo.com account (a@x.test) [0] - mta1002.mail.ir2.yahoo.com",
+    ],
+  ] as const) {
+    const d = decideReply("a@x.test", r(code, text), none);
+    assert.equal(d.verdict.kind, "mailbox_missing", text);
+    assert.match(d.evidence, /^rule missing_text: /, text);
+  }
 });
 
 void test("replies compare modulo the address and per-reply ids", () => {
@@ -72,6 +171,14 @@ void test("replies compare modulo the address and per-reply ids", () => {
     ),
   );
   assert.ok(!sameReply(r(550, "Unrouteable address"), "a@x.test", r(551, "Unrouteable address"), "b@x.test"));
+  assert.ok(
+    !sameReply(
+      r(550, "5.4.310 Unrouteable address"),
+      "a@x.test",
+      r(550, "5.4.316 Unrouteable address"),
+      "b@x.test",
+    ),
+  );
 });
 
 void test("server evidence: this session's answers first, then what earlier sessions and the host taught", () => {

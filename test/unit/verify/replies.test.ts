@@ -378,8 +378,8 @@ void test("(b) closed, terminated, expired, no-longer-valid and moved mailboxes 
   );
   // A state the server itself calls temporary is not a closed mailbox.
   assert.equal(verdictOf(550, "Recipient Rejected: Temporarily inactive"), "unknown:temporary_failure");
-  // "blocked" about us is a refusal, not a closed account.
-  assert.equal(verdictOf(550, "You have been blocked by the recipient"), "unknown:policy_rejection");
+  // "blocked" about us is the recipient's refusal of our sender, not a closed account.
+  assert.equal(verdictOf(550, "You have been blocked by the recipient"), "unknown:recipient_blocks_sender");
 });
 
 void test("(c) non-English replies of large European ISPs", () => {
@@ -517,6 +517,46 @@ void test("(3) sender-blaming replies in other languages", () => {
   );
 });
 
+void test("the recipient's block of our sender is never a mailbox verdict, whatever code it comes with", () => {
+  // Mimecast's personal block list: the mailbox exists.
+  assert.equal(
+    verdictOf(
+      550,
+      "Envelope blocked - User Entry - https://community.mimecast.com/docs/DOC-1369#550 [gz1Vvz1VN9ikuIVSF81-Wg.au11]",
+    ),
+    "unknown:recipient_blocks_sender",
+  );
+  // Under a mailbox code (Facebook 5.1.1) or a policy code (Interia 5.7.1), the block still wins.
+  assert.equal(
+    verdictOf(
+      550,
+      "5.1.1 RCP-P2 http://postmaster.facebook.com/response_codes?ip=192.0.2.135#rcp Refused due to recipient preferences",
+    ),
+    "unknown:recipient_blocks_sender",
+  );
+  assert.equal(verdictOf(550, "5.7.1 Recipient doesn't want your mail"), "unknown:recipient_blocks_sender");
+  // Our IP named wins: that refusal is about us, for every recipient.
+  assert.equal(verdictOf(550, "5.7.1 IP address blacklisted by recipient"), "unknown:ip_blocklisted");
+  // The recipient's domain refusing us is policy; the administrator's Blocked Senders policy too.
+  assert.equal(verdictOf(541, "5.4.1 Mail rejected by destination domain"), "unknown:policy_rejection");
+  assert.equal(verdictOf(550, "Mail rejected by the recipient domain"), "unknown:policy_rejection");
+  assert.equal(
+    verdictOf(
+      550,
+      "Rejected by header based Blocked Senders: probe@mailprobe.example - https://community.mimecast.com/docs/DOC-1369#550 [x1]",
+    ),
+    "unknown:policy_rejection",
+  );
+  // Mimecast's unknown recipient is still a missing mailbox.
+  assert.equal(
+    verdictOf(
+      550,
+      "Invalid Recipient - https://community.mimecast.com/docs/DOC-1369#550 [fTJx9bYQOlq2Dg.uk1]",
+    ),
+    "mailbox_missing",
+  );
+});
+
 void test("a 4 KB adversarial line is classified quickly (no catastrophic backtracking)", () => {
   const lines = [
     "user ".repeat(820),
@@ -532,6 +572,8 @@ void test("a 4 KB adversarial line is classified quickly (no catastrophic backtr
     "boite " + "b".repeat(4080) + " pleine",
     "exceeded ".repeat(450) + "rate",
     " ".repeat(4096),
+    "blocked by " + "the ".repeat(1020) + "recipient",
+    "does".repeat(1020) + " want your mail",
   ];
   for (const code of [550, 450]) {
     for (const text of lines) {

@@ -45,6 +45,8 @@ export const UNKNOWN_REASON_MEANING: Record<string, string> = {
     "The mail server refused to talk to this service's IP address (a blocklist), so it said nothing about the mailbox.",
   policy_rejection:
     "The mail server refused our check for a policy reason that does not concern the mailbox.",
+  recipient_blocks_sender:
+    "The recipient has blocked the sender address this service checks with (a personal block list). That points to a mailbox that exists, so it is not called invalid, but the server would not confirm it; retrying will not change it.",
   rate_limited: "The mail server asked us to slow down before it would answer.",
   temporary_failure: "The mail server reported a temporary problem.",
   dns_timeout: "The domain's DNS did not answer in time.",
