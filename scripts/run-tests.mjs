@@ -60,31 +60,19 @@ if (usePg) {
   cleanup = async () => rmSync(dir, { recursive: true, force: true });
 }
 
-// Suites whose bounds measure this process's event loop under load (/healthz within 1 s while
-// twenty heavy uploads parse): beside another test file on a 2-core machine they measure the
-// neighbour too (1,085 ms once). They run after the rest, alone.
-const ALONE = new Set(["test/integration/faults/hostile-load.test.ts"]);
-const together = files.filter((f) => !ALONE.has(f));
-const alone = files.filter((f) => ALONE.has(f));
-
-const run = (list, concurrency) =>
-  list.length === 0
-    ? 0
-    : (spawnSync(
-        process.execPath,
-        [
-          "--import",
-          "tsx",
-          "--test",
-          `--test-concurrency=${concurrency}`,
-          "--test-timeout=300000",
-          "--test-reporter=spec",
-          ...list,
-        ],
-        { cwd: root, stdio: "inherit", env },
-      ).status ?? 1);
-
-const first = run(together, env.TEST_CONCURRENCY ?? "2");
-const second = run(alone, "1");
+const concurrency = env.TEST_CONCURRENCY ?? "2";
+const result = spawnSync(
+  process.execPath,
+  [
+    "--import",
+    "tsx",
+    "--test",
+    `--test-concurrency=${concurrency}`,
+    "--test-timeout=300000",
+    "--test-reporter=spec",
+    ...files,
+  ],
+  { cwd: root, stdio: "inherit", env },
+);
 await cleanup();
-process.exit(first !== 0 ? first : second);
+process.exit(result.status ?? 1);

@@ -2,7 +2,7 @@
 // (embedded PGlite: API, workers and dispatcher in the one process that used to die). While they
 // run, this file samples the server's resident memory (VmRSS from /proc, every 25 ms) and polls
 // /healthz (every 50 ms). It asserts that every request gets its answer in the error envelope,
-// that the server's RSS stays under MAX_RSS_MB and that /healthz never takes a second: a liveness
+// that the server's RSS stays under MAX_RSS_MB and that /healthz never takes two seconds: a liveness
 // bound (the event loop is never blocked for long), not a performance figure. Before the
 // per-file budgets one 92-sheet workbook cost +1.8 GB and three killed the process; the JSON of
 // 2.6 M items froze /healthz for 53 s. Now lists are parsed on worker threads
@@ -42,7 +42,13 @@ import {
  * below that cap. Measured peak: ~770 MB.
  */
 const MAX_RSS_MB = 1_024;
-const MAX_HEALTHZ_MS = 1_000;
+/**
+ * A liveness bound, not a performance figure: the failures it guards against froze /healthz for
+ * 3.5 to 53 s. With nothing wrong, the slowest answer of the heaviest upload round reached
+ * 1,032-1,085 ms on a 2-core machine busy with other test files, so the bound is 2 s; each
+ * round's slowest answer is printed with its figures.
+ */
+const MAX_HEALTHZ_MS = 2_000;
 
 const skip =
   process.platform !== "linux"
