@@ -235,11 +235,12 @@ export async function uploadTaskFile(
   if (fields.email_column !== undefined) form.append("email_column", String(fields.email_column));
   form.append("file", file, filename);
   // The document types the multipart fields as strings (`file` is "binary"), which a FormData is
-  // not; it goes through a pass-through serializer, and fetch sets the multipart boundary.
+  // not; it goes through a pass-through serializer, and fetch sets the multipart boundary. No
+  // dry_run is sent, so the operation's other success answer (the 200 price) cannot come back.
   return client.POST("/api/v1/tasks/batch/upload", {
     body: form as never,
     bodySerializer: (body: unknown) => body as FormData,
-  });
+  }) as Promise<ApiResult<Upload>>;
 }
 
 export interface WaitForTaskOptions {

@@ -68,6 +68,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/api/v1/auth/session/policy": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Session lifetime
+     * @description How long a dashboard session lasts (SESSION_TTL_SECONDS) and how long renewals may extend it (SESSION_MAX_HOURS). Needs no credentials.
+     */
+    get: operations["getSessionPolicy"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v1/auth/session/refresh": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Renew a session
+     * @description A live session token gets a new one (same user, same key, a fresh `expires_at`), until `renewable_until` (sign-in + SESSION_MAX_HOURS). 401 once the session expired, its key was revoked or the cap is reached; 403 for an API key or an external JWT.
+     */
+    post: operations["refreshSession"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/api/v1/credits/balance": {
     parameters: {
       query?: never;
@@ -180,7 +220,7 @@ export interface paths {
     put?: never;
     /**
      * Create a batch task
-     * @description Queues up to 10,000 addresses for asynchronous verification and reserves one credit per distinct address; credits of `unknown` results are refunded when the task finishes. With `webhook_url` the task-completion webhook is sent. A repeated `Idempotency-Key` returns the task the first request created.
+     * @description Queues up to 10,000 addresses for asynchronous verification and reserves one credit per distinct address; credits of `unknown` results are refunded when the task finishes. With `webhook_url` the task-completion webhook is sent. A repeated `Idempotency-Key` returns the task the first request created. With `dry_run=true` it answers 200 with the counts, the price and the balance instead, and creates nothing.
      */
     post: operations["createTask"];
     delete?: never;
@@ -200,7 +240,7 @@ export interface paths {
     put?: never;
     /**
      * Upload a list file
-     * @description Creates a batch task from a .txt, .csv or .xlsx list of at most 10,000 addresses. The file is parsed and checked before the 202; one credit per distinct address is reserved, and the credits of `unknown` results are refunded when the task finishes. Rows without an address are skipped and counted. A `user_id` field is refused.
+     * @description Creates a batch task from a .txt, .csv or .xlsx list of at most 10,000 addresses. The file is parsed and checked before the 202; one credit per distinct address is reserved, and the credits of `unknown` results are refunded when the task finishes. Rows without an address are skipped and counted. A `user_id` field is refused. With `dry_run=true` (query, or a form field) the file is parsed and checked the same way and the answer is 200 with the counts, the price and the balance; nothing is created or stored.
      */
     post: operations["uploadTaskFile"];
     delete?: never;
@@ -287,6 +327,26 @@ export interface paths {
     get: operations["downloadTaskResults"];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v1/tasks/{id}/finish": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Finish a batch task now
+     * @description Stops waiting for retries: every pending job ends with an `unknown` result (the reason it was waiting on, e.g. `greylisted`), refunded as unknown results are, and the task completes normally (`completed`, the completion webhook sent once). Address groups being verified at that moment are recorded as usual (a retry they would ask for is settled as unknown instead) and the task completes when the last is recorded, within seconds. Finishing a finished task returns it unchanged; a cancelled task is a 409; another user's task is a 404.
+     */
+    post: operations["finishTask"];
     delete?: never;
     options?: never;
     head?: never;
@@ -792,6 +852,20 @@ export interface components {
       expires_at: string;
       /** Format: uuid */
       user_id: string;
+      /** @description SESSION_TTL_SECONDS: how long each token (the first and every renewal) lives */
+      lifetime_seconds: number;
+      /**
+       * Format: date-time
+       * @description Sign-in time + SESSION_MAX_HOURS: POST /api/v1/auth/session/refresh renews the session until then, never past it
+       */
+      renewable_until: string;
+    };
+    /** @description How long a dashboard session lasts, for the sign-in form (needs no credentials) */
+    SessionPolicy: {
+      /** @description SESSION_TTL_SECONDS */
+      lifetime_seconds: number;
+      /** @description SESSION_MAX_HOURS */
+      max_hours: number;
     };
     /** @description A batch task with its lifecycle times, as `GET /api/v1/tasks/{id}` shows it */
     Task: {
@@ -816,6 +890,8 @@ export interface components {
       finished_at: string | null;
       /** @description Not in the spec: when the task was cancelled (finished_at is the same moment), else null */
       cancelled_at: string | null;
+      /** @description Not in the spec: the task's retry window (null: tasks created before it existed, no limit) */
+      retry_window_minutes: number | null;
     };
     /** @description Sent once when a task finishes: every job completed or failed, or the task cancelled */
     TaskCompletedEvent: {
@@ -841,6 +917,31 @@ export interface components {
         upload_id?: string;
         metrics: components["schemas"]["TaskMetrics"];
       };
+    };
+    /** @description What `POST /api/v1/tasks` would create and reserve; nothing was created */
+    TaskDryRun: {
+      /** @enum {boolean} */
+      dry_run: true;
+      /** @description Distinct addresses that would be queued; = unique_count */
+      email_count: number;
+      /** @description Addresses submitted, duplicates included */
+      submitted_count: number;
+      /** @description Distinct canonical addresses: the jobs that would be queued */
+      unique_count: number;
+      /** @description Entries repeating an earlier address (verified once) */
+      duplicate_count: number;
+      /** @description Distinct domains among the valid addresses */
+      domain_count: number;
+      /** @description Distinct addresses failing RFC syntax: billed results `invalid_syntax`, no SMTP */
+      invalid_syntax_count: number;
+      /** @description Distinct sandbox addresses: answered for free */
+      sandbox_count: number;
+      /** @description Credits the real call would reserve: unique_count − sandbox_count */
+      credits_required: number;
+      /** @description The caller's balance now */
+      balance: number;
+      /** @description balance ≥ credits_required; when false the real call answers 402 */
+      has_enough_credits: boolean;
     };
     /** @description The upload a file-backed task came from */
     TaskFile: {
@@ -915,6 +1016,10 @@ export interface components {
         /** @description Pending jobs waiting for a retry (greylisting, unreachable host…) */
         pending: number;
         next_attempt_at: string | null;
+        /** @description The latest retry scheduled now (a retry may schedule another, up to settles_at) */
+        last_attempt_at: string | null;
+        /** @description When the task's retries end (its retry window, or a finish): no retry is made after it, and the addresses still waiting are settled as unknown. Null with no retry pending, or for a task without a window */
+        settles_at: string | null;
       };
     };
     /** @description One point per UTC day of the range */
@@ -965,6 +1070,10 @@ export interface components {
         /** @description Pending jobs waiting for a retry (greylisting, unreachable host…) */
         pending: number;
         next_attempt_at: string | null;
+        /** @description The latest retry scheduled now (a retry may schedule another, up to settles_at) */
+        last_attempt_at: string | null;
+        /** @description When the task's retries end (its retry window, or a finish): no retry is made after it, and the addresses still waiting are settled as unknown. Null with no retry pending, or for a task without a window */
+        settles_at: string | null;
       };
     };
     /** @description A batch task as listed by `GET /api/v1/tasks` */
@@ -1013,6 +1122,35 @@ export interface components {
       message: string;
       /** Format: date-time */
       uploaded_at: string;
+    };
+    /** @description What uploading this file would create and reserve; nothing was created or stored */
+    UploadDryRun: {
+      /** @enum {boolean} */
+      dry_run: true;
+      /** @description Distinct addresses that would be queued; = unique_count */
+      email_count: number;
+      /** @description Addresses submitted, duplicates included */
+      submitted_count: number;
+      /** @description Distinct canonical addresses: the jobs that would be queued */
+      unique_count: number;
+      /** @description Entries repeating an earlier address (verified once) */
+      duplicate_count: number;
+      /** @description Distinct domains among the valid addresses */
+      domain_count: number;
+      /** @description Distinct addresses failing RFC syntax: billed results `invalid_syntax`, no SMTP */
+      invalid_syntax_count: number;
+      /** @description Distinct sandbox addresses: answered for free */
+      sandbox_count: number;
+      /** @description Credits the real call would reserve: unique_count − sandbox_count */
+      credits_required: number;
+      /** @description The caller's balance now */
+      balance: number;
+      /** @description balance ≥ credits_required; when false the real call answers 402 */
+      has_enough_credits: boolean;
+      /** @description Original file name */
+      filename: string;
+      /** @description Rows whose email cell is blank or not an address: they would get no job */
+      skipped_count: number;
     };
     /** @description An upload and the task processing it */
     UploadStatus: {
@@ -1603,6 +1741,125 @@ export interface operations {
       };
     };
   };
+  getSessionPolicy: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The session lifetime */
+      200: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["SessionPolicy"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  refreshSession: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The renewed session */
+      200: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Session"];
+        };
+      };
+      /** @description Missing or invalid credentials (UNAUTHORIZED) */
+      401: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
+      403: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
   getCreditBalance: {
     parameters: {
       query?: never;
@@ -1693,6 +1950,8 @@ export interface operations {
       query?: {
         limit?: number;
         offset?: number;
+        /** @description Only the rows of this task (its reservation, refunds and late charges); `total` then counts those */
+        task_id?: string;
       };
       header?: {
         /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
@@ -2123,7 +2382,10 @@ export interface operations {
   };
   createTask: {
     parameters: {
-      query?: never;
+      query?: {
+        /** @description `true`: answer 200 with the counts, the credits required and the balance, and create nothing (no task, jobs, reservation, upload or Idempotency-Key record). Input errors are the same as the real call's; too little credit is not an error here. */
+        dry_run?: boolean;
+      };
       header?: {
         /** @description Makes retries safe for 24 hours: the same key with the same body returns the task the first request created (billed once); with a different body it is a 400. */
         "Idempotency-Key"?: string;
@@ -2140,10 +2402,22 @@ export interface operations {
           emails: string[];
           /** @description Absolute http(s) URL called when the task completes */
           webhook_url?: string;
+          /** @description Minutes after the task starts during which addresses a server deferred (greylisting, 4xx) or that were unreachable are retried; a retry that would come later is not made and the address is settled as `unknown` (refunded). Default: the server's TASK_RETRY_WINDOW_MINUTES (60) */
+          retry_window_minutes?: number;
         };
       };
     };
     responses: {
+      /** @description A dry run: what the task would count and cost */
+      200: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["TaskDryRun"];
+        };
+      };
       /** @description The task, queued */
       201: {
         headers: {
@@ -2229,7 +2503,10 @@ export interface operations {
   };
   uploadTaskFile: {
     parameters: {
-      query?: never;
+      query?: {
+        /** @description `true`: answer 200 with the counts, the credits required and the balance, and create nothing (no task, jobs, reservation, upload or Idempotency-Key record). Input errors are the same as the real call's; too little credit is not an error here. */
+        dry_run?: boolean;
+      };
       header?: {
         /** @description Makes retries safe for 24 hours: the same key with the same body returns the task the first request created (billed once); with a different body it is a 400. */
         "Idempotency-Key"?: string;
@@ -2253,10 +2530,22 @@ export interface operations {
           email_column?: string;
           /** @description Alias of email_column */
           column?: string;
+          /** @description 0 to 1440: minutes after the task starts during which deferred addresses are retried, then settled as unknown (default: TASK_RETRY_WINDOW_MINUTES) */
+          retry_window_minutes?: string;
         };
       };
     };
     responses: {
+      /** @description A dry run: what the upload would count and cost */
+      200: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["UploadDryRun"];
+        };
+      };
       /** @description The upload, accepted: its task is queued */
       202: {
         headers: {
@@ -2735,7 +3024,7 @@ export interface operations {
         task_id?: string;
         /** @description Comma-separated statuses to keep, e.g. valid,catchall */
         status?: string;
-        /** @description Prefix cells starting with = + - @ TAB CR with ' (set false for machine use) */
+        /** @description csv/txt: prefix with ' the cells a spreadsheet would evaluate: starting with = @ TAB CR, or with + or - unless a number or phone number follows (set false for machine use; xlsx never escapes) */
         escape_formulas?: boolean;
       };
       header?: {
@@ -2836,6 +3125,103 @@ export interface operations {
       };
     };
   };
+  finishTask: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The task, finished (or finishing while groups being verified are recorded) */
+      200: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Task"];
+        };
+      };
+      /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
+      400: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Missing or invalid credentials (UNAUTHORIZED) */
+      401: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not found (or not yours) (NOT_FOUND) */
+      404: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Conflicts with the current state (CONFLICT) */
+      409: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
   listTaskJobs: {
     parameters: {
       query?: {
@@ -2854,6 +3240,8 @@ export interface operations {
           | "invalid_syntax"
           | "disposable_domain"
           | "unknown";
+        /** @description Only jobs whose address contains this text (case-insensitive, e.g. a domain or a name); combines with `status`, and `count` is then the number that match */
+        q?: string;
       };
       header?: {
         /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */

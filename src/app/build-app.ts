@@ -19,7 +19,7 @@ import { installValidators } from "../http/plugins/validation.ts";
 import { installWriteGuard } from "../http/plugins/write-guard.ts";
 import { adminRoutes } from "../http/routes/admin.ts";
 import { apiKeyRoutes } from "../http/routes/api-keys.ts";
-import { authSessionRoutes } from "../http/routes/auth-session.ts";
+import { authSessionRoutes, sessionPolicyRoutes } from "../http/routes/auth-session.ts";
 import { creditRoutes } from "../http/routes/credits.ts";
 import { healthRoutes } from "../http/routes/health.ts";
 import { plantRoutes } from "../http/routes/plants.ts";
@@ -96,6 +96,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
 
   await app.register(healthRoutes, { deps });
   await app.register(plantRoutes, { deps });
+  await app.register(sessionPolicyRoutes, { deps });
   await app.register(dashboardPlugin);
   await app.register(async (api) => {
     installAuthentication(api, deps.authenticator, deps.rateLimiter);

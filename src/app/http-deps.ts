@@ -11,6 +11,7 @@ export function httpDepsOf(services: Services): HttpDeps {
       maxUploadBytes: config.maxUploadBytes,
       allowPrivateWebhooks: config.webhooks.allowPrivate,
       metricsToken: config.metricsToken,
+      taskRetryWindowMinutes: config.taskRetryWindowMinutes,
     },
     clock: services.clock,
     metrics: services.metrics,

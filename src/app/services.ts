@@ -84,6 +84,7 @@ export function buildServices(opts: ServiceOptions): Services {
     jwksUrl: config.jwtJwksUrl,
     issuer: config.jwtIssuer,
     sessionTtlSeconds: config.sessionTtlSeconds,
+    sessionMaxSeconds: config.sessionMaxHours * 3600,
     clock,
   });
   // Realtime sessions take the same cluster-wide per-host slots as the batch workers, waiting

@@ -89,6 +89,7 @@ export function createAuthenticator(apiKeys: ApiKeysService, jwt: JwtService): A
               apiKeyPurpose: null,
               credentialId: verified.apiKeyId ? `session:${verified.apiKeyId}` : `jwt:${verified.userId}`,
               sessionKeyId: verified.apiKeyId,
+              sessionSignedInAt: verified.signedInAt,
             },
           };
         }

@@ -7,6 +7,8 @@ export interface JwtOptions {
   jwksUrl: string | null;
   issuer: string | null;
   sessionTtlSeconds: number;
+  /** Absolute cap of a session and its renewals, counted from the sign-in. */
+  sessionMaxSeconds: number;
   /** Expiry is judged against this clock, the same one that stamps issued tokens. */
   clock: Clock;
 }
@@ -16,6 +18,21 @@ export interface VerifiedJwt {
   userId: string;
   /** Our HS256 sessions always carry it (claim `api_key_id`); external (JWKS) tokens have null. */
   apiKeyId: string | null;
+  /**
+   * When the user signed in with the key (claim `auth_time`, kept through renewals; `iat` for a
+   * session issued before renewals existed); null for external tokens.
+   */
+  signedInAt: Date | null;
+}
+
+/** A session token as issued, with the bounds the dashboard plans its renewals by. */
+export interface IssuedSession {
+  token: string;
+  expiresAt: Date;
+  /** Sign-in + the absolute cap: no renewal reaches past it. */
+  renewableUntil: Date;
+  /** SESSION_TTL_SECONDS: the lifetime of each token (the last one may be cut by the cap). */
+  lifetimeSeconds: number;
 }
 
 /** The private claim binding a session to the key that opened it (it dies with that key). */
@@ -27,9 +44,19 @@ export interface JwtService {
    * token, and for an HS256 token without a valid `api_key_id` claim.
    */
   verify(token: string): Promise<VerifiedJwt | null>;
-  /** A short-lived HS256 session opened by an API key; null when no JWT_SECRET is available. */
-  issue(userId: string, apiKeyId: string, now: Date): Promise<{ token: string; expiresAt: Date } | null>;
+  /**
+   * A short-lived HS256 session opened by an API key (`signedInAt` = `now`) or renewing one opened
+   * at `signedInAt`; it never outlives the cap. Null when no JWT_SECRET is available.
+   */
+  issue(userId: string, apiKeyId: string, now: Date, signedInAt?: Date): Promise<IssuedSession | null>;
+  /** The instant past which a session signed in at `signedInAt` may no longer be renewed. */
+  renewableUntil(signedInAt: Date): Date;
+  /** SESSION_TTL_SECONDS and SESSION_MAX_HOURS (in seconds), for the dashboard's sign-in text. */
+  readonly sessionPolicy: { lifetimeSeconds: number; maxSeconds: number };
 }
+
+/** The OIDC claim for "when the user authenticated", carried unchanged through renewals. */
+const SIGNED_IN_CLAIM = "auth_time";
 
 export function createJwtService(opts: JwtOptions): JwtService {
   const secret = opts.secret ? new TextEncoder().encode(opts.secret) : null;
@@ -53,11 +80,13 @@ export function createJwtService(opts: JwtOptions): JwtService {
           const apiKeyId = payload[SESSION_KEY_CLAIM];
           // Every session we issue is bound to its key; one that is not cannot be revoked.
           if (!userId || typeof apiKeyId !== "string" || !isUuid(apiKeyId)) return null;
-          return { userId, apiKeyId };
+          const signedIn = payload[SIGNED_IN_CLAIM] ?? payload.iat;
+          if (typeof signedIn !== "number" || !Number.isFinite(signedIn)) return null;
+          return { userId, apiKeyId, signedInAt: new Date(signedIn * 1000) };
         }
         if (alg !== "HS256" && alg !== "none" && jwks) {
           const userId = subjectOf((await jwtVerify(token, jwks, claims())).payload);
-          return userId ? { userId, apiKeyId: null } : null;
+          return userId ? { userId, apiKeyId: null, signedInAt: null } : null;
         }
         return null;
       } catch {
@@ -65,16 +94,27 @@ export function createJwtService(opts: JwtOptions): JwtService {
       }
     },
 
-    async issue(userId, apiKeyId, now) {
+    async issue(userId, apiKeyId, now, signedInAt = now) {
       if (!secret) return null;
       const iat = Math.floor(now.getTime() / 1000);
-      const exp = iat + opts.sessionTtlSeconds;
-      let jwt = new SignJWT({ [SESSION_KEY_CLAIM]: apiKeyId })
+      const authTime = Math.floor(signedInAt.getTime() / 1000);
+      const cap = authTime + opts.sessionMaxSeconds;
+      const exp = Math.min(iat + opts.sessionTtlSeconds, cap);
+      let jwt = new SignJWT({ [SESSION_KEY_CLAIM]: apiKeyId, [SIGNED_IN_CLAIM]: authTime })
         .setProtectedHeader({ alg: "HS256", typ: "JWT" })
         .setSubject(userId);
       jwt = jwt.setIssuedAt(iat).setExpirationTime(exp);
       if (issuer) jwt = jwt.setIssuer(issuer);
-      return { token: await jwt.sign(secret), expiresAt: new Date(exp * 1000) };
+      return {
+        token: await jwt.sign(secret),
+        expiresAt: new Date(exp * 1000),
+        renewableUntil: new Date(cap * 1000),
+        lifetimeSeconds: opts.sessionTtlSeconds,
+      };
     },
+
+    sessionPolicy: { lifetimeSeconds: opts.sessionTtlSeconds, maxSeconds: opts.sessionMaxSeconds },
+
+    renewableUntil: (signedInAt) => new Date(signedInAt.getTime() + opts.sessionMaxSeconds * 1000),
   };
 }

@@ -11,6 +11,8 @@ export interface Principal {
   credentialId: string;
   /** For a dashboard session: the API key that opened it (the session dies with it). */
   sessionKeyId?: string | null;
+  /** For a dashboard session: when its user signed in (renewals are capped from there). */
+  sessionSignedInAt?: Date | null;
 }
 
 /**

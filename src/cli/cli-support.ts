@@ -1,16 +1,24 @@
 // Small helpers shared by the CLI's command modules, free of heavy imports (the client commands
 // load this, not the engine or the database).
-import { createWriteStream } from "node:fs";
-import { realpath, rename, rm } from "node:fs/promises";
+import { createWriteStream, type Stats } from "node:fs";
+import { link, realpath, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, extname, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { Config } from "../config/index.ts";
+import type { Config, ConfigWarningCode } from "../config/index.ts";
 import type { ExportFormat } from "../files/export/download.ts";
+import { resultFilename } from "../files/export/result-filename.ts";
 
 /** An error that is the user's to fix: main.ts prints its message alone and exits 1. */
 export class CliError extends Error {
   override name = "CliError";
+  /** The process's exit status (130 after Ctrl-C). */
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+  }
 }
 
 /**
@@ -20,10 +28,33 @@ export class CliError extends Error {
 export const FILE_FORMATS = ["csv", "txt", "xlsx"] as const satisfies readonly ExportFormat[];
 export type FileFormat = (typeof FILE_FORMATS)[number];
 
-// Commands that probe mail servers say on stderr what the server logs at start (e.g. a HELO name
-// receivers refuse), without disturbing --json on stdout.
+// One short line per set-up problem for a command-line user; the server's log and /readyz keep
+// the full explanation (config/smtp-identity.ts), which ran to five lines of a terminal.
+const SHORT_WARNINGS = {
+  helo_name_unset: (c) => `SMTP_HELO_NAME is not set; probing as "${c.verify.smtpHeloName}"`,
+  helo_name_derived: (c) =>
+    `SMTP_HELO_NAME is not set; probing as "${c.verify.smtpHeloName}", which receivers may refuse`,
+  helo_name_not_fqdn: (c) =>
+    `SMTP_HELO_NAME "${c.verify.smtpHeloName}" is not fully qualified; receivers may refuse it`,
+  helo_name_address_literal: (c) =>
+    `SMTP_HELO_NAME "${c.verify.smtpHeloName}" is an address literal; spam filters score it`,
+  mail_from_not_fqdn: (c) =>
+    `SMTP_MAIL_FROM "${c.verify.smtpMailFrom}" is not of a fully-qualified domain; receivers may refuse it`,
+} as const satisfies Record<ConfigWarningCode, (config: Readonly<Config>) => string>;
+
+let configWarned = false;
+
+/**
+ * Commands that probe mail servers say on stderr, once per process and one short line each,
+ * what the server logs at start (e.g. a HELO name receivers refuse), without disturbing --json
+ * on stdout.
+ */
 export function warnAboutConfig(config: Readonly<Config>): void {
-  for (const w of config.warnings) process.stderr.write(`mailprobe: warning: ${w.message}\n`);
+  if (configWarned) return;
+  configWarned = true;
+  for (const w of config.warnings) {
+    process.stderr.write(`mailprobe: warning: ${SHORT_WARNINGS[w.code](config)} (see: mailprobe doctor)\n`);
+  }
 }
 
 /** The results format: --format, else --out's extension, else csv (the download's default). */
@@ -33,18 +64,37 @@ export function outputFormat(out: string | undefined, format: FileFormat | undef
   return FILE_FORMATS.find((f) => f === ext) ?? "csv";
 }
 
-/** `list.csv` → `list.results.csv` beside it. */
+/** `dir/list.csv` → `dir/list-results.csv`: the download's name (result-filename.ts), beside the list. */
 export function defaultOutPath(input: string, format: FileFormat): string {
-  const ext = extname(input);
-  return join(dirname(input), `${basename(input, ext)}.results.${format}`);
+  return join(dirname(input), resultFilename(basename(input), "list", format));
 }
 
-/** Refuses to write results over the list itself (by path, or through a link to it). */
-export async function refuseOverwritingInput(input: string, out: string): Promise<void> {
-  const real = async (p: string): Promise<string> => realpath(p).catch(() => resolve(p));
-  if ((await real(input)) === (await real(out))) {
-    throw new CliError(`the results file would overwrite the list ${input}; choose another --out`);
+const statOrNull = (p: string): Promise<Stats | null> => stat(p).catch(() => null);
+
+/** The path with every symbolic link resolved, also when the file itself does not exist yet. */
+async function realPathOf(p: string): Promise<string> {
+  return realpath(p).catch(async () =>
+    join(await realpath(dirname(p)).catch(() => resolve(dirname(p))), basename(p)),
+  );
+}
+
+/**
+ * Where results may be written: never over the list (compared as real paths, through symbolic
+ * links, and as the same file, which also catches a hard link or another spelling on a
+ * case-insensitive disk), never over a directory, and over an existing file only with --force.
+ * Checked before any work; writeFileAtomically checks "exists" again as it writes.
+ */
+export async function checkOutPath(input: string | null, out: string, force: boolean): Promise<void> {
+  const target = await statOrNull(out);
+  if (input !== null) {
+    const list = await statOrNull(input);
+    const sameFile = list && target && list.dev === target.dev && list.ino === target.ino;
+    if (sameFile || (await realPathOf(input)) === (await realPathOf(out))) {
+      throw new CliError(`the results file would overwrite the list ${input}; choose another --out`);
+    }
   }
+  if (target?.isDirectory()) throw new CliError(`${out} is a directory; give a file name with --out`);
+  if (target && !force) throw new CliError(`${out} already exists; pass --force to replace it`);
 }
 
 /** "E" → 5, "AB" → 28: a spreadsheet column letter as a 1-based number; null for anything else. */
@@ -55,14 +105,36 @@ export function columnLetterToNumber(letters: string): number | null {
   return n;
 }
 
-/** Writes `body` beside `out`, then renames it: an interrupted run leaves no half file under its name. */
-export async function writeFileAtomically(out: string, body: Readable): Promise<void> {
+/**
+ * Writes `body` beside `out`, then moves it there: an interrupted run leaves no half file under
+ * its name. Without `force` the move is a hard link, which fails if `out` appeared meanwhile
+ * (EEXIST) instead of replacing it; where links are not supported (some network and FAT
+ * disks) it falls back to checking again and renaming.
+ */
+export async function writeFileAtomically(out: string, body: Readable, force = false): Promise<void> {
   const partial = `${out}.partial-${process.pid}`;
   try {
     await pipeline(body, createWriteStream(partial));
-    await rename(partial, out);
-  } catch (error) {
+    if (force) await rename(partial, out);
+    else await linkNoClobber(partial, out);
+  } finally {
     await rm(partial, { force: true });
-    throw error;
   }
+}
+
+async function linkNoClobber(partial: string, out: string): Promise<void> {
+  try {
+    await link(partial, out);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EEXIST") throw new CliError(`${out} already exists; pass --force to replace it`);
+    if (code !== "EPERM" && code !== "ENOTSUP" && code !== "EOPNOTSUPP" && code !== "ENOSYS") throw error;
+    if (await statOrNull(out)) throw new CliError(`${out} already exists; pass --force to replace it`);
+    await rename(partial, out);
+  }
+}
+
+/** A word for a POSIX shell: as it is when it is plain, else in single quotes. */
+export function shellWord(word: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }

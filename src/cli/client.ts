@@ -7,12 +7,15 @@ import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { setTimeout as sleep } from "node:timers/promises";
 import { loadClientConfig, requireClientKey } from "../config/client-config.ts";
+import { downloadFilename } from "../files/export/result-filename.ts";
 import { createProgress } from "./progress.ts";
 import {
+  checkOutPath,
+  CliError,
   columnLetterToNumber,
   defaultOutPath,
   outputFormat,
-  refuseOverwritingInput,
+  shellWord,
   writeFileAtomically,
   type FileFormat as Format,
 } from "./cli-support.ts";
@@ -77,7 +80,14 @@ async function errorOf(res: Response): Promise<ClientError> {
 /** One request to the API; non-2xx answers become ClientError. */
 async function request(
   path: string,
-  init: { method?: string; json?: unknown; form?: FormData; timeoutMs?: number; accept?: number[] } = {},
+  init: {
+    method?: string;
+    json?: unknown;
+    form?: FormData;
+    timeoutMs?: number;
+    accept?: number[];
+    signal?: AbortSignal;
+  } = {},
 ): Promise<Response> {
   const { url, key } = connection();
   const headers: Record<string, string> = { authorization: `Bearer ${key}`, accept: "application/json" };
@@ -92,9 +102,13 @@ async function request(
       method: init.method ?? "GET",
       headers,
       body,
-      signal: AbortSignal.timeout(init.timeoutMs ?? REQUEST_TIMEOUT_MS),
+      signal: AbortSignal.any([
+        AbortSignal.timeout(init.timeoutMs ?? REQUEST_TIMEOUT_MS),
+        ...(init.signal ? [init.signal] : []),
+      ]),
     });
   } catch (error) {
+    if (init.signal?.aborted) throw init.signal.reason;
     const err = error as { name?: string; cause?: { code?: string; message?: string }; message?: string };
     if (err.name === "TimeoutError") throw new ClientError(`${url} did not answer in time (${path})`);
     const cause = err.cause?.code ?? err.cause?.message ?? err.message ?? String(error);
@@ -104,8 +118,8 @@ async function request(
   return res;
 }
 
-async function getJson<T>(path: string): Promise<T> {
-  return (await (await request(path)).json()) as T;
+async function getJson<T>(path: string, signal?: AbortSignal): Promise<T> {
+  return (await (await request(path, signal ? { signal } : {})).json()) as T;
 }
 
 // --- credits -----------------------------------------------------------------------------------
@@ -223,8 +237,18 @@ async function postUpload(file: string, data: Buffer, column: string | null): Pr
 const doneOf = (m: Metrics): number =>
   m.job_status.completed + m.job_status.failed + (m.job_status.cancelled ?? 0);
 
-/** Polls the task until it has finished (or the wait is over), with a progress bar on stderr. */
-async function waitForTask(taskId: string, timeoutMinutes: number): Promise<TaskBody> {
+/** The command that downloads a task's results into `out` (format from its extension, else --format). */
+export function downloadCommand(taskId: string, out: string, format: Format): string {
+  const formatFlag = outputFormat(out, undefined) === format ? "" : ` --format ${format}`;
+  return `mailprobe client download ${taskId} --out ${shellWord(out)}${formatFlag}`;
+}
+
+/** Polls the task until it has finished (null: the wait is over first), with progress on stderr. */
+async function waitForTask(
+  taskId: string,
+  timeoutMinutes: number,
+  signal: AbortSignal,
+): Promise<TaskBody | null> {
   const deadline = Date.now() + timeoutMinutes * 60_000;
   const started = Date.now();
   let progress: ReturnType<typeof createProgress> | null = null;
@@ -233,9 +257,10 @@ async function waitForTask(taskId: string, timeoutMinutes: number): Promise<Task
     for (;;) {
       let task: TaskBody | null = null;
       try {
-        task = await getJson<TaskBody>(`/api/v1/tasks/${taskId}`);
+        task = await getJson<TaskBody>(`/api/v1/tasks/${taskId}`, signal);
         failures = 0;
       } catch (error) {
+        if (signal.aborted) throw error;
         // A restart or a hiccup of the server is waited out; a 4xx (key revoked, task gone) is not.
         const status = error instanceof ClientError ? error.status : null;
         const transient = status === null || status >= 500 || status === 429;
@@ -243,50 +268,66 @@ async function waitForTask(taskId: string, timeoutMinutes: number): Promise<Task
       }
       if (task) {
         const total = task.metrics.total_email_addresses;
-        progress ??= createProgress({ total, unit: "addresses", label: "verifying" });
+        progress ??= createProgress({ total, unit: "addresses", label: "verifying", plainLines: "changes" });
         progress.update(doneOf(task.metrics), total);
         if (task.finished_at) return task;
       }
-      if (Date.now() >= deadline) {
-        throw new ClientError(
-          `task ${taskId} has not finished after ${timeoutMinutes} min; download it later with: mailprobe client download ${taskId}`,
-        );
-      }
-      await sleep(Date.now() - started < 60_000 ? POLL_FAST_MS : POLL_SLOW_MS);
+      if (Date.now() >= deadline) return null;
+      await sleep(Date.now() - started < 60_000 ? POLL_FAST_MS : POLL_SLOW_MS, undefined, { signal });
     }
   } finally {
     progress?.finish();
   }
 }
 
-async function download(taskId: string, format: Format, out: string): Promise<void> {
+async function download(
+  taskId: string,
+  format: Format,
+  out: string | ((res: Response) => Promise<string>),
+  opts: { force: boolean; signal?: AbortSignal },
+): Promise<string> {
   const res = await request(`/api/v1/tasks/${taskId}/download?format=${format}`, {
     timeoutMs: TRANSFER_TIMEOUT_MS,
     accept: [],
+    ...(opts.signal ? { signal: opts.signal } : {}),
   });
   if (!res.body) throw new ClientError(`the download of task ${taskId} came back empty`);
+  const path = typeof out === "string" ? out : await out(res);
   try {
-    await writeFileAtomically(out, Readable.fromWeb(res.body as WebReadableStream<Uint8Array>));
+    await writeFileAtomically(path, Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), opts.force);
   } catch (error) {
-    if (error instanceof ClientError) throw error;
+    if (error instanceof ClientError || error instanceof CliError || opts.signal?.aborted) throw error;
     throw new ClientError(
       `downloading task ${taskId} failed: ${error instanceof Error ? error.message : String(error)}`,
     );
   }
+  return path;
 }
+
+/** Exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it. */
+const INTERRUPTED_EXIT = 130;
 
 export async function clientUpload(
   file: string,
-  opts: { column?: string; wait?: boolean; out?: string; format?: Format; timeout: number; json?: boolean },
+  opts: {
+    column?: string;
+    wait?: boolean;
+    out?: string;
+    format?: Format;
+    timeout: number;
+    json?: boolean;
+    force?: boolean;
+  },
 ): Promise<void> {
   connection(); // a missing MAILPROBE_KEY is said before the file is read
   const info = await stat(file).catch(() => null);
   if (!info?.isFile()) throw new ClientError(`cannot read ${file}: no such file`);
   const format = outputFormat(opts.out, opts.format);
   const out = opts.out ?? defaultOutPath(file, format);
-  if (opts.wait) await refuseOverwritingInput(file, out);
-  else if (opts.out !== undefined || opts.format !== undefined)
-    note("warning: --out and --format apply with --wait only");
+  const force = opts.force === true;
+  if (opts.wait) await checkOutPath(file, out, force);
+  else if (opts.out !== undefined || opts.format !== undefined || opts.force !== undefined)
+    note("warning: --out, --format and --force apply with --wait only");
 
   const data = await readFile(file);
   const column = opts.column?.trim() || null;
@@ -311,8 +352,28 @@ export async function clientUpload(
     return;
   }
   note(`uploaded ${accepted.filename}: ${accepted.email_count} addresses, task ${accepted.task_id}`);
-  const task = await waitForTask(accepted.task_id, opts.timeout);
-  await download(accepted.task_id, format, out);
+  // Ctrl-C (or the timeout) leaves the task running on the server: say how to fetch it later.
+  const later = `download the results later with: ${downloadCommand(accepted.task_id, out, format)}`;
+  const interrupted = new AbortController();
+  const onSigint = (): void => interrupted.abort();
+  process.once("SIGINT", onSigint);
+  let task: TaskBody | null;
+  try {
+    task = await waitForTask(accepted.task_id, opts.timeout, interrupted.signal);
+    if (task) await download(accepted.task_id, format, out, { force, signal: interrupted.signal });
+  } catch (error) {
+    if (interrupted.signal.aborted) {
+      throw new CliError(
+        `interrupted; task ${accepted.task_id} keeps running on the server; ${later}`,
+        INTERRUPTED_EXIT,
+      );
+    }
+    throw error;
+  } finally {
+    process.off("SIGINT", onSigint);
+  }
+  if (!task)
+    throw new ClientError(`task ${accepted.task_id} has not finished after ${opts.timeout} min; ${later}`);
   const counts = Object.entries(task.metrics.verification_status)
     .filter(([k, n]) => n > 0 && k !== "role_based" && k !== "disposable_domain_emails")
     .map(([k, n]) => `${k} ${n}`)
@@ -321,9 +382,40 @@ export async function clientUpload(
   say(opts.json ? JSON.stringify(task) : out);
 }
 
-export async function clientDownload(taskId: string, opts: { out?: string; format?: Format }): Promise<void> {
+/**
+ * The server's file name from Content-Disposition (filename*, else filename), reduced to a bare
+ * name: a server is not trusted with a path. Null when there is none usable.
+ */
+export function serverFilename(disposition: string | null): string | null {
+  if (!disposition) return null;
+  let name: string | null = null;
+  const star = /filename\*\s*=\s*utf-8''([^;]+)/i.exec(disposition);
+  if (star?.[1]) {
+    try {
+      name = decodeURIComponent(star[1].trim());
+    } catch {
+      name = null;
+    }
+  }
+  name ??= /filename\s*=\s*"([^"]*)"/i.exec(disposition)?.[1] ?? null;
+  // eslint-disable-next-line no-control-regex -- control characters are what is refused
+  if (!name || /[/\\\u0000-\u001f]/.test(name) || /^\.+$/.test(name)) return null;
+  return name;
+}
+
+export async function clientDownload(
+  taskId: string,
+  opts: { out?: string; format?: Format; force?: boolean },
+): Promise<void> {
   const format = outputFormat(opts.out, opts.format);
-  const out = opts.out ?? `task-${taskId}-results.${format}`;
-  await download(taskId, format, out);
-  say(out);
+  const force = opts.force === true;
+  if (opts.out !== undefined) await checkOutPath(null, opts.out, force);
+  // Without --out: the name the dashboard saves under, the server's Content-Disposition.
+  const named = async (res: Response): Promise<string> => {
+    const name =
+      serverFilename(res.headers.get("content-disposition")) ?? downloadFilename(null, taskId, format);
+    await checkOutPath(null, name, force);
+    return name;
+  };
+  say(await download(taskId, format, opts.out ?? named, { force }));
 }

@@ -146,13 +146,17 @@ function buildProgram(): Command {
     .option("--json", "addresses: print JSON lines")
     .option("-f, --file <list>", "a .csv, .txt or .xlsx list to verify (at most 100,000 addresses)")
     .option("-c, --column <column>", COLUMN_HELP)
-    .option("-o, --out <file>", "results file (default: <list>.results.<format> next to the list)")
+    .option("-o, --out <file>", "results file (default: <list>-results.<format> next to the list)")
     .option(
       "--format <format>",
       "results format: csv, txt or xlsx (default: from --out, else csv)",
       formatArg,
     )
-    .option("--no-escape-formulas", "keep cells starting with = + - @ as they are (machine use)")
+    .option("--force", "replace an existing results file (never the list itself)")
+    .option(
+      "--no-escape-formulas",
+      "csv/txt: keep cells a spreadsheet would evaluate as they are (machine use)",
+    )
     .action(
       async (
         addresses: string[],
@@ -162,6 +166,7 @@ function buildProgram(): Command {
           column?: string;
           out?: string;
           format?: FileFormat;
+          force?: boolean;
           escapeFormulas: boolean;
         },
       ) => {
@@ -172,7 +177,7 @@ function buildProgram(): Command {
           return;
         }
         if (addresses.length === 0) throw new UsageError("give one or more addresses, or --file");
-        for (const flag of ["column", "out", "format"] as const) {
+        for (const flag of ["column", "out", "format", "force"] as const) {
           if (opts[flag] !== undefined) throw new UsageError(`--${flag} applies to --file only`);
         }
         await (await commands()).verifyAddressesCommand(addresses, opts);
@@ -210,9 +215,10 @@ function buildProgram(): Command {
     .option("-w, --wait", "wait for the task to finish (progress on stderr), then download the results")
     .option(
       "-o, --out <file>",
-      "with --wait: results file (default: <list>.results.<format> next to the list)",
+      "with --wait: results file (default: <list>-results.<format> next to the list)",
     )
     .option("--format <format>", "with --wait: csv, txt or xlsx (default: from --out, else csv)", formatArg)
+    .option("--force", "with --wait: replace an existing results file (never the list itself)")
     .option("--timeout <minutes>", "with --wait: give up waiting after this long", atLeastOne, 120)
     .option("--json", "print the server's JSON answer (the upload; with --wait, the finished task)")
     .action(
@@ -225,6 +231,7 @@ function buildProgram(): Command {
           format?: FileFormat;
           timeout: number;
           json?: boolean;
+          force?: boolean;
         },
       ) => (await client()).clientUpload(file, opts),
     );
@@ -232,9 +239,13 @@ function buildProgram(): Command {
     .command("download")
     .description("download a task's results")
     .argument("<task_id>", "task id (UUID)", taskIdArg)
-    .option("-o, --out <file>", "results file (default: the server's file name, in this directory)")
+    .option(
+      "-o, --out <file>",
+      "results file (default: the server's file name, <list>-results.<format>, in this directory)",
+    )
     .option("--format <format>", "csv, txt or xlsx (default: from --out, else csv)", formatArg)
-    .action(async (taskId: string, opts: { out?: string; format?: FileFormat }) =>
+    .option("--force", "replace an existing results file (never the list itself)")
+    .action(async (taskId: string, opts: { out?: string; format?: FileFormat; force?: boolean }) =>
       (await client()).clientDownload(taskId, opts),
     );
   remote
@@ -266,7 +277,7 @@ export async function main(argv: string[]): Promise<void> {
     }
     if (typeof err.name === "string" && EXPECTED_ERRORS.has(err.name)) {
       process.stderr.write(`mailprobe: ${err.message}\n`);
-      process.exitCode = 1;
+      process.exitCode = typeof err.exitCode === "number" ? err.exitCode : 1;
       return;
     }
     throw e;

@@ -1,7 +1,8 @@
 // A progress indicator for long CLI commands, on stderr (results and paths go to stdout).
 // On a terminal: one line redrawn in place with "\r" (bar, done/total, percent, rate, ETA), at
 // most 10 redraws a second. Elsewhere (a pipe, a CI log): plain lines, one per 10 % step at most
-// once a second, and always a final line.
+// once a second (or, with `plainLines: "changes"`, one per change of the counts at most every
+// 5 s), and always a final line.
 
 export interface ProgressOptions {
   /** Work units in all (addresses). */
@@ -16,6 +17,12 @@ export interface ProgressOptions {
   tty?: boolean;
   /** Default Date.now (tests pin it). */
   now?: () => number;
+  /**
+   * Off a terminal: a line per 10 % step (default; a local run moves steadily), or a line per
+   * change of the counts (a server task can sit at 92 % for half an hour of retries, and a log
+   * silent that long looks hung).
+   */
+  plainLines?: "steps" | "changes";
 }
 
 export interface Progress {
@@ -29,6 +36,7 @@ export interface Progress {
 
 const REDRAW_MS = 100;
 const PLAIN_MS = 1_000;
+const CHANGE_MS = 5_000;
 
 /** 0:07, 3:25, 1:02:03 */
 export function formatDuration(ms: number): string {
@@ -48,6 +56,7 @@ export function createProgress(opts: ProgressOptions): Progress {
   let done = 0;
   let lastDraw = -Infinity;
   let lastStep = -1;
+  let lastLine = "";
   let finished = false;
   let drawn = false;
 
@@ -86,9 +95,15 @@ export function createProgress(opts: ProgressOptions): Progress {
       return;
     }
     const step = Math.floor(percent() / 10);
-    if (!force && (step <= lastStep || t - lastDraw < PLAIN_MS)) return;
+    const counts = `${done}/${total}`;
+    const due =
+      opts.plainLines === "changes"
+        ? counts !== lastLine && t - lastDraw >= CHANGE_MS
+        : step > lastStep && t - lastDraw >= PLAIN_MS;
+    if (!force && !due) return;
     stream.write(`${opts.label}: ${stats()}\n`);
     lastStep = step;
+    lastLine = counts;
     lastDraw = t;
   }
 

@@ -30,7 +30,7 @@ import {
   columnLetterToNumber,
   defaultOutPath,
   outputFormat,
-  refuseOverwritingInput,
+  checkOutPath,
   warnAboutConfig,
   writeFileAtomically,
 } from "./cli-support.ts";
@@ -59,6 +59,8 @@ export interface VerifyFileOptions {
   out?: string;
   format?: ExportFormat;
   escapeFormulas?: boolean;
+  /** Replace an existing results file (never the list itself). */
+  force?: boolean;
 }
 
 const say = (line: string): void => void process.stdout.write(line + "\n");
@@ -189,8 +191,9 @@ async function writeResults(
   format: ExportFormat,
   table: { header: string[]; rows: ExportCell[][] },
   escapeFormulas: boolean,
+  force: boolean,
 ): Promise<void> {
-  await writeFileAtomically(out, writeExport(format, { ...table, escapeFormulas }));
+  await writeFileAtomically(out, writeExport(format, { ...table, escapeFormulas }), force);
 }
 
 export async function verifyFileCommand(opts: VerifyFileOptions): Promise<void> {
@@ -209,7 +212,7 @@ export async function verifyFileCommand(opts: VerifyFileOptions): Promise<void> 
   }
   const format = outputFormat(opts.out, opts.format);
   const out = opts.out ?? defaultOutPath(opts.file, format);
-  await refuseOverwritingInput(opts.file, out);
+  await checkOutPath(opts.file, out, opts.force === true);
 
   warnAboutConfig(config);
   const list = await parseList(opts.file, await readFile(opts.file), opts.column);
@@ -235,7 +238,13 @@ export async function verifyFileCommand(opts: VerifyFileOptions): Promise<void> 
   for (const f of verified.failures.slice(0, 5)) note(`warning: verifying ${f}`);
 
   const cellsOf = (email: string): Cells => verified.cells.get(email) ?? failedCells(email);
-  await writeResults(out, format, resultTable(list, cellsOf, format), opts.escapeFormulas ?? true);
+  await writeResults(
+    out,
+    format,
+    resultTable(list, cellsOf, format),
+    opts.escapeFormulas ?? true,
+    opts.force === true,
+  );
 
   const counts = new Map<string, number>();
   for (const c of verified.cells.values()) {

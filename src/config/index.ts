@@ -39,8 +39,10 @@ export interface Config {
   jwtJwksUrl: string | null;
   /** Expected `iss` of JWTs, when set. */
   jwtIssuer: string | null;
-  /** Lifetime of JWTs issued by /api/v1/auth/session. */
+  /** Lifetime of JWTs issued by /api/v1/auth/session and by each renewal. */
   sessionTtlSeconds: number;
+  /** Absolute cap of a renewed session, counted from the sign-in (SESSION_MAX_HOURS). */
+  sessionMaxHours: number;
   /** Sustained requests per second allowed per credential. */
   rateLimitPerSecond: number;
   /** Requests a credential may burst above the sustained rate. */
@@ -79,6 +81,11 @@ export interface Config {
    * uploaded file (the ledger stays); null (unset) keeps them forever.
    */
   resultRetentionDays: number | null;
+  /**
+   * TASK_RETRY_WINDOW_MINUTES: a task's retry window when it names none: deferred or unreachable
+   * addresses are retried for at most this long after the task starts, then settled as unknown.
+   */
+  taskRetryWindowMinutes: number;
   /**
    * Set-up problems that don't stop the process but cost accuracy (a HELO name receivers refuse);
    * logged at WARN when serve/worker start and listed by /readyz.
@@ -207,7 +214,7 @@ export function loadConfig(
     jwtSecret,
     jwtJwksUrl: urlVar(env, "JWT_JWKS_URL", ["https:", "http:"]),
     jwtIssuer: optionalVar(env, "JWT_ISSUER"),
-    sessionTtlSeconds: intVar(env, "SESSION_TTL_SECONDS", 900, 60, 86_400),
+    ...loadSessionConfig(env),
     rateLimitPerSecond: intVar(env, "RATE_LIMIT_PER_SECOND", 20, 1, 1_000_000),
     rateLimitBurst: intVar(env, "RATE_LIMIT_BURST", 40, 1, 1_000_000),
     hotCache: Object.freeze({
@@ -248,6 +255,10 @@ export function loadConfig(
       optionalVar(env, "RESULT_RETENTION_DAYS") === null
         ? null
         : intVar(env, "RESULT_RETENTION_DAYS", 0, 1, 36_500),
+    // 60: the default VERIFY_RETRY_DELAYS (5 + 15 + 30 min) fit for an address tried in the
+    // task's first 10 minutes; longer lists lose their last retries rather than stay open. The
+    // bound is MAX_RETRY_WINDOW_MINUTES (tasks/task-input.ts; config/ imports only lib/).
+    taskRetryWindowMinutes: intVar(env, "TASK_RETRY_WINDOW_MINUTES", 60, 0, 1_440),
     warnings: Object.freeze(smtp.warnings),
   });
 }
@@ -260,6 +271,21 @@ function secondsList(env: Record<string, string | undefined>, name: string, fall
     throw new ConfigError(`${name} must be a comma-separated list of seconds, got "${raw}"`);
   }
   return items.map((x) => Math.round(Number(x) * 1000));
+}
+
+function loadSessionConfig(env: Record<string, string | undefined>): {
+  sessionTtlSeconds: number;
+  sessionMaxHours: number;
+} {
+  const sessionTtlSeconds = intVar(env, "SESSION_TTL_SECONDS", 900, 60, 86_400);
+  const sessionMaxHours = intVar(env, "SESSION_MAX_HOURS", 12, 1, 720);
+  // A cap shorter than one lifetime would cut every session's first token short: refuse the pair
+  // rather than silently honour one of them.
+  if (sessionMaxHours * 3600 < sessionTtlSeconds)
+    throw new ConfigError(
+      `SESSION_MAX_HOURS (${sessionMaxHours} h) must be at least SESSION_TTL_SECONDS (${sessionTtlSeconds} s)`,
+    );
+  return { sessionTtlSeconds, sessionMaxHours };
 }
 
 function loadHttpServerConfig(env: Record<string, string | undefined>): Readonly<HttpServerConfig> {

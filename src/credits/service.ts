@@ -11,7 +11,7 @@ export interface CreditsService {
   balance(userId: string): Promise<{ userId: string; balance: number }>;
   transactions(
     userId: string,
-    page: { limit: number; offset: number },
+    page: { limit: number; offset: number; taskId?: string | null },
   ): Promise<{ transactions: CreditTransaction[]; total: number }>;
   grant(userId: string, amount: number, reason: string, idempotencyKey?: string): Promise<CreditTransaction>;
 }
@@ -38,7 +38,13 @@ export function createCreditsService(db: Database, clock: Clock): CreditsService
     },
     async transactions(userId, page) {
       if (!(await findUser(db, userId))) throw notFound("User");
-      const { rows, total } = await listCreditTransactions(db, userId, page.limit, page.offset);
+      const { rows, total } = await listCreditTransactions(
+        db,
+        userId,
+        page.limit,
+        page.offset,
+        page.taskId ?? null,
+      );
       return { transactions: rows, total };
     },
     async grant(userId, amount, reason, idempotencyKey) {

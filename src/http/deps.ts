@@ -22,6 +22,8 @@ export interface HttpSettings {
   allowPrivateWebhooks: boolean;
   /** METRICS_TOKEN: the bearer token GET /metrics requires; null leaves it open. */
   metricsToken: string | null;
+  /** TASK_RETRY_WINDOW_MINUTES: a task's retry_window_minutes when the request names none. */
+  taskRetryWindowMinutes: number;
 }
 
 /**

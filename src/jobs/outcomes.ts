@@ -22,6 +22,8 @@ export type JobOutcome =
       refundAttempt: boolean;
       /** The schedule this retry takes a step of (its counter goes up by one). */
       schedule: RetrySchedule | null;
+      /** The unknown answer that is retried: it stands if the task's retries end first. */
+      result: VerificationResult | null;
     }
   | { kind: "failed"; job: JobRecord; error: string };
 
@@ -43,7 +45,15 @@ export function outcomeOfResult(
   // `cancelled` and the timeout_* reasons only arise when our own shutdown aborted the session:
   // the address was never really tried.
   if (retryClassOf(reason) === "interrupted") {
-    return { kind: "retry", job, runAfter: now, error: reason, refundAttempt: true, schedule: null };
+    return {
+      kind: "retry",
+      job,
+      runAfter: now,
+      error: reason,
+      refundAttempt: true,
+      schedule: null,
+      result: null,
+    };
   }
   const retryClass = retryClassOf(reason);
   if (retryClass !== "deferred" && retryClass !== "unreachable") return { kind: "result", job, result };
@@ -63,7 +73,18 @@ export function outcomeOfResult(
     error: reason,
     refundAttempt: false,
     schedule: retryClass,
+    result,
   };
+}
+
+/**
+ * A retry its task no longer waits for: one scheduled after the task's retries end (its retry
+ * window, or a finish now) records the unknown answer it retries instead. Only a retry of a
+ * server's answer (deferred, unreachable) ends so; a busy host or our own shutdown tried nothing.
+ */
+export function settleRetryPastEnd(o: JobOutcome, retriesEndAt: Date | null): JobOutcome {
+  if (o.kind !== "retry" || o.result === null || o.schedule === null || retriesEndAt === null) return o;
+  return o.runAfter.getTime() > retriesEndAt.getTime() ? { kind: "result", job: o.job, result: o.result } : o;
 }
 
 /** Why a group could not be verified at all. */
@@ -97,6 +118,7 @@ export function outcomesOfFailure(
         error: null,
         refundAttempt: true,
         schedule: null,
+        result: null,
       }));
     case "host_busy_in_cluster":
     case "slots_unavailable": {
@@ -108,6 +130,7 @@ export function outcomesOfFailure(
         error: null,
         refundAttempt: true,
         schedule: null,
+        result: null,
       }));
     }
     case "stopping":
@@ -118,6 +141,7 @@ export function outcomesOfFailure(
         error: null,
         refundAttempt: true,
         schedule: null,
+        result: null,
       }));
     case "internal":
       return jobs.map((job) =>
@@ -130,6 +154,7 @@ export function outcomesOfFailure(
               error: failure.message,
               refundAttempt: false,
               schedule: null,
+              result: null,
             },
       );
   }
@@ -157,6 +182,7 @@ export function outcomesOfUnrecorded(
       error: job.lastError,
       refundAttempt: true,
       schedule: null,
+      result: null,
     }));
   return outcomesOfFailure(
     jobs,

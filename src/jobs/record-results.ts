@@ -5,33 +5,17 @@ import {
   failJobs,
   jobsHeldBy,
   rescheduleJobs,
-  type JobRecord,
   type Reschedule,
 } from "../db/queries/jobs.ts";
-import { findPayersOfWrite, lockTasks, type TaskRecord } from "../db/queries/tasks.ts";
+import { findPayersOfWrite, lockTasks } from "../db/queries/tasks.ts";
 import { lockUserBalances } from "../db/queries/users.ts";
 import { insertVerifications, type VerificationRecord } from "../db/queries/verifications.ts";
-import { newId } from "../lib/ids.ts";
 import { yieldToEventLoop } from "../lib/sleep.ts";
-import { recordOfResult } from "../verifications/record-of-result.ts";
+import { batchRecordOf } from "../verifications/record-of-result.ts";
 import { chargeLateResults } from "../tasks/cancel-task.ts";
 import { finishTaskIfDone } from "../tasks/finish-task.ts";
-import { isSandboxAddress, type VerificationResult } from "../verify/index.ts";
-import type { JobOutcome } from "./outcomes.ts";
-
-function toRecord(job: JobRecord, task: TaskRecord, r: VerificationResult, at: Date): VerificationRecord {
-  return recordOfResult(r, {
-    id: newId(),
-    userId: job.userId ?? task.userId!,
-    origin: "batch",
-    source: task.source,
-    apiKeyId: task.apiKeyId,
-    taskId: task.id,
-    creditTransactionId: null,
-    fromCache: false,
-    createdAt: at,
-  });
-}
+import { isSandboxAddress } from "../verify/index.ts";
+import { settleRetryPastEnd, type JobOutcome } from "./outcomes.ts";
 
 /**
  * Most outcomes one result write covers. On PGlite every statement runs on the event loop's
@@ -51,8 +35,9 @@ export const RECORD_BATCH_MAX = 100;
  * left alone, so nothing is recorded twice and a call repeated after a failure, or a crash
  * between batches, bills nothing twice (the jobs of unwritten batches come back when their lease
  * runs out). A group that was running when its task was cancelled is recorded too: its billable
- * results are charged (the cancel refunded them) and its retries end as `cancelled`. Returns the
- * ids of tasks this call finished.
+ * results are charged (the cancel refunded them) and its retries end as `cancelled`. A retry past
+ * its task's retries end (retry window, finish now) records its unknown answer instead. Returns
+ * the ids of tasks this call finished.
  */
 export async function recordGroup(
   db: Database,
@@ -139,7 +124,12 @@ async function writeBatch(
     outcomes.map((o) => o.job.id),
     worker,
   );
-  const mine = outcomes.filter((o) => held.has(o.job.id) && tasks.has(o.job.taskId));
+  const mine = outcomes
+    .filter((o) => held.has(o.job.id) && tasks.has(o.job.taskId))
+    .map((o) => {
+      const task = tasks.get(o.job.taskId)!;
+      return task.cancelledAt === null ? settleRetryPastEnd(o, task.retriesEndAt) : o;
+    });
   const due = await findPayersOfWrite(tx, {
     taskIds: [...tasks.keys()],
     closingJobIds: closingIds(mine),
@@ -152,7 +142,7 @@ async function writeBatch(
   const done: Array<{ id: string; emailId: string }> = [];
   for (const o of mine) {
     if (o.kind !== "result") continue;
-    const record = toRecord(o.job, tasks.get(o.job.taskId)!, o.result, at);
+    const record = batchRecordOf(o.result, o.job, tasks.get(o.job.taskId)!, at);
     records.push(record);
     done.push({ id: o.job.id, emailId: record.id });
   }
@@ -196,4 +186,5 @@ export const rescheduleOf = (o: JobOutcome & { kind: "retry" }): Reschedule => (
   error: o.error,
   refundAttempt: o.refundAttempt,
   schedule: o.schedule,
+  result: o.result,
 });

@@ -32,7 +32,7 @@ const finishRefundKey = (taskId: string) => `task:${taskId}:refund`;
 const cancelRefundKey = (taskId: string) => `task:${taskId}:cancel-refund`;
 
 /** The caller's task, row-locked in `tx`; another user's task is "not found", as on get/jobs. */
-async function lockOwnTask(tx: Queryable, principal: Principal, id: string): Promise<TaskRecord> {
+export async function lockOwnTask(tx: Queryable, principal: Principal, id: string): Promise<TaskRecord> {
   const task = await lockTask(tx, id);
   if (!task || task.userId !== principal.userId) throw notFound("Task");
   return task;

@@ -11,7 +11,7 @@ import {
   saveIdempotencyKey,
   type TaskRecord,
 } from "../db/queries/tasks.ts";
-import { lockUserBalance } from "../db/queries/users.ts";
+import { findUser, lockUserBalance } from "../db/queries/users.ts";
 import { AppError, notFound, validationError } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
@@ -31,6 +31,8 @@ export interface CreateTaskInput {
    */
   emails: string[];
   webhookUrl: string | null;
+  /** Minutes after its start during which the task retries deferred addresses (0–1440). */
+  retryWindowMinutes: number;
   idempotencyKey: string | null;
   /**
    * The key's scope and the fingerprint of the request it stands for; default: a JSON task's
@@ -51,6 +53,10 @@ export interface CreatedTask {
 interface PlannedJobs {
   jobs: NewJob[];
   domainCount: number;
+  /** Jobs whose address fails RFC syntax: their result will be `invalid_syntax`. */
+  invalidSyntaxCount: number;
+  /** Jobs under the sandbox domain: answered for free, never reserved (verify/sandbox.ts). */
+  sandboxCount: number;
 }
 
 /** One job per distinct canonical address, in first-occurrence order, grouped by domain. */
@@ -58,6 +64,8 @@ export function planJobs(engine: Pick<Engine, "checkSyntax">, emails: string[]):
   const seen = new Set<string>();
   const domains = new Set<string>();
   const jobs: NewJob[] = [];
+  let invalidSyntaxCount = 0;
+  let sandboxCount = 0;
   for (const email of emails) {
     const syntax = engine.checkSyntax(email);
     const canonical = syntax.ok ? syntax.canonical : email.toLowerCase();
@@ -66,9 +74,53 @@ export function planJobs(engine: Pick<Engine, "checkSyntax">, emails: string[]):
     // Addresses that fail syntax need no SMTP; the empty domain keeps them out of real groups.
     const domain = syntax.ok ? syntax.domain : "";
     if (domain) domains.add(domain);
+    if (!syntax.ok) invalidSyntaxCount += 1;
+    if (isSandboxAddress(canonical)) sandboxCount += 1;
     jobs.push({ id: newId(), position: jobs.length, emailAddress: canonical, domain });
   }
-  return { jobs, domainCount: domains.size };
+  return { jobs, domainCount: domains.size, invalidSyntaxCount, sandboxCount };
+}
+
+/** Credits a task of these jobs reserves: one per distinct address outside the sandbox. */
+const creditsRequiredOf = (planned: PlannedJobs): number => planned.jobs.length - planned.sandboxCount;
+
+/** What creating a task would count and cost, and the balance it would be paid from (a dry run). */
+export interface TaskQuote {
+  /** Entries submitted, duplicates included (the task's `submitted_count`). */
+  submittedCount: number;
+  /** Distinct canonical addresses: the jobs and the task's `email_count`. */
+  uniqueCount: number;
+  domainCount: number;
+  invalidSyntaxCount: number;
+  sandboxCount: number;
+  creditsRequired: number;
+  /** The user's balance now; creation would need at least creditsRequired. */
+  balance: number;
+}
+
+/**
+ * A dry run of createTask on the same plan (so the figures cannot differ from the real call's),
+ * writing nothing: no lock, no task, no reservation, no idempotency record. The balance is read
+ * unlocked; the real call may still answer 402 if it is spent in between.
+ */
+export async function quoteTask(
+  db: Queryable,
+  engine: Pick<Engine, "checkSyntax">,
+  principal: Principal,
+  emails: string[],
+): Promise<TaskQuote> {
+  const planned = planJobs(engine, emails);
+  const user = await findUser(db, principal.userId);
+  if (!user) throw notFound("User");
+  return {
+    submittedCount: emails.length,
+    uniqueCount: planned.jobs.length,
+    domainCount: planned.domainCount,
+    invalidSyntaxCount: planned.invalidSyntaxCount,
+    sandboxCount: planned.sandboxCount,
+    creditsRequired: creditsRequiredOf(planned),
+    balance: user.balance,
+  };
 }
 
 /**
@@ -94,9 +146,9 @@ const reusedKey = (): AppError =>
     { field: "Idempotency-Key", reason: "reused with a different body" },
   ]);
 
-const requestHashOf = (emails: string[], webhookUrl: string | null): string =>
+const requestHashOf = (emails: string[], webhookUrl: string | null, retryWindowMinutes: number): string =>
   createHash("sha256")
-    .update(JSON.stringify([emails, webhookUrl]))
+    .update(JSON.stringify([emails, webhookUrl, retryWindowMinutes]))
     .digest("hex");
 
 /**
@@ -112,7 +164,8 @@ export async function createTask(
 ): Promise<CreatedTask> {
   const planned = planJobs(engine, input.emails);
   const scope = input.idempotency?.scope ?? IDEMPOTENCY_SCOPE;
-  const requestHash = input.idempotency?.requestHash ?? requestHashOf(input.emails, input.webhookUrl);
+  const requestHash =
+    input.idempotency?.requestHash ?? requestHashOf(input.emails, input.webhookUrl, input.retryWindowMinutes);
   return db.transaction(async (tx) => {
     const now = clock.now();
     // The user lock serialises task creation per user, so two retries carrying one
@@ -138,11 +191,12 @@ export async function createTask(
       domainCount: planned.domainCount,
       isFileBacked: input.isFileBacked ?? false,
       createdAt: now,
+      retryWindowMinutes: input.retryWindowMinutes,
     });
     // Sandbox addresses (verify/sandbox.ts) are never reserved nor charged; the refund on finish
     // leaves them out too (countUnbillableJobs). A task of only sandbox addresses writes no
     // ledger row and needs no balance.
-    const billable = planned.jobs.filter((j) => !isSandboxAddress(j.emailAddress)).length;
+    const billable = creditsRequiredOf(planned);
     if (billable > 0) {
       const reservation = await deductCredits(tx, {
         userId: principal.userId,

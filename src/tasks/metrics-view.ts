@@ -19,6 +19,11 @@ export function toMetricsReply(m: TaskMetrics) {
     last_verification_requested_at: iso(m.lastVerificationRequestedAt),
     last_verification_completed_at: iso(m.lastVerificationCompletedAt),
     // Not in the spec's object (additive): addresses waiting for a retry and when the next is due.
-    retries: { pending: m.retries.pending, next_attempt_at: iso(m.retries.nextAttemptAt) },
+    retries: {
+      pending: m.retries.pending,
+      next_attempt_at: iso(m.retries.nextAttemptAt),
+      last_attempt_at: iso(m.retries.lastAttemptAt),
+      settles_at: iso(m.retries.settlesAt),
+    },
   };
 }

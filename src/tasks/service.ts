@@ -15,15 +15,22 @@ import { AppError, notFound } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import type { Engine } from "../verify/index.ts";
 import { cancelTask, deleteTask } from "./cancel-task.ts";
-import { createTask, type CreateTaskInput, type CreatedTask } from "./create-task.ts";
+import {
+  createTask,
+  quoteTask,
+  type CreateTaskInput,
+  type CreatedTask,
+  type TaskQuote,
+} from "./create-task.ts";
 import {
   prepareDownload as prepareTaskDownload,
   type Download,
   type DownloadOptions,
 } from "./export-task.ts";
+import { finishTaskNow } from "./finish-now.ts";
 import { checkTaskEmails } from "./task-input.ts";
 
-export type { Download, DownloadOptions, TaskMetrics, TaskRecord };
+export type { Download, DownloadOptions, TaskMetrics, TaskQuote, TaskRecord };
 
 export interface TaskView {
   task: TaskRecord;
@@ -48,6 +55,8 @@ export interface TasksService {
     principal: Principal,
     input: Omit<CreateTaskInput, "emails"> & { emails: string[] },
   ): Promise<CreatedTask>;
+  /** A dry run of `create`: the same checks and counts, the price and the balance; creates nothing. */
+  quote(principal: Principal, emails: string[]): Promise<TaskQuote>;
   list(
     principal: Principal,
     filter: {
@@ -67,12 +76,17 @@ export interface TasksService {
   jobs(
     principal: Principal,
     id: string,
-    page: { limit: number; offset: number; status?: string | null },
+    page: { limit: number; offset: number; status?: string | null; search?: string | null },
   ): Promise<{ jobs: JobView[]; total: number }>;
   /** The results file of one of the caller's tasks, streamed; FORBIDDEN for another user's task. */
   prepareDownload(principal: Principal, id: string, opts: DownloadOptions): Promise<Download>;
   /** Cancels an unfinished task (cancel-task.ts); CONFLICT once it has finished. Returns it as `get` does. */
   cancel(principal: Principal, id: string): Promise<TaskView>;
+  /**
+   * Stops waiting for retries (finish-now.ts): pending jobs end unknown and the task completes,
+   * at once or when the groups running now are recorded. Idempotent; CONFLICT once cancelled.
+   */
+  finish(principal: Principal, id: string): Promise<TaskView>;
   /** Deletes a finished task's jobs, results and upload (cancel-task.ts); CONFLICT while it runs. */
   delete(principal: Principal, id: string): Promise<void>;
 }
@@ -102,6 +116,8 @@ export function createTasksService(
     async create(principal, input) {
       return createTask(db, clock, engine, principal, { ...input, emails: checkTaskEmails(input.emails) });
     },
+
+    quote: (principal, emails) => quoteTask(db, engine, principal, checkTaskEmails(emails)),
 
     async list(principal, f) {
       const page = await listTasks(db, { userId: principal.userId, ...f });
@@ -135,7 +151,14 @@ export function createTasksService(
 
     async jobs(principal, id, page) {
       await ownTask(principal, id);
-      const { jobs, total } = await listJobsOfTask(db, id, page.limit, page.offset, page.status ?? null);
+      const { jobs, total } = await listJobsOfTask(
+        db,
+        id,
+        page.limit,
+        page.offset,
+        page.status ?? null,
+        page.search ?? null,
+      );
       const results = await findVerificationsByIds(
         db,
         jobs.flatMap((j) => (j.emailId ? [j.emailId] : [])),
@@ -150,6 +173,10 @@ export function createTasksService(
 
     async cancel(principal, id) {
       return viewOf(await cancelTask(db, clock, principal, id));
+    },
+
+    async finish(principal, id) {
+      return viewOf(await finishTaskNow(db, clock, principal, id));
     },
 
     delete: (principal, id) => deleteTask(db, principal, id, bus),

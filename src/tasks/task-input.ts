@@ -32,3 +32,23 @@ export function checkTaskEmails(emails: string[]): string[] {
     throw validationError(`${details.length} of ${emails.length} entries are not email addresses`, details);
   return trimmed;
 }
+
+/** Longest retry window a task may ask for (`retry_window_minutes`, TASK_RETRY_WINDOW_MINUTES): a day. */
+export const MAX_RETRY_WINDOW_MINUTES = 1_440;
+
+/**
+ * The upload form's `retry_window_minutes` (text, as multipart fields are): whole minutes from 0
+ * to MAX_RETRY_WINDOW_MINUTES, or `fallback` when absent or blank.
+ */
+export function readRetryWindowField(raw: string | undefined, fallback: number): number {
+  if (raw === undefined || raw.trim() === "") return fallback;
+  const minutes = /^\d{1,5}$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+  if (!(minutes <= MAX_RETRY_WINDOW_MINUTES))
+    throw validationError("Invalid retry_window_minutes", [
+      {
+        field: "retry_window_minutes",
+        reason: `must be a whole number of minutes from 0 to ${MAX_RETRY_WINDOW_MINUTES}`,
+      },
+    ]);
+  return minutes;
+}

@@ -9,12 +9,12 @@ import {
   insertUploadRows,
   type UploadRecord,
 } from "../db/queries/uploads.ts";
-import { DEFAULT_MAX_TEXT_CHARS, type ListParser } from "../files/index.ts";
+import { DEFAULT_MAX_TEXT_CHARS, type ListParser, type PackedList } from "../files/index.ts";
 import { AppError, notFound, validationError } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
 import { yieldToEventLoop } from "../lib/sleep.ts";
-import { createTask, findIdempotentReplay } from "../tasks/create-task.ts";
+import { createTask, findIdempotentReplay, quoteTask, type TaskQuote } from "../tasks/create-task.ts";
 import type { UploadTicket, UploadAdmission } from "./admission.ts";
 import { MAX_TASK_EMAILS } from "../tasks/task-input.ts";
 import type { Engine } from "../verify/index.ts";
@@ -28,6 +28,8 @@ export interface UploadInput {
   /** The form field that named the column (`email_column` or its alias `column`), for error details. */
   columnField?: string;
   webhookUrl: string | null;
+  /** Minutes after its start during which the task retries deferred addresses. */
+  retryWindowMinutes: number;
   /** Makes a retry safe: the same key and the same request return the first upload, billed once. */
   idempotencyKey: string | null;
 }
@@ -46,6 +48,27 @@ export interface UploadsService {
     input: UploadInput,
   ): Promise<{ upload: UploadRecord; task: TaskRecord; replayed: boolean }>;
   status(principal: Principal, uploadId: string): Promise<{ upload: UploadRecord; task: TaskRecord }>;
+  /**
+   * A dry run of `upload`: the same parse, checks and counts, the price and the balance; creates
+   * nothing. `ticket` is released as soon as the file is parsed: reading the balance holds no place.
+   */
+  quote(principal: Principal, input: UploadInput, ticket: UploadTicket): Promise<UploadQuote>;
+}
+
+/** What uploading a file would count and cost (DESIGN §5: dry runs create nothing). */
+export interface UploadQuote extends TaskQuote {
+  /** Rows whose email cell is blank or not an address. */
+  skippedCount: number;
+}
+
+/**
+ * The rows an upload turns into a task: every address-shaped cell, duplicates included (the task
+ * dedupes; DESIGN §5); RFC-invalid ones become `invalid_syntax` jobs, as in a JSON task. The
+ * other rows are skipped.
+ */
+function submittedOf(list: PackedList): { submitted: string[]; skippedCount: number } {
+  const submitted = list.rowEmails.filter((email): email is string => email !== null);
+  return { submitted, skippedCount: list.rowCount - submitted.length };
 }
 
 const IDEMPOTENCY_SCOPE = "uploads.create";
@@ -53,7 +76,8 @@ const IDEMPOTENCY_SCOPE = "uploads.create";
 /** Everything that decides what an upload creates: the file's bytes and the form's fields. */
 function requestHashOf(input: UploadInput): string {
   const hash = createHash("sha256");
-  for (const part of [input.filename, input.emailColumn ?? "", input.webhookUrl ?? ""]) {
+  const window = String(input.retryWindowMinutes);
+  for (const part of [input.filename, input.emailColumn ?? "", input.webhookUrl ?? "", window]) {
     hash.update(String(part.length)).update(":").update(part);
   }
   return hash.update(input.data).digest("hex");
@@ -75,6 +99,21 @@ export function createUploadsService(
   // A csv holds at most one character per byte; a workbook's text expands, and twice the size
   // allowed for the file keeps an operator's larger MAX_UPLOAD_BYTES meaningful for it too.
   const maxTextChars = Math.max(DEFAULT_MAX_TEXT_CHARS, 2 * options.maxUploadBytes);
+  const parseList = async (input: UploadInput): Promise<PackedList> => {
+    const parsed = await parser.parse({
+      filename: input.filename,
+      data: input.data,
+      emailColumn: input.emailColumn,
+      maxEmails: MAX_TASK_EMAILS,
+      maxTextChars,
+    });
+    if (!parsed.ok) {
+      throw validationError(parsed.problem.message, [
+        { field: parsed.problem.field, reason: parsed.problem.message },
+      ]);
+    }
+    return parsed.list;
+  };
   const replayOf = async (taskId: string) => {
     const task = await findTask(db, taskId);
     const uploadId = task ? await findUploadIdOfTask(db, task.id) : null;
@@ -104,26 +143,13 @@ export function createUploadsService(
         const replay = prior ? await replayOf(prior) : null;
         if (replay) return replay;
       }
-      const parsed = await parser.parse({
-        filename: input.filename,
-        data: input.data,
-        emailColumn: input.emailColumn,
-        maxEmails: MAX_TASK_EMAILS,
-        maxTextChars,
-      });
-      if (!parsed.ok) {
-        throw validationError(parsed.problem.message, [
-          { field: parsed.problem.field, reason: parsed.problem.message },
-        ]);
-      }
-      const list = parsed.list;
+      const list = await parseList(input);
       let upload: UploadRecord | null = null;
-      // Every address-shaped cell, duplicates included (the task dedupes; DESIGN §5): RFC-invalid
-      // ones become `invalid_syntax` jobs, as in a JSON task. The other rows are skipped.
-      const submitted = list.rowEmails.filter((email): email is string => email !== null);
+      const { submitted, skippedCount } = submittedOf(list);
       const { task, replayed } = await createTask(db, clock, engine, principal, {
         emails: submitted,
         webhookUrl: input.webhookUrl,
+        retryWindowMinutes: input.retryWindowMinutes,
         idempotencyKey: input.idempotencyKey,
         ...(requestHash ? { idempotency: { scope: IDEMPOTENCY_SCOPE, requestHash } } : {}),
         isFileBacked: true,
@@ -137,7 +163,7 @@ export function createUploadsService(
             format: list.format,
             emailCount: created.emailCount,
             submittedCount: submitted.length,
-            skippedCount: list.rowCount - submitted.length,
+            skippedCount,
             header: list.header,
             emailColumn: list.emailColumn,
             columnCount: list.columnCount,
@@ -155,6 +181,17 @@ export function createUploadsService(
         if (replay) return replay;
       }
       return { upload: upload!, task, replayed: false };
+    },
+
+    async quote(principal, input, ticket) {
+      let list: PackedList;
+      try {
+        list = await parseList(input);
+      } finally {
+        ticket.release();
+      }
+      const { submitted, skippedCount } = submittedOf(list);
+      return { ...(await quoteTask(db, engine, principal, submitted)), skippedCount };
     },
 
     async status(principal, uploadId) {

@@ -1,4 +1,6 @@
+import type { TaskRecord } from "../db/queries/tasks.ts";
 import type { VerificationRecord } from "../db/queries/verifications.ts";
+import { newId } from "../lib/ids.ts";
 import { pickResultFields, resultFieldsJson, type VerificationResult } from "../verify/index.ts";
 
 /** Who asked and how it was paid: the stored columns the engine's result doesn't have. */
@@ -21,6 +23,25 @@ export const recordOfResult = (r: VerificationResult, ctx: RecordContext): Verif
   ...pickResultFields(r),
   evidence: r.evidence,
 });
+
+/** The stored record of a batch job's result: billed to the job's user, attributed like its task. */
+export const batchRecordOf = (
+  r: VerificationResult,
+  job: { userId: string | null },
+  task: Pick<TaskRecord, "id" | "userId" | "source" | "apiKeyId">,
+  at: Date,
+): VerificationRecord =>
+  recordOfResult(r, {
+    id: newId(),
+    userId: job.userId ?? task.userId!,
+    origin: "batch",
+    source: task.source,
+    apiKeyId: task.apiKeyId,
+    taskId: task.id,
+    creditTransactionId: null,
+    fromCache: false,
+    createdAt: at,
+  });
 
 /** A stored result served again (result cache) as the engine would have answered. */
 export const resultOfRecord = (r: VerificationRecord): VerificationResult => ({

@@ -13,9 +13,13 @@ import { launchBrowser } from "./support/browser.ts";
 import { bundleSizes, ensureWebBuild } from "./support/build.ts";
 import { shared } from "./support/shared.ts";
 import { startStack } from "./support/stack.ts";
+import { dataIntact } from "./suites/data-intact.ts";
+import { dryRunPrice } from "./suites/dry-run.ts";
 import { errorPaths } from "./suites/errors.ts";
+import { finishNow } from "./suites/finish-now.ts";
 import { journey } from "./suites/journey.ts";
 import { everyPage } from "./suites/pages.ts";
+import { sessionSuite } from "./suites/session.ts";
 
 /** The budget for all the dashboard's JS and CSS, gzipped: 150 kB (SI kilobytes). */
 const BUDGET_GZIP_BYTES = 150_000;
@@ -66,5 +70,9 @@ describe("in Chromium, against a real server", () => {
   // has its own, shorter one (support/browser.ts WAIT_MS).
   describe("a user's session, end to end", { timeout: 180_000 }, journey);
   describe("error paths", { timeout: 180_000 }, errorPaths);
+  describe("the price of a list before it is uploaded", { timeout: 180_000 }, dryRunPrice);
+  describe("a list's own data comes back intact", { timeout: 180_000 }, dataIntact);
+  describe("finish now: a task waiting for a server's retry", { timeout: 180_000 }, finishNow);
   describe("every page at 375 and 1440 px: axe-core and screenshots", { timeout: 300_000 }, everyPage);
+  describe("a session shared by tabs, renewed while active, capped", { timeout: 180_000 }, sessionSuite);
 });

@@ -30,6 +30,18 @@ export async function openSession(apiKey: string): Promise<ApiSession> {
   return createMailprobeClient({ baseUrl, apiKey }).openSession();
 }
 
+/** SESSION_TTL_SECONDS and SESSION_MAX_HOURS, for the sign-in form (the route needs no credentials). */
+export interface SessionPolicy {
+  lifetime_seconds: number;
+  max_hours: number;
+}
+
+export async function fetchSessionPolicy(signal: AbortSignal): Promise<SessionPolicy> {
+  const res = await fetch(`${baseUrl}/api/v1/auth/session/policy`, { signal });
+  if (!res.ok) throw MailprobeError.fromResponse(res, await res.json().catch(() => null));
+  return (await res.json()) as SessionPolicy;
+}
+
 /** Words for any failure: the API's own message, or what went wrong on the way. */
 export function errorMessage(error: unknown): string {
   if (error instanceof MailprobeError) return error.message;

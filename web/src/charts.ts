@@ -18,8 +18,6 @@ export interface ChartHandle {
   destroy(): void;
 }
 
-const reducedMotion = (): boolean => window.matchMedia("(prefers-reduced-motion: reduce)").matches;
-
 function datasetsOf(spec: BarChartSpec) {
   return spec.series.map((s) => ({
     label: s.label,
@@ -44,7 +42,9 @@ export function drawBarChart(canvas: HTMLCanvasElement, spec: BarChartSpec): Cha
       indexAxis: spec.horizontal ? "y" : "x",
       responsive: true,
       maintainAspectRatio: false,
-      animation: reducedMotion() ? false : { duration: 300 },
+      // No entry animation: a screenshot taken mid-animation showed bars over the wrong days, and
+      // a polled chart re-animating every few seconds reads as data moving.
+      animation: false,
       scales: {
         x: axis(spec.stacked, !spec.horizontal ? false : true),
         y: axis(spec.stacked, !spec.horizontal),

@@ -88,15 +88,19 @@ export async function listCreditTransactions(
   userId: string,
   limit: number,
   offset: number,
+  taskId: string | null = null,
 ): Promise<{ rows: CreditTransaction[]; total: number }> {
+  // A task's rows (reservation, refunds, late charges) all carry its id in metadata; the filter
+  // runs within the user's rows, which the (user_id, seq) index already narrows to.
+  const filter = "where user_id = $1 and ($2::text is null or metadata->>'task_id' = $2)";
   const [page, count] = await Promise.all([
     q.query<CreditTransactionRow>(
-      `select * from credit_transactions where user_id = $1
-        order by seq desc limit $2 offset $3`,
-      [userId, limit, offset],
+      `select * from credit_transactions ${filter} order by seq desc limit $3 offset $4`,
+      [userId, taskId, limit, offset],
     ),
-    q.query<{ total: number }>("select count(*) as total from credit_transactions where user_id = $1", [
+    q.query<{ total: number }>(`select count(*) as total from credit_transactions ${filter}`, [
       userId,
+      taskId,
     ]),
   ]);
   return { rows: page.rows.map(toCreditTransaction), total: count.rows[0]?.total ?? 0 };

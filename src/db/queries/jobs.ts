@@ -1,3 +1,4 @@
+import type { VerificationResult } from "../../verify/index.ts";
 import type { Queryable } from "../client.ts";
 
 /** `cancelled`: the task was cancelled before the job ran (final, neither billed nor refunded at finish). */
@@ -21,6 +22,8 @@ export interface JobRecord {
   /** Why the last attempt did not settle the job (an unknown reason for retries, an error for failures). */
   lastError: string | null;
   emailId: string | null;
+  /** The unknown answer a pending job waits to retry after (null: none stored, e.g. never tried). */
+  retryResult: VerificationResult | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -39,6 +42,7 @@ interface JobRow {
   run_after: Date;
   last_error: string | null;
   email_id: string | null;
+  retry_result: (Omit<VerificationResult, "validatedAt"> & { validatedAt: string }) | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -57,6 +61,9 @@ export const toJob = (r: JobRow): JobRecord => ({
   runAfter: r.run_after,
   lastError: r.last_error,
   emailId: r.email_id,
+  retryResult: r.retry_result
+    ? { ...r.retry_result, validatedAt: new Date(r.retry_result.validatedAt) }
+    : null,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -181,6 +188,8 @@ export interface Reschedule {
   /** Undo the claim's attempt: no work was done (busy host, our own shutdown, a lost write). */
   refundAttempt: boolean;
   schedule: RetrySchedule | null;
+  /** The unknown answer retried after; null keeps the one stored (a busy host, a shutdown). */
+  result: VerificationResult | null;
 }
 
 /** Puts jobs this worker holds back to pending (retry later), in one statement. */
@@ -196,9 +205,10 @@ export async function rescheduleJobs(
         set status = 'pending', locked_by = null, locked_until = null, run_after = r.run_after,
             last_error = r.error, updated_at = $2, attempts = j.attempts - r.refund::int,
             deferred_retries = j.deferred_retries + (r.schedule is not distinct from 'deferred')::int,
-            unreachable_retries = j.unreachable_retries + (r.schedule is not distinct from 'unreachable')::int
-       from unnest($1::uuid[], $4::timestamptz[], $5::text[], $6::boolean[], $7::text[])
-              as r(id, run_after, error, refund, schedule)
+            unreachable_retries = j.unreachable_retries + (r.schedule is not distinct from 'unreachable')::int,
+            retry_result = coalesce(r.result, j.retry_result)
+       from unnest($1::uuid[], $4::timestamptz[], $5::text[], $6::boolean[], $7::text[], $8::jsonb[])
+              as r(id, run_after, error, refund, schedule, result)
       where j.id = r.id and j.locked_by = $3 and j.status = 'processing'`,
     [
       jobs.map((j) => j.id),
@@ -208,6 +218,7 @@ export async function rescheduleJobs(
       jobs.map((j) => j.error),
       jobs.map((j) => j.refundAttempt),
       jobs.map((j) => j.schedule),
+      jobs.map((j) => (j.result ? JSON.stringify(j.result) : null)),
     ],
   );
   return rowCount;
@@ -224,7 +235,7 @@ export async function completeJobs(
   const { rowCount } = await q.query(
     `update email_jobs j
         set status = 'completed', email_id = d.email_id, locked_by = null, locked_until = null, updated_at = $3,
-            last_error = null
+            last_error = null, retry_result = null
        from unnest($1::uuid[], $2::uuid[]) as d(id, email_id)
       where j.id = d.id and j.locked_by = $4 and j.status = 'processing'`,
     [done.map((d) => d.id), done.map((d) => d.emailId), now, worker],
@@ -285,6 +296,37 @@ export async function cancelPendingJobs(
   return rowCount;
 }
 
+/**
+ * Up to `limit` pending jobs of a task, row-locked in id order, for a finish to settle. SKIP
+ * LOCKED for the reason cancelPendingJobs gives: a locked one belongs to a claim in progress, and
+ * is settled when its group is recorded (its task's retries have ended).
+ */
+export async function lockPendingJobs(q: Queryable, taskId: string, limit: number): Promise<JobRecord[]> {
+  const { rows } = await q.query<JobRow>(
+    `select * from email_jobs where task_id = $1 and status = 'pending'
+      order by id limit $2 for update skip locked`,
+    [taskId, limit],
+  );
+  return rows.map(toJob);
+}
+
+/** Ends pending jobs (locked by the caller) with their stored results, in one statement. */
+export async function settlePendingJobs(
+  q: Queryable,
+  done: ReadonlyArray<{ id: string; emailId: string }>,
+  now: Date,
+): Promise<number> {
+  if (done.length === 0) return 0;
+  const { rowCount } = await q.query(
+    `update email_jobs j
+        set status = 'completed', email_id = d.email_id, updated_at = $3, retry_result = null
+       from unnest($1::uuid[], $2::uuid[]) as d(id, email_id)
+      where j.id = d.id and j.status = 'pending'`,
+    [done.map((d) => d.id), done.map((d) => d.emailId), now],
+  );
+  return rowCount;
+}
+
 /** Jobs this worker holds whose task was cancelled meanwhile: they end instead of going back to the queue. */
 export async function cancelHeldJobs(
   q: Queryable,
@@ -341,17 +383,22 @@ export async function listJobsOfTask(
   limit: number,
   offset: number,
   status: string | null = null,
+  search: string | null = null,
 ): Promise<{ jobs: JobRecord[]; total: number }> {
+  // `search` is a case-insensitive substring of the address; strpos, not like, so % and _ in it
+  // are plain characters.
   const filter = `from email_jobs j left join email_verifications v on v.id = j.email_id
-     where j.task_id = $1 and ($2::text is null or j.status = $2 or v.status = $2)`;
+     where j.task_id = $1 and ($2::text is null or j.status = $2 or v.status = $2)
+       and ($3::text is null or strpos(lower(j.email_address), lower($3)) > 0)`;
   const [page, count] = await Promise.all([
-    q.query<JobRow>(`select j.* ${filter} order by j.created_at desc, j.position desc limit $3 offset $4`, [
+    q.query<JobRow>(`select j.* ${filter} order by j.created_at desc, j.position desc limit $4 offset $5`, [
       taskId,
       status,
+      search,
       limit,
       offset,
     ]),
-    q.query<{ n: number }>(`select count(*) as n ${filter}`, [taskId, status]),
+    q.query<{ n: number }>(`select count(*) as n ${filter}`, [taskId, status, search]),
   ]);
   return { jobs: page.rows.map(toJob), total: count.rows[0]?.n ?? 0 };
 }

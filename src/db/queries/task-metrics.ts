@@ -17,8 +17,17 @@ export interface TaskMetrics {
   };
   lastVerificationRequestedAt: Date | null;
   lastVerificationCompletedAt: Date | null;
-  /** Pending jobs waiting for a retry (greylisting, unreachable host…), and the earliest one's time. */
-  retries: { pending: number; nextAttemptAt: Date | null };
+  /**
+   * Pending jobs waiting for a retry (greylisting, unreachable host…): the earliest and the latest
+   * retry scheduled, and when the task's retries end (retry window, finish now): by then every
+   * one of them is settled.
+   */
+  retries: {
+    pending: number;
+    nextAttemptAt: Date | null;
+    lastAttemptAt: Date | null;
+    settlesAt: Date | null;
+  };
 }
 
 export interface MetricsRow {
@@ -40,9 +49,14 @@ export interface MetricsRow {
   last_completed: Date | null;
   retry_pending: number;
   next_retry_at: Date | null;
+  last_retry_at: Date | null;
+  retries_end_at: Date | null;
 }
 
-/** Aggregate columns shared by the per-task and per-day metric queries (j = email_jobs, v = results). */
+/**
+ * Aggregate columns shared by the per-task and per-day metric queries (j = email_jobs, v = results,
+ * t = tasks).
+ */
 export const METRICS_COLUMNS = `
   count(*) as total,
   count(*) filter (where j.status = 'pending') as pending,
@@ -61,7 +75,9 @@ export const METRICS_COLUMNS = `
   max(j.created_at) as last_requested,
   max(v.validated_at) as last_completed,
   count(*) filter (where j.status = 'pending' and j.attempts > 0) as retry_pending,
-  min(j.run_after) filter (where j.status = 'pending' and j.attempts > 0) as next_retry_at`;
+  min(j.run_after) filter (where j.status = 'pending' and j.attempts > 0) as next_retry_at,
+  max(j.run_after) filter (where j.status = 'pending' and j.attempts > 0) as last_retry_at,
+  max(t.retries_end_at) filter (where j.status = 'pending' and j.attempts > 0) as retries_end_at`;
 
 export const toTaskMetrics = (r: MetricsRow | undefined): TaskMetrics => ({
   totalEmailAddresses: r?.total ?? 0,
@@ -84,7 +100,12 @@ export const toTaskMetrics = (r: MetricsRow | undefined): TaskMetrics => ({
   },
   lastVerificationRequestedAt: r?.last_requested ?? null,
   lastVerificationCompletedAt: r?.last_completed ?? null,
-  retries: { pending: r?.retry_pending ?? 0, nextAttemptAt: r?.next_retry_at ?? null },
+  retries: {
+    pending: r?.retry_pending ?? 0,
+    nextAttemptAt: r?.next_retry_at ?? null,
+    lastAttemptAt: r?.last_retry_at ?? null,
+    settlesAt: r?.retries_end_at ?? null,
+  },
 });
 
 /** Metrics of several tasks in one grouped query (a page of the task list). */
@@ -92,7 +113,8 @@ export async function metricsOfTasks(q: Queryable, taskIds: string[]): Promise<M
   if (taskIds.length === 0) return new Map();
   const { rows } = await q.query<MetricsRow & { task_id: string }>(
     `select j.task_id, ${METRICS_COLUMNS}
-       from email_jobs j left join email_verifications v on v.id = j.email_id
+       from email_jobs j join tasks t on t.id = j.task_id
+            left join email_verifications v on v.id = j.email_id
       where j.task_id = any($1::uuid[])
       group by j.task_id`,
     [taskIds],
@@ -110,7 +132,8 @@ export async function dailyMetricsOfTask(
   const { rows } = await q.query<MetricsRow & { day: string }>(
     `select to_char(date_trunc('day', coalesce(v.validated_at, j.created_at) at time zone 'UTC'), 'YYYY-MM-DD') as day,
             ${METRICS_COLUMNS}
-       from email_jobs j left join email_verifications v on v.id = j.email_id
+       from email_jobs j join tasks t on t.id = j.task_id
+            left join email_verifications v on v.id = j.email_id
       where j.task_id = $1
         and coalesce(v.validated_at, j.created_at) >= $2 and coalesce(v.validated_at, j.created_at) < $3
       group by 1`,

@@ -18,6 +18,10 @@ export interface TaskRecord {
   finishedAt: Date | null;
   /** Set when the task was cancelled (finishedAt is then the same moment). */
   cancelledAt: Date | null;
+  /** Minutes after its start during which deferred addresses are retried; null: no limit (older tasks). */
+  retryWindowMinutes: number | null;
+  /** No retry is scheduled after this (the window's end, or the moment of a finish); null until started. */
+  retriesEndAt: Date | null;
 }
 
 interface TaskRow {
@@ -35,6 +39,8 @@ interface TaskRow {
   started_at: Date | null;
   finished_at: Date | null;
   cancelled_at: Date | null;
+  retry_window_minutes: number | null;
+  retries_end_at: Date | null;
 }
 
 const toTask = (r: TaskRow): TaskRecord => ({
@@ -52,15 +58,17 @@ const toTask = (r: TaskRow): TaskRecord => ({
   startedAt: r.started_at,
   finishedAt: r.finished_at,
   cancelledAt: r.cancelled_at,
+  retryWindowMinutes: r.retry_window_minutes,
+  retriesEndAt: r.retries_end_at,
 });
 
 export async function insertTask(
   q: Queryable,
-  t: Omit<TaskRecord, "updatedAt" | "startedAt" | "finishedAt" | "cancelledAt">,
+  t: Omit<TaskRecord, "updatedAt" | "startedAt" | "finishedAt" | "cancelledAt" | "retriesEndAt">,
 ): Promise<TaskRecord> {
   const { rows } = await q.query<TaskRow>(
-    `insert into tasks (id, user_id, webhook_url, source, api_key_id, email_count, domain_count, is_file_backed, created_at, updated_at, submitted_count)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10) returning *`,
+    `insert into tasks (id, user_id, webhook_url, source, api_key_id, email_count, domain_count, is_file_backed, created_at, updated_at, submitted_count, retry_window_minutes)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11) returning *`,
     [
       t.id,
       t.userId,
@@ -72,6 +80,7 @@ export async function insertTask(
       t.isFileBacked,
       t.createdAt,
       t.submittedCount,
+      t.retryWindowMinutes,
     ],
   );
   return toTask(rows[0]!);
@@ -168,12 +177,14 @@ export async function listTasks(
 }
 
 /**
- * started_at = the first claim of any of the task's jobs. Only tasks not started yet are locked,
- * in id order, so two claims sharing tasks wait for each other in one order.
+ * started_at = the first claim of any of the task's jobs, and the retry window runs from then.
+ * Only tasks not started yet are locked, in id order, so two claims sharing tasks wait for each
+ * other in one order.
  */
 export async function markTasksStarted(q: Queryable, taskIds: string[], at: Date): Promise<void> {
   await q.query(
-    `update tasks set started_at = $2, updated_at = $2
+    `update tasks set started_at = $2, updated_at = $2,
+            retries_end_at = least(retries_end_at, $2::timestamptz + retry_window_minutes * interval '1 minute')
       where id in (select id from tasks where id = any($1::uuid[]) and started_at is null
                     order by id for no key update)
         and started_at is null`,
@@ -188,6 +199,19 @@ export async function markTaskFinished(q: Queryable, id: string, at: Date): Prom
     [id, at],
   );
   return rowCount > 0;
+}
+
+/**
+ * A finish now: no retry of the task is scheduled after `at` any more (an earlier window end
+ * stands). Returns the task as updated.
+ */
+export async function endTaskRetries(q: Queryable, id: string, at: Date): Promise<TaskRecord> {
+  const { rows } = await q.query<TaskRow>(
+    `update tasks set retries_end_at = least(retries_end_at, $2), updated_at = $2
+      where id = $1 returning *`,
+    [id, at],
+  );
+  return toTask(rows[0]!);
 }
 
 /** Cancels an unfinished task: finished and cancelled at `at`; false when it had already finished. */

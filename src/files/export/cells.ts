@@ -7,16 +7,37 @@ export type ExportCell = string | number | boolean | null | undefined | Date;
 export interface ExportInput {
   header: readonly string[];
   rows: AsyncIterable<readonly ExportCell[]> | Iterable<readonly ExportCell[]>;
-  /** Prefix cells that a spreadsheet would run as a formula with `'` (off only for machine use). */
+  /**
+   * csv/txt: prefix with `'` the text cells a spreadsheet would evaluate (isFormulaText). xlsx
+   * ignores it: its text cells are inline strings, which no spreadsheet evaluates.
+   */
   escapeFormulas: boolean;
 }
 
-// OWASP "CSV Injection": = + - @ TAB CR start a formula (and NUL hides one in some parsers).
-// The fullwidth ＝＋－＠ are included because Excel in East Asian locales converts them on entry.
-const FORMULA_START = /^[=+\-@\t\r\0\uFF1D\uFF0B\uFF0D\uFF20]/u;
+// OWASP "CSV Injection": a cell starting with = @ TAB CR is read as a formula (NUL hides one in
+// some parsers). The fullwidth ＝＠ are included because Excel in East Asian locales converts
+// them on entry.
+const ALWAYS_FORMULA = /^[=@\t\r\0\uFF1D\uFF20]/u;
+const SIGN = /^[+\-\uFF0B\uFF0D]/u;
+// After a leading + or -, what is only a number or a phone number: digits, signs and the
+// separators phone numbers are written with (space, no-break space, . , / and parentheses), or
+// a number in exponent notation. Without a letter, ':' or '!' there is no function, cell
+// reference, DDE call or link, so at worst a spreadsheet does arithmetic on the user's own
+// digits; escaping these put an apostrophe in front of every international phone number
+// ("+1 555 6330", "+44 (0)20 7946 0958") and negative number ("-42") of a list (issue 21).
+const NUMBER_OR_PHONE = /^(?:[\d \u00A0.,()/+-]*|[\d.]*\d[eE][+-]?\d+)$/u;
+
+/**
+ * Whether a spreadsheet would run this text as a formula worth neutralising: it starts with
+ * = @ TAB CR NUL, or with + or - followed by anything but a number or phone number.
+ */
+export function isFormulaText(text: string): boolean {
+  if (ALWAYS_FORMULA.test(text)) return true;
+  return SIGN.test(text) && !NUMBER_OR_PHONE.test(text.slice(1));
+}
 
 /** `'=1+1` for `=1+1`: the spreadsheet shows the text instead of computing it. */
-export const neutraliseFormula = (text: string): string => (FORMULA_START.test(text) ? `'${text}` : text);
+export const neutraliseFormula = (text: string): string => (isFormulaText(text) ? `'${text}` : text);
 
 /** Plain text of a cell for csv/txt. */
 export function cellToText(cell: ExportCell): string {

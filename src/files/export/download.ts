@@ -1,6 +1,8 @@
 // Download metadata: result columns, content types, file names and Content-Disposition.
 import { FILE_FIELDS, type ResultFieldName } from "../../verify/index.ts";
 
+export { downloadFilename, resultFilename, safeStem } from "./result-filename.ts";
+
 /** Download formats of a task's results. */
 export const EXPORT_FORMATS = ["csv", "txt", "xlsx"] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -29,16 +31,45 @@ const CONTENT_TYPES: Record<ExportFormat, string> = {
 export const contentTypeFor = (format: ExportFormat): string => CONTENT_TYPES[format];
 
 /**
- * Header of a file-backed download: `columnCount` original columns (named `column_N` where the
- * upload had no header or a shorter header row), then RESULT_COLUMNS. `columnCount` is the width
- * of the widest real header or cell; nothing is padded or kept past it.
+ * Prefix of the result columns when an original column already bears one of their names, so no
+ * file has two columns of one name (a list with its own `email` or `status` column).
+ */
+export const RESULT_COLUMN_PREFIX = "mailprobe_";
+
+const nameKey = (name: string): string => name.trim().toLowerCase();
+
+/**
+ * The names the result columns get beside these original columns: RESULT_COLUMNS as they are,
+ * or, when any original name matches one of them (trimmed, case-insensitive), every one of them
+ * prefixed with RESULT_COLUMN_PREFIX (`mailprobe2_`, `mailprobe3_`, … in the unlikely case the
+ * list has those too). All or none: a reader finds the result columns under one rule.
+ */
+export function resultColumnNames(
+  originalNames: readonly string[],
+  columns: readonly string[] = RESULT_COLUMNS,
+): string[] {
+  const taken = new Set(originalNames.map(nameKey));
+  const collides = (prefix: string): boolean => columns.some((c) => taken.has(nameKey(prefix + c)));
+  if (!collides("")) return [...columns];
+  // Each extra prefix needs one more taken name to collide: the loop ends within taken.size + 1.
+  for (let n = 1; ; n += 1) {
+    const prefix = n === 1 ? RESULT_COLUMN_PREFIX : `mailprobe${String(n)}_`;
+    if (!collides(prefix)) return columns.map((c) => prefix + c);
+  }
+}
+
+/**
+ * Header of a file-backed download: `columnCount` original columns as the upload wrote them
+ * (named `column_N` where the upload had no header or a blank or shorter header row), then the
+ * result columns (resultColumnNames). `columnCount` is the width of the widest real header or
+ * cell; nothing is padded or kept past it.
  */
 export function buildResultHeader(originalHeader: readonly string[] | null, columnCount: number): string[] {
   const original = Array.from({ length: columnCount }, (_, i) => {
-    const name = originalHeader?.[i]?.trim();
-    return name ? name : `column_${String(i + 1)}`;
+    const name = originalHeader?.[i];
+    return name?.trim() ? name : `column_${String(i + 1)}`;
   });
-  return [...original, ...RESULT_COLUMNS];
+  return [...original, ...resultColumnNames(original)];
 }
 
 /**
@@ -53,47 +84,6 @@ export function joinResultRow<T>(
   const padded: (string | T)[] = original.slice(0, columnCount);
   while (padded.length < columnCount) padded.push("");
   return [...padded, ...result];
-}
-
-// Characters that break a header, a path or a shell: quotes, slashes, Windows-reserved
-// punctuation, "%" (some clients percent-decode filename=), ";" and "," (header syntax).
-const UNSAFE_PUNCTUATION = /["'`/\\:*?<>|%;,]/gu;
-// Control, format (bidi overrides such as U+202E that disguise "txt.exe" as "exe.txt",
-// zero-width characters), line/paragraph separators, unassigned and private-use code points.
-const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cn}\p{Co}\p{Cs}]/gu;
-const MAX_STEM_BYTES = 150;
-
-function cutToBytes(s: string, maxBytes: number): string {
-  let out = "";
-  let bytes = 0;
-  for (const ch of s) {
-    bytes += Buffer.byteLength(ch, "utf8");
-    if (bytes > maxBytes) break;
-    out += ch;
-  }
-  return out;
-}
-
-/** The upload's name without directories and extension, made safe for a download name; may be "". */
-export function safeStem(originalName: string): string {
-  const base = originalName.split(/[/\\]/).pop() ?? "";
-  const dot = base.lastIndexOf(".");
-  const stem = dot > 0 ? base.slice(0, dot) : base;
-  const cleaned = stem
-    .normalize("NFC")
-    .replace(INVISIBLE, "")
-    .replace(UNSAFE_PUNCTUATION, "_")
-    .replace(/\s+/gu, " ")
-    .replace(/_+/g, "_")
-    .replace(/^[\s._-]+|[\s._-]+$/gu, "");
-  return cutToBytes(cleaned, MAX_STEM_BYTES).trim();
-}
-
-/** `"<original stem>-results.<ext>"`, or `"task-<id>-results.<ext>"` when there is no usable name. */
-export function downloadFilename(originalName: string | null, taskId: string, format: ExportFormat): string {
-  const stem = originalName ? safeStem(originalName) : "";
-  const id = taskId.replace(/[^A-Za-z0-9-]/g, "").slice(0, 64);
-  return `${stem || `task-${id}`}-results.${format}`;
 }
 
 /** ASCII stand-in for the plain `filename=` parameter: accents dropped, other characters → "_". */

@@ -7,7 +7,7 @@
 // did stream, brought ~100. The parts below are what Excel itself needs to open a sheet.
 import { PassThrough, type Readable } from "node:stream";
 import yazl from "yazl";
-import { eachRow, neutraliseFormula, type ExportCell, type ExportInput } from "./cells.ts";
+import { eachRow, type ExportCell, type ExportInput } from "./cells.ts";
 
 // Excel refuses (with a "repair" prompt) cells over 32,767 characters and XML-illegal characters,
 // and has 16,384 columns (A…XFD).
@@ -23,12 +23,12 @@ const NS_MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main";
 const NS_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships";
 const XML_DECL = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n';
 
-function xlsxString(text: string, escapeFormulas: boolean): string {
-  // Neutralise first (a leading NUL or CR must still earn its quote), then make it XML-safe. XML
-  // parsers turn a raw CR into LF anyway (XML 1.0 §2.11); doing it here makes that explicit.
-  const safe = (escapeFormulas ? neutraliseFormula(text) : text)
-    .replace(XML_ILLEGAL, "\uFFFD")
-    .replace(/\r\n?/g, "\n");
+// Text goes into inline-string cells (t="inlineStr"), which Excel, LibreOffice and Google Sheets
+// show as text and never evaluate, so nothing is escaped: "=SUM(A1)" and "+1 555 6330" come
+// back as the user wrote them. XML parsers turn a raw CR into LF anyway (XML 1.0 §2.11); doing
+// it here makes that explicit.
+function xlsxString(text: string): string {
+  const safe = text.replace(XML_ILLEGAL, "\uFFFD").replace(/\r\n?/g, "\n");
   return safe.length > MAX_CELL_CHARS ? safe.slice(0, MAX_CELL_CHARS) : safe;
 }
 
@@ -49,11 +49,11 @@ const DATE_STYLE = 1;
 const excelSerial = (d: Date): number => d.getTime() / 86_400_000 + 25569;
 
 /** One cell as XML; cells are written as values, never as formulas. Empty cells are left out. */
-function cellXml(ref: string, cell: ExportCell, escapeFormulas: boolean): string {
+function cellXml(ref: string, cell: ExportCell): string {
   if (cell === null || cell === undefined) return "";
   if (typeof cell === "string") {
     if (cell === "") return "";
-    const text = escapeText(xlsxString(cell, escapeFormulas));
+    const text = escapeText(xlsxString(cell));
     return `<c r="${ref}" t="inlineStr"><is><t xml:space="preserve">${text}</t></is></c>`;
   }
   if (typeof cell === "number")
@@ -63,11 +63,11 @@ function cellXml(ref: string, cell: ExportCell, escapeFormulas: boolean): string
   return `<c r="${ref}" s="${String(DATE_STYLE)}"><v>${String(excelSerial(cell))}</v></c>`;
 }
 
-function rowXml(r: number, cells: readonly ExportCell[], letters: string[], escapeFormulas: boolean): string {
+function rowXml(r: number, cells: readonly ExportCell[], letters: string[]): string {
   let xml = `<row r="${String(r)}">`;
   for (let i = 0; i < cells.length; i += 1) {
     letters[i] ??= columnLetter(i + 1);
-    xml += cellXml(`${letters[i]}${String(r)}`, cells[i], escapeFormulas);
+    xml += cellXml(`${letters[i]}${String(r)}`, cells[i]);
   }
   return `${xml}</row>`;
 }
@@ -151,7 +151,7 @@ const tooWide = (width: number): RangeError =>
  * stream (callers bound widths first: a download never gets here with such a row).
  */
 export function writeXlsx(input: ExportInput & { sheetName?: string }): Readable {
-  const { header, rows, escapeFormulas } = input;
+  const { header, rows } = input;
   if (header.length > MAX_XLSX_COLUMNS) throw tooWide(header.length);
   const zip = new yazl.ZipFile();
   for (const [name, xml] of packageParts(sheetNameOf(input.sheetName ?? "Results"))) {
@@ -183,20 +183,13 @@ export function writeXlsx(input: ExportInput & { sheetName?: string }): Readable
   };
   const build = async (): Promise<void> => {
     const letters: string[] = [];
-    let batch =
-      sheetHead(header) +
-      rowXml(
-        1,
-        header.map((h) => xlsxString(h, escapeFormulas)),
-        letters,
-        false,
-      );
+    let batch = sheetHead(header) + rowXml(1, header, letters);
     let r = 1;
     for await (const row of eachRow(rows)) {
       if (stopped) return;
       if (row.length > MAX_XLSX_COLUMNS) throw tooWide(row.length);
       r += 1;
-      batch += rowXml(r, row, letters, escapeFormulas);
+      batch += rowXml(r, row, letters);
       if (batch.length >= BATCH_CHARS) {
         await write(batch);
         batch = "";

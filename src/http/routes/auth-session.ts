@@ -1,11 +1,27 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { sessionOpenerKeyOf } from "../../auth/principal.ts";
-import { AppError } from "../../lib/app-error.ts";
+import { renewSession, type RenewalRefusal } from "../../auth/session-renewal.ts";
+import { AppError, forbidden } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
-import { SessionReply, toSessionReply } from "../schemas/auth.ts";
+import { SessionPolicyReply, SessionReply, toSessionPolicyReply, toSessionReply } from "../schemas/auth.ts";
 import { errorResponses, ref } from "../schemas/common.ts";
 import { TAG } from "../schemas/openapi.ts";
+
+const NOT_CONFIGURED = "Sessions are not configured on this server (JWT_SECRET)";
+
+const refusalError = (reason: RenewalRefusal): AppError => {
+  switch (reason) {
+    case "not_a_session":
+      return forbidden(
+        "Only a dashboard session renews; an API key opens one with POST /api/v1/auth/session",
+      );
+    case "limit_reached":
+      return new AppError("UNAUTHORIZED", "The session reached its SESSION_MAX_HOURS limit; sign in again");
+    case "not_configured":
+      return new AppError("INTERNAL_ERROR", NOT_CONFIGURED);
+  }
+};
 
 export const authSessionRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
   app.post(
@@ -25,9 +41,48 @@ export const authSessionRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = 
     async (req) => {
       const p = principalOf(req);
       const session = await deps.jwt.issue(p.userId, sessionOpenerKeyOf(p), deps.clock.now());
-      if (!session)
-        throw new AppError("INTERNAL_ERROR", "Sessions are not configured on this server (JWT_SECRET)");
+      if (!session) throw new AppError("INTERNAL_ERROR", NOT_CONFIGURED);
       return toSessionReply(session, p.userId);
     },
+  );
+
+  app.post(
+    "/api/v1/auth/session/refresh",
+    {
+      schema: {
+        operationId: "refreshSession",
+        summary: "Renew a session",
+        description:
+          "A live session token gets a new one (same user, same key, a fresh `expires_at`), until `renewable_until` (sign-in + SESSION_MAX_HOURS). 401 once the session expired, its key was revoked or the cap is reached; 403 for an API key or an external JWT.",
+        tags: [TAG.auth],
+        response: { 200: ref(SessionReply, "The renewed session"), ...errorResponses(401, 403, 429, 500) },
+      },
+      config: { writesNothing: true },
+    },
+    async (req) => {
+      const p = principalOf(req);
+      const renewal = await renewSession(deps.jwt, p, deps.clock.now());
+      if (!renewal.ok) throw refusalError(renewal.reason);
+      return toSessionReply(renewal.session, p.userId);
+    },
+  );
+};
+
+/** Outside the authenticated scope: the sign-in form states the lifetime before anyone signs in. */
+export const sessionPolicyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
+  app.get(
+    "/api/v1/auth/session/policy",
+    {
+      schema: {
+        operationId: "getSessionPolicy",
+        summary: "Session lifetime",
+        description:
+          "How long a dashboard session lasts (SESSION_TTL_SECONDS) and how long renewals may extend it (SESSION_MAX_HOURS). Needs no credentials.",
+        tags: [TAG.auth],
+        security: [],
+        response: { 200: ref(SessionPolicyReply, "The session lifetime"), ...errorResponses(500) },
+      },
+    },
+    async () => toSessionPolicyReply(deps.jwt.sessionPolicy),
   );
 };

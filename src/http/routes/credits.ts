@@ -44,8 +44,12 @@ export const creditRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
       },
     },
     async (req) => {
-      const { limit, offset } = req.query;
-      const page = await deps.credits.transactions(principalOf(req).userId, { limit, offset });
+      const { limit, offset, task_id: taskId } = req.query;
+      const page = await deps.credits.transactions(principalOf(req).userId, {
+        limit,
+        offset,
+        taskId: taskId ?? null,
+      });
       return { transactions: page.transactions.map(toTransactionReply), total: page.total, limit, offset };
     },
   );

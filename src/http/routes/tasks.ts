@@ -6,6 +6,7 @@ import type { HttpDeps } from "../deps.ts";
 import { idempotencyKeyOf } from "../idempotency-key.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses, IdParams, ref } from "../schemas/common.ts";
+import { DryRunQuery, TaskDryRunReply, toTaskDryRunReply } from "../schemas/dry-run.ts";
 import { documentRequest, TAG } from "../schemas/openapi.ts";
 import {
   checkWebhookUrl,
@@ -44,10 +45,12 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
         operationId: "createTask",
         summary: "Create a batch task",
         description:
-          "Queues up to 10,000 addresses for asynchronous verification and reserves one credit per distinct address; credits of `unknown` results are refunded when the task finishes. With `webhook_url` the task-completion webhook is sent. A repeated `Idempotency-Key` returns the task the first request created.",
+          "Queues up to 10,000 addresses for asynchronous verification and reserves one credit per distinct address; credits of `unknown` results are refunded when the task finishes. With `webhook_url` the task-completion webhook is sent. A repeated `Idempotency-Key` returns the task the first request created. With `dry_run=true` it answers 200 with the counts, the price and the balance instead, and creates nothing.",
         tags: [TAG.tasks],
+        querystring: DryRunQuery,
         body: CreateTaskBody,
         response: {
+          200: ref(TaskDryRunReply, "A dry run: what the task would count and cost"),
           201: ref(CreatedTaskReply, "The task, queued"),
           ...errorResponses(400, 401, 402, 404, 429, 500),
         },
@@ -58,9 +61,14 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
     async (req, reply) => {
       const webhookUrl = checkWebhookUrl(req.body.webhook_url, settings.allowPrivateWebhooks);
       const idempotencyKey = idempotencyKeyOf(req.headers["idempotency-key"]);
+      if (req.query.dry_run)
+        return reply
+          .status(200)
+          .send(toTaskDryRunReply(await tasks.quote(principalOf(req), req.body.emails)));
       const { task } = await tasks.create(principalOf(req), {
         emails: req.body.emails,
         webhookUrl,
+        retryWindowMinutes: req.body.retry_window_minutes ?? settings.taskRetryWindowMinutes,
         idempotencyKey,
       });
       return reply.status(201).send(toCreatedTaskReply(task));
@@ -157,11 +165,12 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
       },
     },
     async (req) => {
-      const { limit, offset, status } = req.query;
+      const { limit, offset, status, q } = req.query;
       const page = await tasks.jobs(principalOf(req), req.params.id, {
         limit,
         offset,
         status: status ?? null,
+        search: q ?? null,
       });
       return { jobs: page.jobs.map(toJobReply), count: page.total, limit, offset };
     },
@@ -184,6 +193,25 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
       },
     },
     async (req) => toTaskDetail(await tasks.cancel(principalOf(req), req.params.id)),
+  );
+
+  app.post(
+    "/api/v1/tasks/:id/finish",
+    {
+      schema: {
+        operationId: "finishTask",
+        summary: "Finish a batch task now",
+        description:
+          "Stops waiting for retries: every pending job ends with an `unknown` result (the reason it was waiting on, e.g. `greylisted`), refunded as unknown results are, and the task completes normally (`completed`, the completion webhook sent once). Address groups being verified at that moment are recorded as usual (a retry they would ask for is settled as unknown instead) and the task completes when the last is recorded, within seconds. Finishing a finished task returns it unchanged; a cancelled task is a 409; another user's task is a 404.",
+        tags: [TAG.tasks],
+        params: IdParams,
+        response: {
+          200: ref(TaskDetail, "The task, finished (or finishing while groups being verified are recorded)"),
+          ...errorResponses(400, 401, 404, 409, 429, 500),
+        },
+      },
+    },
+    async (req) => toTaskDetail(await tasks.finish(principalOf(req), req.params.id)),
   );
 
   app.delete(

@@ -2,12 +2,15 @@ import multipart, { type Multipart } from "@fastify/multipart";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../../auth/principal.ts";
+import type { UploadTicket } from "../../uploads/admission.ts";
 import { AppError, validationError } from "../../lib/app-error.ts";
 import { unstorableTextReason } from "../../lib/storable-text.ts";
+import { readRetryWindowField } from "../../tasks/task-input.ts";
 import type { HttpDeps } from "../deps.ts";
 import { idempotencyKeyOf } from "../idempotency-key.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses, ref } from "../schemas/common.ts";
+import { DryRunQuery, toUploadDryRunReply, UploadDryRunReply } from "../schemas/dry-run.ts";
 import { documentRequest, TAG } from "../schemas/openapi.ts";
 import { checkWebhookUrl, IdempotencyHeaders } from "../schemas/tasks.ts";
 import {
@@ -93,6 +96,17 @@ async function readForm(req: FastifyRequest, maxBytes: number): Promise<UploadFo
   return form;
 }
 
+/**
+ * `dry_run` may also come as a form field (clients that build the form and not the URL); an
+ * unread field would be ignored and the upload billed, so a value other than true/false is a 400.
+ */
+function isDryRunField(form: UploadForm): boolean {
+  const value = form.fields.get("dry_run");
+  if (value === undefined) return false;
+  if (value === "true" || value === "false") return value === "true";
+  throw validationError("Invalid dry_run", [{ field: "dry_run", reason: "must be true or false" }]);
+}
+
 /** Reads the rest of the request's body and drops it (bounded by the server's request timeout). */
 async function discardBody(req: FastifyRequest): Promise<void> {
   const raw = req.raw;
@@ -118,10 +132,12 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
         operationId: "uploadTaskFile",
         summary: "Upload a list file",
         description:
-          "Creates a batch task from a .txt, .csv or .xlsx list of at most 10,000 addresses. The file is parsed and checked before the 202; one credit per distinct address is reserved, and the credits of `unknown` results are refunded when the task finishes. Rows without an address are skipped and counted. A `user_id` field is refused.",
+          "Creates a batch task from a .txt, .csv or .xlsx list of at most 10,000 addresses. The file is parsed and checked before the 202; one credit per distinct address is reserved, and the credits of `unknown` results are refunded when the task finishes. Rows without an address are skipped and counted. A `user_id` field is refused. With `dry_run=true` (query, or a form field) the file is parsed and checked the same way and the answer is 200 with the counts, the price and the balance; nothing is created or stored.",
         tags: [TAG.uploads],
         consumes: ["multipart/form-data"],
+        querystring: DryRunQuery,
         response: {
+          200: ref(UploadDryRunReply, "A dry run: what the upload would count and cost"),
           202: ref(UploadAccepted, "The upload, accepted: its task is queued"),
           ...errorResponses(400, 401, 402, 404, 429, 500),
         },
@@ -143,7 +159,11 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
         throw error;
       }
       try {
-        return await acceptUpload(req, reply, principal, idempotencyKey);
+        return await acceptUpload(req, reply, principal, {
+          idempotencyKey,
+          ticket,
+          dryRun: req.query.dry_run,
+        });
       } finally {
         ticket.release();
       }
@@ -154,9 +174,11 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     req: FastifyRequest,
     reply: FastifyReply,
     principal: Principal,
-    idempotencyKey: string | null,
+    request: { idempotencyKey: string | null; ticket: UploadTicket; dryRun: boolean | undefined },
   ) => {
+    const { idempotencyKey, ticket } = request;
     const form = await readForm(req, maxBytes);
+    const isDryRun = isDryRunField(form) || request.dryRun === true;
     if (form.fields.has("user_id")) {
       throw validationError("user_id is not accepted: the owner is the authenticated caller", [
         { field: "user_id", reason: "is not allowed" },
@@ -166,15 +188,23 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     const webhookUrl = checkWebhookUrl(form.fields.get("webhook_url"), deps.settings.allowPrivateWebhooks);
     const columnField = form.fields.has("email_column") ? "email_column" : "column";
     const column = form.fields.get(columnField);
-    const accepted = await deps.uploads.upload(principal, {
+    const input = {
       filename: form.file.filename,
       data: form.file.data,
       emailColumn: column === undefined || column.trim() === "" ? null : column.trim(),
       columnField,
       webhookUrl,
+      retryWindowMinutes: readRetryWindowField(
+        form.fields.get("retry_window_minutes"),
+        deps.settings.taskRetryWindowMinutes,
+      ),
       idempotencyKey,
-    });
-    return reply.status(202).send(toUploadAccepted(accepted));
+    };
+    if (isDryRun) {
+      const quote = await deps.uploads.quote(principal, input, ticket);
+      return reply.status(200).send(toUploadDryRunReply(input.filename, quote));
+    }
+    return reply.status(202).send(toUploadAccepted(await deps.uploads.upload(principal, input)));
   };
 
   app.get(

@@ -1,4 +1,5 @@
 import { Type } from "typebox";
+import type { IssuedSession } from "../../auth/jwt.ts";
 import { DateTime, Uuid } from "./common.ts";
 
 export const SessionReply = Type.Object(
@@ -7,13 +8,40 @@ export const SessionReply = Type.Object(
     token_type: Type.Literal("Bearer"),
     expires_at: DateTime,
     user_id: Uuid,
+    lifetime_seconds: Type.Integer({
+      minimum: 1,
+      description: "SESSION_TTL_SECONDS: how long each token (the first and every renewal) lives",
+    }),
+    renewable_until: Type.String({
+      format: "date-time",
+      description:
+        "Sign-in time + SESSION_MAX_HOURS: POST /api/v1/auth/session/refresh renews the session until then, never past it",
+    }),
   },
   { $id: "Session", description: "A short-lived session token (source `frontend`)" },
 );
 
-export const toSessionReply = (session: { token: string; expiresAt: Date }, userId: string) => ({
+export const SessionPolicyReply = Type.Object(
+  {
+    lifetime_seconds: Type.Integer({ minimum: 1, description: "SESSION_TTL_SECONDS" }),
+    max_hours: Type.Integer({ minimum: 1, description: "SESSION_MAX_HOURS" }),
+  },
+  {
+    $id: "SessionPolicy",
+    description: "How long a dashboard session lasts, for the sign-in form (needs no credentials)",
+  },
+);
+
+export const toSessionReply = (session: IssuedSession, userId: string) => ({
   token: session.token,
   token_type: "Bearer" as const,
   expires_at: session.expiresAt.toISOString(),
   user_id: userId,
+  lifetime_seconds: session.lifetimeSeconds,
+  renewable_until: session.renewableUntil.toISOString(),
+});
+
+export const toSessionPolicyReply = (policy: { lifetimeSeconds: number; maxSeconds: number }) => ({
+  lifetime_seconds: policy.lifetimeSeconds,
+  max_hours: Math.round(policy.maxSeconds / 3600),
 });

@@ -11,6 +11,13 @@ export const TransactionsQuery = Type.Object(
   {
     limit: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
     offset: Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 }),
+    task_id: Type.Optional(
+      Type.String({
+        format: "uuid",
+        description:
+          "Only the rows of this task (its reservation, refunds and late charges); `total` then counts those",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

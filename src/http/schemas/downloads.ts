@@ -16,7 +16,8 @@ export const DownloadQuery = Type.Object({
   escape_formulas: Type.Optional(
     Type.Boolean({
       default: true,
-      description: "Prefix cells starting with = + - @ TAB CR with ' (set false for machine use)",
+      description:
+        "csv/txt: prefix with ' the cells a spreadsheet would evaluate: starting with = @ TAB CR, or with + or - unless a number or phone number follows (set false for machine use; xlsx never escapes)",
     }),
   ),
 });

@@ -6,7 +6,7 @@ import type { FastifyDynamicSwaggerOptions, SwaggerTransform } from "@fastify/sw
 import type { FastifySchema } from "fastify";
 import { WEBHOOK_USER_AGENT } from "../../webhooks/signing.ts";
 import { CreatedApiKeyReply, ApiKeyListItem, ListApiKeysReply } from "./api-keys.ts";
-import { SessionReply } from "./auth.ts";
+import { SessionPolicyReply, SessionReply } from "./auth.ts";
 import { ErrorBodySchema } from "./common.ts";
 import { BalanceReply, CreditTransactionSchema, TransactionsReply } from "./credits.ts";
 import { HealthReply, ReadyReply } from "./ops.ts";
@@ -32,6 +32,7 @@ import {
   TaskDetail,
   TaskSummary,
 } from "./tasks.ts";
+import { TaskDryRunReply, UploadDryRunReply } from "./dry-run.ts";
 import { UploadAccepted, UploadStatus } from "./uploads.ts";
 import { TimeoutReply, VerificationReply } from "./verification.ts";
 import {
@@ -62,6 +63,8 @@ export const COMPONENTS = [
   JobsReply,
   UploadAccepted,
   UploadStatus,
+  TaskDryRunReply,
+  UploadDryRunReply,
   BalanceReply,
   CreditTransactionSchema,
   TransactionsReply,
@@ -76,6 +79,7 @@ export const COMPONENTS = [
   ApiKeyListItem,
   ListApiKeysReply,
   SessionReply,
+  SessionPolicyReply,
   WebhookSecretReply,
   WebhookDeliverySchema,
   WebhookDeliveryListReply,

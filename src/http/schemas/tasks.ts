@@ -11,12 +11,19 @@ import {
 } from "../../tasks/service.ts";
 import type { UploadRecord } from "../../uploads/service.ts";
 import { VERIFICATION_STATUSES } from "../../verify/index.ts";
-import { MAX_TASK_EMAILS } from "../../tasks/task-input.ts";
+import { MAX_RETRY_WINDOW_MINUTES, MAX_TASK_EMAILS } from "../../tasks/task-input.ts";
 import { webhookUrlProblem } from "../../webhooks/url-policy.ts";
 import { DateTime, MAX_OFFSET, ref, StringEnum, Uuid } from "./common.ts";
 import { UploadCounts, uploadCounts } from "./uploads.ts";
 import { toVerificationReply, VerificationReply } from "./verification.ts";
 import { isUnknownReason } from "../../verify/index.ts";
+
+const RetryWindowMinutes = Type.Integer({
+  minimum: 0,
+  maximum: MAX_RETRY_WINDOW_MINUTES,
+  description:
+    "Minutes after the task starts during which addresses a server deferred (greylisting, 4xx) or that were unreachable are retried; a retry that would come later is not made and the address is settled as `unknown` (refunded). Default: the server's TASK_RETRY_WINDOW_MINUTES (60)",
+});
 
 export const CreateTaskBody = Type.Object(
   {
@@ -27,6 +34,7 @@ export const CreateTaskBody = Type.Object(
     webhook_url: Type.Optional(
       Type.String({ description: "Absolute http(s) URL called when the task completes" }),
     ),
+    retry_window_minutes: Type.Optional(RetryWindowMinutes),
   },
   { additionalProperties: false },
 );
@@ -110,6 +118,13 @@ export const MetricsSchema = Type.Object(
           description: "Pending jobs waiting for a retry (greylisting, unreachable host…)",
         }),
         next_attempt_at: Nullable(DateTime),
+        last_attempt_at: Type.Union([DateTime, Type.Null()], {
+          description: "The latest retry scheduled now (a retry may schedule another, up to settles_at)",
+        }),
+        settles_at: Type.Union([DateTime, Type.Null()], {
+          description:
+            "When the task's retries end (its retry window, or a finish): no retry is made after it, and the addresses still waiting are settled as unknown. Null with no retry pending, or for a task without a window",
+        }),
       },
       { description: "Not in the spec's metrics object: when the task's retries are due" },
     ),
@@ -154,6 +169,10 @@ export const TaskDetail = Type.Object(
     finished_at: Nullable(DateTime),
     cancelled_at: Type.Union([DateTime, Type.Null()], {
       description: "Not in the spec: when the task was cancelled (finished_at is the same moment), else null",
+    }),
+    retry_window_minutes: Type.Union([RetryWindowMinutes, Type.Null()], {
+      description:
+        "Not in the spec: the task's retry window (null: tasks created before it existed, no limit)",
     }),
   },
   { $id: "Task", description: "A batch task with its lifecycle times, as `GET /api/v1/tasks/{id}` shows it" },
@@ -208,6 +227,14 @@ export const JobsQuery = Type.Object({
       [...JOB_STATUSES, ...VERIFICATION_STATUSES],
       "Only jobs in this state (pending, processing, completed, failed, cancelled) or with this result status (valid, invalid, …); `count` is then the number that match",
     ),
+  ),
+  q: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 254,
+      description:
+        "Only jobs whose address contains this text (case-insensitive, e.g. a domain or a name); combines with `status`, and `count` is then the number that match",
+    }),
   ),
 });
 
@@ -277,6 +304,7 @@ export const toTaskDetail = (v: TaskView) => ({
   started_at: iso(v.task.startedAt),
   finished_at: iso(v.task.finishedAt),
   cancelled_at: iso(v.task.cancelledAt),
+  retry_window_minutes: v.task.retryWindowMinutes,
 });
 
 export const toJobReply = ({ job, result }: JobView) => ({

@@ -85,6 +85,12 @@ export const UploadForm = Type.Object({
     }),
   ),
   column: Type.Optional(Type.String({ description: "Alias of email_column" })),
+  retry_window_minutes: Type.Optional(
+    Type.String({
+      description:
+        "0 to 1440: minutes after the task starts during which deferred addresses are retried, then settled as unknown (default: TASK_RETRY_WINDOW_MINUTES)",
+    }),
+  ),
 });
 
 const plural = (n: number, one: string, many: string): string => `${n.toString()} ${n === 1 ? one : many}`;

@@ -265,7 +265,8 @@ describe("item 16: one syntax rule for JSON tasks and uploads", () => {
     assert.equal(dl.statusCode, 200, dl.body);
     const table: string[][] = parseCsv(dl.rawPayload, { bom: true });
     const [header, ...rows] = table;
-    const statusAt = header!.indexOf("status");
+    // The list has its own "Email" column: the result columns are prefixed (README: Downloads).
+    const statusAt = header!.indexOf("mailprobe_status");
     assert.deepEqual(
       rows.map((r) => [r[1], r[statusAt]]),
       [

@@ -7,12 +7,16 @@
 // client does).
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { parse } from "csv-parse/sync";
 import { RESULT_COLUMNS } from "../../../src/files/index.ts";
+
+/** The result columns beside a list with its own "Email" column (README: Downloads). */
+const PREFIXED = RESULT_COLUMNS.map((c) => `mailprobe_${c}`);
 import {
   exitOf,
   freePort,
@@ -62,18 +66,25 @@ interface Outcome {
   stderr: string;
 }
 
-function client(args: readonly string[], vars?: Record<string, string | undefined>): Promise<Outcome> {
+function client(
+  args: readonly string[],
+  vars?: Record<string, string | undefined>,
+  opts: { cwd?: string; onStderr?: (text: string, child: ReturnType<typeof spawn>) => void } = {},
+): Promise<Outcome> {
   const env = clientEnv(vars ?? { MAILPROBE_URL: `http://127.0.0.1:${port}`, MAILPROBE_KEY: apiKey });
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["bin/mailprobe.js", "client", ...args], {
-      cwd: ROOT,
+    const child = spawn(process.execPath, [join(ROOT, "bin/mailprobe.js"), "client", ...args], {
+      cwd: opts.cwd ?? ROOT,
       env,
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+      opts.onStderr?.(stderr, child);
+    });
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
       reject(new Error(`client ${args.join(" ")} did not exit in time\n${stderr}`));
@@ -101,6 +112,13 @@ describe(
         domains: [
           { name: "ok.test", hosts: [{ name: "mx.ok.test" }], mailboxes: ["alice", "bob"] },
           { name: "catch.test", hosts: [{ name: "mx.catch.test" }], catchAll: true },
+          // Greylists for an hour: a task with this address stays open (the Ctrl-C test).
+          {
+            name: "grey.test",
+            hosts: [{ name: "mx.grey.test" }],
+            mailboxes: ["gina"],
+            greylistSeconds: 3600,
+          },
         ],
       });
       dir = await mkdtemp(join(tmpdir(), "mailprobe-client-"));
@@ -150,16 +168,20 @@ describe(
       await writeFile(input, list.join("\n"));
       const up = await client(["upload", input, "--wait", "--column", "B"]);
       assert.equal(up.code, 0, up.stderr);
-      const out = join(dir!, "list.results.csv");
+      const out = join(dir!, "list-results.csv");
       assert.equal(up.stdout.trim(), out, "stdout names the results file");
       assert.match(up.stderr, /uploaded list\.csv: 4 addresses, task [0-9a-f-]{36}/);
       assert.match(up.stderr, /verifying: 4\/4 addresses 100%/, "a final progress line");
       assert.doesNotMatch(up.stderr, /\r/, "no redraws off a terminal");
+      // Off a terminal: a line when the counts change, never the same counts twice in a row.
+      const counts = up.stderr.split("\n").flatMap((l) => /^verifying: (\d+\/\d+)/.exec(l)?.[1] ?? []);
+      assert.ok(counts.length >= 1 && counts.at(-1) === "4/4", up.stderr);
+      counts.forEach((c, i) => i === 0 || i === counts.length - 1 || assert.notEqual(c, counts[i - 1]));
       const csv: unknown = parse(await readFile(out), { bom: true });
       const [header, ...rows] = csv as string[][];
-      assert.deepEqual(header, ["Name", "Email", ...RESULT_COLUMNS]);
+      assert.deepEqual(header, ["Name", "Email", ...PREFIXED]);
       assert.equal(rows.length, list.length - 1, "one row per input row");
-      const status = header.indexOf("status");
+      const status = header.indexOf("mailprobe_status");
       assert.deepEqual(
         rows.map((r) => [r[0], r[status]]),
         [
@@ -190,6 +212,70 @@ describe(
       const after = await client(["credits", "--json"]);
       const balance = (JSON.parse(after.stdout) as { balance: number }).balance;
       assert.ok(balance < 100 && balance >= 100 - 3 - 4 - 4, `charged: ${balance}`);
+    });
+
+    test("results files: --wait and download name them as the dashboard does, never replace a file without --force", async () => {
+      const input = join(dir!, "names.csv");
+      await writeFile(input, "email\nalice@ok.test\n");
+      const out = join(dir!, "names-results.csv");
+      await writeFile(out, "keep me");
+      const before = JSON.parse((await client(["tasks", "--json"])).stdout) as { count: number };
+      const refused = await client(["upload", input, "--wait"]);
+      assert.equal(refused.code, 1);
+      assert.equal(refused.stderr, `mailprobe: ${out} already exists; pass --force to replace it\n`);
+      const after = JSON.parse((await client(["tasks", "--json"])).stdout) as { count: number };
+      assert.equal(after.count, before.count, "refused before uploading: no task");
+      const self = await client(["upload", input, "--wait", "--out", input, "--force"]);
+      assert.match(self.stderr, /would overwrite the list/);
+
+      const forced = await client(["upload", input, "--wait", "--force"]);
+      assert.equal(forced.code, 0, forced.stderr);
+      assert.match(await readFile(out, "utf8"), /alice@ok\.test,valid/);
+      assert.equal(await readFile(input, "utf8"), "email\nalice@ok.test\n");
+
+      // `client download` without --out: the server's name (Content-Disposition), in this folder.
+      const taskId = (
+        JSON.parse((await client(["tasks", "--json"])).stdout) as { tasks: Array<{ id: string }> }
+      ).tasks[0]!.id;
+      const got = await client(["download", taskId, "--format", "xlsx"], undefined, { cwd: dir! });
+      assert.equal(got.code, 0, got.stderr);
+      assert.equal(got.stdout.trim(), "names-results.xlsx");
+      assert.ok(existsSync(join(dir!, "names-results.xlsx")));
+      const twice = await client(["download", taskId, "--format", "xlsx"], undefined, { cwd: dir! });
+      assert.equal(twice.code, 1);
+      assert.match(twice.stderr, /names-results\.xlsx already exists; pass --force/);
+      const replaced = await client(["download", taskId, "--format", "xlsx", "--force"], undefined, {
+        cwd: dir!,
+      });
+      assert.equal(replaced.code, 0, replaced.stderr);
+    });
+
+    test("Ctrl-C while waiting: exit 130 with the exact command that downloads the results later", async () => {
+      const input = join(dir!, "grey list.csv");
+      await writeFile(input, "email\nalice@ok.test\ngina@grey.test\n");
+      let interrupted = false;
+      const r = await client(["upload", input, "--wait"], undefined, {
+        onStderr: (text, child) => {
+          if (!interrupted && /verifying: 1\/2/.test(text)) {
+            interrupted = true;
+            child.kill("SIGINT");
+          }
+        },
+      });
+      assert.ok(interrupted, r.stderr);
+      assert.equal(r.code, 130, r.stderr);
+      const out = join(dir!, "grey list-results.csv");
+      const command = /download the results later with: (mailprobe client download \S+ --out '[^']+')$/m.exec(
+        r.stderr,
+      );
+      assert.ok(command, r.stderr);
+      assert.match(command[1]!, new RegExp(`^mailprobe client download [0-9a-f-]{36} --out '${out}'$`));
+      assert.ok(!existsSync(out), "nothing written");
+      // The command works as printed (the task is still running: gina is pending).
+      const [, taskId] = /download ([0-9a-f-]{36})/.exec(command[1]!)!;
+      const later = await client(["download", taskId!, "--out", out]);
+      assert.equal(later.code, 0, later.stderr);
+      assert.match(await readFile(out, "utf8"), /gina@grey\.test,pending/);
     });
 
     test("no MAILPROBE_KEY, a wrong key, no server: one line on stderr, exit 1", async () => {

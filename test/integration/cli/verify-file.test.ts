@@ -6,13 +6,16 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { link, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { parse } from "csv-parse/sync";
 import { SKIPPED_STATUS as DOWNLOAD_SKIPPED_STATUS } from "../../../src/tasks/export-task.ts";
 import { parseListFile, RESULT_COLUMNS, TXT_RESULT_COLUMNS } from "../../../src/files/index.ts";
+
+/** The result columns beside a list with its own "Email" column (README: Downloads). */
+const PREFIXED = RESULT_COLUMNS.map((c) => `mailprobe_${c}`);
 import { SKIPPED_STATUS } from "../../../src/cli/verify-file.ts";
 import { inheritedEnv } from "../../support/child-process.ts";
 import { worldEnv } from "../../support/batch.ts";
@@ -41,7 +44,13 @@ after(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-const env = (): NodeJS.ProcessEnv => ({ ...inheritedEnv(), LOG_LEVEL: "warn", ...worldEnv(world) });
+let extraEnv: Record<string, string> = {};
+const env = (): NodeJS.ProcessEnv => ({
+  ...inheritedEnv(),
+  LOG_LEVEL: "warn",
+  ...worldEnv(world),
+  ...extraEnv,
+});
 
 interface Outcome {
   code: number | null;
@@ -113,9 +122,9 @@ describe("mailprobe verify --file", () => {
     assert.match(r.stderr, /verifying: 5\/5 addresses 100%/);
 
     const [header, ...rows] = await readCsv(out);
-    assert.deepEqual(header, ["Name", "Email", "Company", "Backup", ...RESULT_COLUMNS]);
+    assert.deepEqual(header, ["Name", "Email", "Company", "Backup", ...PREFIXED]);
     assert.equal(rows.length, EXPECTED.length);
-    const col = (name: string): number => header.indexOf(name);
+    const col = (name: string): number => header.indexOf(`mailprobe_${name}`);
     rows.forEach((row, i) => {
       assert.equal(row.length, header.length);
       assert.deepEqual(row.slice(0, 4), LIST.split("\r\n")[i + 1]!.split(","), `row ${i} keeps its cells`);
@@ -134,9 +143,9 @@ describe("mailprobe verify --file", () => {
     assert.match(r.stderr, /email column: Backup/);
     const back = await parseListFile({ filename: "r.xlsx", data: await readFile(xlsx), maxEmails: 100 });
     assert.ok(back.ok, JSON.stringify(!back.ok && back.problem));
-    assert.deepEqual(back.list.header, ["Name", "Email", "Company", "Backup", ...RESULT_COLUMNS]);
+    assert.deepEqual(back.list.header, ["Name", "Email", "Company", "Backup", ...PREFIXED]);
     assert.equal(back.list.rows.length, 7);
-    const status = back.list.header.indexOf("status");
+    const status = back.list.header.indexOf("mailprobe_status");
     assert.deepEqual(
       back.list.rows.map((row) => row[status]),
       [
@@ -155,7 +164,7 @@ describe("mailprobe verify --file", () => {
     await writeFile(txt, "bob@ok.test\nnobody@other.test\nBOB@ok.test\n");
     const t = await mailprobe(["verify", "--file", txt]);
     assert.equal(t.code, 0, t.stderr);
-    const defaultOut = join(dir, "plain.results.csv");
+    const defaultOut = join(dir, "plain-results.csv");
     assert.equal(t.stdout.trim(), defaultOut);
     const [h, ...rows] = await readCsv(defaultOut);
     assert.deepEqual(h, ["column_1", ...RESULT_COLUMNS]);
@@ -191,11 +200,80 @@ describe("mailprobe verify --file", () => {
     assert.equal(noColumn.code, 1);
     assert.match(noColumn.stderr, /^mailprobe: .*self\.csv: .*Phone/m);
     assert.doesNotMatch(noColumn.stderr, /^\s+at /m, "no stack trace");
-    assert.ok(!existsSync(join(dir, "self.results.csv")), "nothing written on a refusal");
+    assert.ok(!existsSync(join(dir, "self-results.csv")), "nothing written on a refusal");
 
     const both = await mailprobe(["verify", "a@ok.test", "--file", input]);
     assert.equal(both.code, 1);
     assert.match(both.stderr, /addresses or --file, not both/);
+  });
+
+  test("--out: never the list (by a symbolic link, a linked folder, a hard link), an existing file only with --force", async () => {
+    const sub = join(dir, "safety");
+    await mkdir(sub);
+    const input = join(sub, "list.csv");
+    await writeFile(input, LIST);
+    await symlink(input, join(sub, "alias.csv"));
+    await symlink(sub, join(dir, "safety-link"));
+    await link(input, join(sub, "hard.csv"));
+    for (const out of [
+      join(sub, "alias.csv"),
+      join(dir, "safety-link", "list.csv"),
+      join(sub, "hard.csv"),
+      join(sub, ".", "list.csv"),
+    ]) {
+      const r = await mailprobe(["verify", "--file", input, "--out", out, "--force"]);
+      assert.equal(r.code, 1, out);
+      assert.match(r.stderr, /^mailprobe: the results file would overwrite the list/m, out);
+    }
+    assert.equal(await readFile(input, "utf8"), LIST, "the list is untouched");
+
+    // The default name, then again: refused (nothing verified), then replaced with --force.
+    const first = await mailprobe(["verify", "--file", input]);
+    assert.equal(first.code, 0, first.stderr);
+    const out = join(sub, "list-results.csv");
+    assert.equal(first.stdout.trim(), out);
+    await writeFile(out, "mine\r\n");
+    const again = await mailprobe(["verify", "--file", input]);
+    assert.equal(again.code, 1);
+    assert.equal(again.stderr, `mailprobe: ${out} already exists; pass --force to replace it\n`);
+    assert.equal(await readFile(out, "utf8"), "mine\r\n");
+    const forced = await mailprobe(["verify", "--file", input, "--force"]);
+    assert.equal(forced.code, 0, forced.stderr);
+    assert.equal((await readCsv(out)).length, 8);
+    const folder = await mailprobe(["verify", "--file", input, "--out", sub]);
+    assert.match(folder.stderr, /is a directory/);
+  });
+
+  test("a list with phone numbers: every line comes back as written, then the result columns; one short HELO warning", async () => {
+    const lines = [
+      "Name,Phone,email",
+      "Ann,+1 555 6330,alice@ok.test",
+      "Ben,+44 (0)20 7946 0958,bob@ok.test",
+      "Cid,-42,carol@other.test",
+      "Dee,=SUM(A1),any@catch.test",
+    ];
+    const input = join(dir, "phones.csv");
+    await writeFile(input, lines.map((l) => `${l}\r\n`).join(""));
+    // A HELO name receivers refuse: the warning is one short line, once.
+    extraEnv = { SMTP_HELO_NAME: "web-1" };
+    let r: Outcome;
+    try {
+      r = await mailprobe(["verify", "--file", input]);
+    } finally {
+      extraEnv = {};
+    }
+    assert.equal(r.code, 0, r.stderr);
+    const warnings = r.stderr.split("\n").filter((l) => l.includes("warning"));
+    assert.deepEqual(warnings, [
+      'mailprobe: warning: SMTP_HELO_NAME "web-1" is not fully qualified; receivers may refuse it (see: mailprobe doctor)',
+    ]);
+    const text = (await readFile(join(dir, "phones-results.csv"), "utf8")).slice(1);
+    const back = text.slice(0, -2).split("\r\n");
+    assert.deepEqual(
+      back.map((l) => l.split(",").slice(0, 3).join(",")),
+      [...lines.slice(0, 4), "Dee,'=SUM(A1),any@catch.test"],
+    );
+    assert.ok(back[0]!.endsWith(PREFIXED.join(",")), back[0]);
   });
 
   test("on a pseudo-terminal: one line redrawn with \\r, ending at 100 %", async () => {

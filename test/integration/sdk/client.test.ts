@@ -47,6 +47,15 @@ after(async () => {
 });
 
 /** A client for a user's key, recording the credential headers of every request it sends. */
+/**
+ * POST /api/v1/tasks answers 201 with the task, or 200 with a price when asked for a dry run; a
+ * call without dry_run narrows to the task.
+ */
+function createdTask<T>(data: T): Extract<T, { id: string }> {
+  assert.ok(typeof data === "object" && data !== null && "id" in data, "a created task, not a dry run");
+  return data as Extract<T, { id: string }>;
+}
+
 function clientOf(apiKey: string) {
   const sent: Array<{ authorization: string | null; apiKey: string | null }> = [];
   const client = createMailprobeClient({
@@ -206,7 +215,9 @@ describe("errors surface as MailprobeError with the spec's code", () => {
   test("404 NOT_FOUND for another user's task (no existence leak)", async () => {
     const owner = clientOf((await ctx.createUser(2)).apiKey).client;
     const other = clientOf((await ctx.createUser(0)).apiKey).client;
-    const created = await unwrap(owner.POST("/api/v1/tasks", { body: { emails: ["alice@acme.test"] } }));
+    const created = createdTask(
+      await unwrap(owner.POST("/api/v1/tasks", { body: { emails: ["alice@acme.test"] } })),
+    );
     const error = await caught(
       unwrap(other.GET("/api/v1/tasks/{id}", { params: { path: { id: created.id } } })),
     );
@@ -223,10 +234,12 @@ describe("batch tasks", () => {
   });
 
   test("create from JSON, read back, wait, list jobs, download csv and txt", async () => {
-    const created = await unwrap(
-      client.POST("/api/v1/tasks", {
-        body: { emails: ["alice@acme.test", "nobody@acme.test", "alice@acme.test"] },
-      }),
+    const created = createdTask(
+      await unwrap(
+        client.POST("/api/v1/tasks", {
+          body: { emails: ["alice@acme.test", "nobody@acme.test", "alice@acme.test"] },
+        }),
+      ),
     );
     assert.equal(created.source, "api_key");
     assert.equal(created.email_count, 2, "duplicates are queued once");

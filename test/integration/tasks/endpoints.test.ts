@@ -220,7 +220,7 @@ const untouchedMetrics = (n: number, createdAt: string) => ({
   verification_status: zeroStatus,
   last_verification_requested_at: createdAt,
   last_verification_completed_at: null,
-  retries: { pending: 0, next_attempt_at: null },
+  retries: { pending: 0, next_attempt_at: null, last_attempt_at: null, settles_at: null },
 });
 
 const emptyPoint = (date: string) => ({
@@ -232,7 +232,7 @@ const emptyPoint = (date: string) => ({
   verification_status: zeroStatus,
   last_verification_requested_at: null,
   last_verification_completed_at: null,
-  retries: { pending: 0, next_attempt_at: null },
+  retries: { pending: 0, next_attempt_at: null, last_attempt_at: null, settles_at: null },
 });
 
 const q = (params: Record<string, string>): string => new URLSearchParams(params).toString();
@@ -754,6 +754,7 @@ describe("GET /api/v1/tasks", () => {
     const { task: fileTask } = await ctx.services.tasks.create(principal, {
       emails: ["file@acme.test"],
       webhookUrl: null,
+      retryWindowMinutes: 60,
       idempotencyKey: null,
       isFileBacked: true,
     });
@@ -859,6 +860,7 @@ describe("GET /api/v1/tasks/{id}", () => {
       started_at: null,
       finished_at: null,
       cancelled_at: null,
+      retry_window_minutes: 60,
     });
 
     clock.advance(5 * 60_000);
@@ -887,7 +889,7 @@ describe("GET /api/v1/tasks/{id}", () => {
       },
       last_verification_requested_at: WORK,
       last_verification_completed_at: processedAt,
-      retries: { pending: 0, next_attempt_at: null },
+      retries: { pending: 0, next_attempt_at: null, last_attempt_at: null, settles_at: null },
     });
     // 7 reserved, the one unknown refunded.
     assert.equal(await balanceOf(user), 20 - 6);
@@ -1237,7 +1239,13 @@ describe("GET /api/v1/tasks/{id}/series", () => {
           last_verification_requested_at: D0,
           last_verification_completed_at: D0,
           // gina was greylisted and waits for her retry, an hour after the first attempt.
-          retries: { pending: 1, next_attempt_at: "2025-06-02T10:00:00.000Z" },
+          // Her retry window (60 min from the task's start at 09:00) ends then too.
+          retries: {
+            pending: 1,
+            next_attempt_at: "2025-06-02T10:00:00.000Z",
+            last_attempt_at: "2025-06-02T10:00:00.000Z",
+            settles_at: "2025-06-02T10:00:00.000Z",
+          },
         },
         emptyPoint("2025-06-03"),
       ],
@@ -1278,7 +1286,7 @@ describe("GET /api/v1/tasks/{id}/series", () => {
       verification_status: { ...zeroStatus, valid: 2, invalid: 1 },
       last_verification_requested_at: D0,
       last_verification_completed_at: D0,
-      retries: { pending: 0, next_attempt_at: null },
+      retries: { pending: 0, next_attempt_at: null, last_attempt_at: null, settles_at: null },
     });
     assert.deepEqual(byDate.get("2025-06-04"), {
       date: "2025-06-04",
@@ -1289,7 +1297,7 @@ describe("GET /api/v1/tasks/{id}/series", () => {
       verification_status: { ...zeroStatus, unknown: 1 },
       last_verification_requested_at: D0,
       last_verification_completed_at: D2,
-      retries: { pending: 0, next_attempt_at: null },
+      retries: { pending: 0, next_attempt_at: null, last_attempt_at: null, settles_at: null },
     });
   });
 

@@ -40,6 +40,9 @@ const RESULT_COLUMNS = [
   "validated_at",
 ];
 
+/** The result columns beside a list that has its own `email` or `status` column (README: Downloads). */
+const PREFIXED = RESULT_COLUMNS.map((c) => `mailprobe_${c}`);
+
 let world: MailWorld;
 let ctx: TestContext;
 let role: WorkerRole;
@@ -59,8 +62,11 @@ before(async () => {
     ],
   });
   // One retry an hour after a temporary answer: a greylisted address stays pending for the
-  // whole file, which is what the "still running" test needs.
-  ctx = await createTestContext({ env: worldEnv(world, { VERIFY_RETRY_DELAYS: "3600" }) });
+  // whole file, which is what the "still running" test needs; the retry window (a day) does not
+  // settle it earlier.
+  ctx = await createTestContext({
+    env: worldEnv(world, { VERIFY_RETRY_DELAYS: "3600", TASK_RETRY_WINDOW_MINUTES: "1440" }),
+  });
   role = createWorkerRole(ctx.services);
   role.start();
 });
@@ -200,8 +206,15 @@ async function verdictsOf(taskId: string): Promise<Map<string, Verdict>> {
   return new Map(rows.map((r) => [r.email_address, r]));
 }
 
-/** DESIGN §5: cells starting with = + - @ TAB CR get a leading '. */
-const esc = (s: string): string => (/^[=+\-@\t\r]/.test(s) ? `'${s}` : s);
+/**
+ * csv/txt (README: Downloads): cells starting with = @ TAB CR get a leading ', and those
+ * starting with + or - unless the rest is only digits, signs and . , ( ) / spaces, or a number
+ * with an exponent (phone numbers and numbers are data). xlsx escapes nothing.
+ */
+const esc = (s: string): string =>
+  /^[=@\t\r]/.test(s) || (/^[+-]/.test(s) && !/^[+-](?:[\d .,()/+-]*|[\d.]*\d[eE][+-]?\d+)$/.test(s))
+    ? `'${s}`
+    : s;
 
 /** The result cells of a row without an address (DESIGN §5: every row has a status). */
 const SKIPPED = ["", "skipped", ...RESULT_COLUMNS.slice(2).map(() => "")];
@@ -228,11 +241,11 @@ function resultText(v: Verdict | undefined, escape: boolean): string[] {
   ];
 }
 
-/** The 15 result cells of an address as xlsx values: booleans stay booleans. */
-function resultTyped(v: Verdict | undefined, escape: boolean): XlsxValue[] {
+/** The 15 result cells of an address as xlsx values: booleans stay booleans, text never escaped. */
+function resultTyped(v: Verdict | undefined): XlsxValue[] {
   if (!v) return [...SKIPPED];
   return [
-    escape ? esc(v.email) : v.email,
+    v.email,
     v.status,
     v.is_role_based,
     v.is_disposable,
@@ -332,7 +345,7 @@ describe("csv upload → finished → download as csv, txt, xlsx", () => {
   test("csv (default format): original columns in original order, then the result columns; formulas neutralised", async () => {
     const data = await downloaded(user, url(), CSV_TYPE, "Leads 2024-results.csv");
     const [header, ...rows] = readCsv(data);
-    assert.deepEqual(header, ["Name", "Email", "Note", "Score", ...RESULT_COLUMNS]);
+    assert.deepEqual(header, ["Name", "Email", "Note", "Score", ...PREFIXED]);
     assert.deepEqual(
       rows,
       CSV_ROWS.map(([cells, email]) => [
@@ -350,7 +363,7 @@ describe("csv upload → finished → download as csv, txt, xlsx", () => {
       "valid",
     ]);
     assert.equal(rows[1]![2], "'@SUM(A1)");
-    assert.equal(rows[1]![3], "'-3");
+    assert.equal(rows[1]![3], "-3", "a negative number is data, not a formula");
     assert.equal(rows[2]![2], "'+cmd");
     assert.deepEqual(rows[3]!.slice(0, 6), [
       "Dash",
@@ -377,7 +390,7 @@ describe("csv upload → finished → download as csv, txt, xlsx", () => {
   test("csv with escape_formulas=false: every cell raw", async () => {
     const data = await downloaded(user, url("?escape_formulas=false"), CSV_TYPE, "Leads 2024-results.csv");
     const [header, ...rows] = readCsv(data);
-    assert.deepEqual(header, ["Name", "Email", "Note", "Score", ...RESULT_COLUMNS]);
+    assert.deepEqual(header, ["Name", "Email", "Note", "Score", ...PREFIXED]);
     assert.deepEqual(
       rows,
       CSV_ROWS.map(([cells, email]) => [
@@ -414,20 +427,18 @@ describe("csv upload → finished → download as csv, txt, xlsx", () => {
     assert.deepEqual(readTxt(raw).slice(3, 5), ["-dash@acme.test,valid", "=eq@acme.test,valid"]);
   });
 
-  test("xlsx: one 'Results' sheet, typed result cells, formula-looking text neutralised and stored as text", async () => {
+  test("xlsx: one 'Results' sheet, typed result cells, text as uploaded (never escaped) and stored as text", async () => {
     const data = await downloaded(user, url("?format=xlsx"), XLSX_TYPE, "Leads 2024-results.xlsx");
     const { sheet, rows, types } = await readXlsx(data);
     assert.equal(sheet, "Results");
     const [header, ...body] = rows;
-    assert.deepEqual(header, ["Name", "Email", "Note", "Score", ...RESULT_COLUMNS]);
+    assert.deepEqual(header, ["Name", "Email", "Note", "Score", ...PREFIXED]);
     assert.deepEqual(
       body,
-      CSV_ROWS.map(([cells, email]) => [
-        ...cells.map(esc),
-        ...resultTyped(email ? verdicts.get(email) : undefined, true),
-      ]),
+      CSV_ROWS.map(([cells, email]) => [...cells, ...resultTyped(email ? verdicts.get(email) : undefined)]),
     );
-    // No cell of the file is a formula.
+    // No cell of the file is a formula, and none got an apostrophe.
+    assert.ok(rows.flat().every((v) => typeof v !== "string" || !v.startsWith("'")));
     assert.ok(types.flat().every((t) => t !== ValueType.Formula));
   });
 
@@ -441,10 +452,7 @@ describe("csv upload → finished → download as csv, txt, xlsx", () => {
     const { rows, types } = await readXlsx(data);
     assert.deepEqual(
       rows.slice(1),
-      CSV_ROWS.map(([cells, email]) => [
-        ...cells,
-        ...resultTyped(email ? verdicts.get(email) : undefined, false),
-      ]),
+      CSV_ROWS.map(([cells, email]) => [...cells, ...resultTyped(email ? verdicts.get(email) : undefined)]),
     );
     assert.equal(rows[1]![2], "=1+1");
     assert.equal(types[1]![2], ValueType.String);
@@ -466,7 +474,7 @@ describe("csv upload → finished → download as csv, txt, xlsx", () => {
       });
       assert.ok(parsed.ok, parsed.ok ? "" : parsed.problem.message);
       assert.deepEqual(parsed.list.emails, CSV_ADDRESSES, format);
-      assert.deepEqual(parsed.list.header, ["Name", "Email", "Note", "Score", ...RESULT_COLUMNS], format);
+      assert.deepEqual(parsed.list.header, ["Name", "Email", "Note", "Score", ...PREFIXED], format);
     }
   });
 
@@ -586,7 +594,7 @@ describe("xlsx upload with extra columns → finished → download as xlsx and c
     assertMatchesWorld(verdicts, ADDRESSES);
   });
 
-  test("xlsx: header and rows intact, in order; formula-looking cells neutralised; result columns typed", async () => {
+  test("xlsx: header and rows intact, in order, text never escaped; result columns typed", async () => {
     const data = await downloaded(
       user,
       `/api/v1/tasks/${task.task_id}/download?format=xlsx`,
@@ -594,17 +602,14 @@ describe("xlsx upload with extra columns → finished → download as xlsx and c
       "Lead book-results.xlsx",
     );
     const { rows } = await readXlsx(data);
-    assert.deepEqual(rows[0], [...HEADER, ...RESULT_COLUMNS]);
+    assert.deepEqual(rows[0], [...HEADER, ...PREFIXED]);
     assert.deepEqual(
       rows.slice(1),
-      ROWS.map(([cells, email]) => [
-        ...cells.map(esc),
-        ...resultTyped(email ? verdicts.get(email) : undefined, true),
-      ]),
+      ROWS.map(([cells, email]) => [...cells, ...resultTyped(email ? verdicts.get(email) : undefined)]),
     );
-    assert.deepEqual(rows[1]!.slice(0, 3), ["carol@acme.test", "Carol", "'=1+1"]);
-    assert.deepEqual(rows[2]!.slice(0, 3), ["'-dash@acme.test", "Dash", "'@SUM(A1)"]);
-    assert.deepEqual(rows[3]!.slice(0, 3), ["'=eq@acme.test", "Eq", "'+cmd"]);
+    assert.deepEqual(rows[1]!.slice(0, 3), ["carol@acme.test", "Carol", "=1+1"]);
+    assert.deepEqual(rows[2]!.slice(0, 3), ["-dash@acme.test", "Dash", "@SUM(A1)"]);
+    assert.deepEqual(rows[3]!.slice(0, 3), ["=eq@acme.test", "Eq", "+cmd"]);
     assert.deepEqual(rows[5]!.slice(6, 8), ["gus@catch.test", "catchall"]);
     assert.deepEqual(rows[7]!.slice(6, 8), ["zed@acme.test", "invalid"]);
   });
@@ -617,7 +622,7 @@ describe("xlsx upload with extra columns → finished → download as xlsx and c
       "Lead book-results.csv",
     );
     const [header, ...rows] = readCsv(data);
-    assert.deepEqual(header, [...HEADER, ...RESULT_COLUMNS]);
+    assert.deepEqual(header, [...HEADER, ...PREFIXED]);
     assert.deepEqual(
       rows,
       ROWS.map(([cells, email]) => [
@@ -712,7 +717,7 @@ describe("downloads of other tasks", () => {
       `task-${id}-results.xlsx`,
     );
     const { rows: xrows } = await readXlsx(xlsx);
-    assert.deepEqual(xrows, [RESULT_COLUMNS, ...order.map((e) => resultTyped(verdicts.get(e), true))]);
+    assert.deepEqual(xrows, [RESULT_COLUMNS, ...order.map((e) => resultTyped(verdicts.get(e)))]);
   });
 
   test("a task still running downloads its finished rows and marks the others pending", async () => {
@@ -746,7 +751,7 @@ describe("downloads of other tasks", () => {
 
     const csv = await downloaded(user, `/api/v1/tasks/${taskId}/download`, CSV_TYPE, "running-results.csv");
     assert.deepEqual(readCsv(csv), [
-      ["Email", "Name", ...RESULT_COLUMNS],
+      ["Email", "Name", ...PREFIXED],
       ["alice@acme.test", "A", ...resultText(verdicts.get("alice@acme.test"), true)],
       ["gina@grey.test", "G", ...pending],
       ["kim@catch.test", "K", ...resultText(verdicts.get("kim@catch.test"), true)],
@@ -792,7 +797,7 @@ describe("downloads of other tasks", () => {
     const [header, ...rows] = readCsv(
       await downloaded(user, `/api/v1/tasks/${up.task_id}/download`, CSV_TYPE, "pages-results.csv"),
     );
-    assert.deepEqual(header, ["Email", "N", ...RESULT_COLUMNS]);
+    assert.deepEqual(header, ["Email", "N", ...PREFIXED]);
     assert.deepEqual(
       rows.map((r) => [r[0], r[1], r[2], r[3]]),
       cells.map(([email, n]) => [email, n, email, email ? "invalid" : "skipped"]),
@@ -844,9 +849,9 @@ describe("downloads of other tasks", () => {
     const v2 = await verdictsOf(txt.task_id);
     assert.deepEqual(rows, [
       ["column_1", ...RESULT_COLUMNS],
-      ["carol@acme.test", ...resultTyped(v2.get("carol@acme.test"), true)],
+      ["carol@acme.test", ...resultTyped(v2.get("carol@acme.test"))],
       ["not an address", ...SKIPPED],
-      ["zed@acme.test", ...resultTyped(v2.get("zed@acme.test"), true)],
+      ["zed@acme.test", ...resultTyped(v2.get("zed@acme.test"))],
     ]);
   });
 
@@ -861,6 +866,105 @@ describe("downloads of other tasks", () => {
       dl.headers["content-disposition"],
       "attachment; filename=\"Cafe clients-results.xlsx\"; filename*=UTF-8''Caf%C3%A9%20clients-results.xlsx",
     );
+  });
+});
+
+// =============================================================================================
+// A list as people keep it: phone numbers, its own "Status" and "email" columns (issue 21).
+
+// Written as csv-stringify writes (CRLF, quotes only where needed), so the download can be
+// compared byte for byte: each line must come back as uploaded, then "," and the result cells.
+const PHONE_LINES = [
+  "Name,Phone,Status,email,Notes",
+  "Ann,+1 555 6330,lead,alice@acme.test,-42",
+  "Ben,+44 (0)20 7946 0958,customer,bob@acme.test,+33.1.23.45.67.89",
+  "Cid,-42,=SUM(A1),carol@acme.test,-1.5e3",
+  "Dee,+SUM(A1),-cmd|' /C calc'!A0,info@acme.test,+A1",
+  "Eve,+1-555-867-5309,@handle,zed@acme.test,",
+];
+const PHONE_CSV = PHONE_LINES.map((l) => `${l}\r\n`).join("");
+/** The cells a spreadsheet would run: the only ones the default csv download changes (a leading '). */
+const PHONE_FORMULAS = ["=SUM(A1)", "+SUM(A1)", "-cmd|' /C calc'!A0", "+A1", "@handle"];
+
+describe("a list with phone numbers and its own status column → download", () => {
+  let user: TestUser;
+  let task: Uploaded;
+  const url = (query = ""): string => `/api/v1/tasks/${task.task_id}/download${query}`;
+
+  before(async () => {
+    user = await ctx.createUser(100);
+    task = await finishedUpload(user, "contacts.csv", PHONE_CSV);
+    assert.equal(task.email_count, 5);
+  });
+
+  /** Each line of a csv download: the uploaded line, then "," and 15 result cells (none quoted). */
+  function splitLines(data: Buffer): Array<{ original: string; results: string[] }> {
+    const text = data.toString("utf8");
+    assert.ok(text.startsWith(BOM) && text.endsWith("\r\n"));
+    return text
+      .slice(1, -2)
+      .split("\r\n")
+      .map((line) => {
+        const cells = line.split(",");
+        const results = cells.slice(-RESULT_COLUMNS.length);
+        return { original: line.slice(0, line.length - results.join(",").length - 1), results };
+      });
+  }
+
+  test("csv: every uploaded line byte for byte, then the result columns, prefixed since the list has email and Status", async () => {
+    const lines = splitLines(
+      await downloaded(user, url("?escape_formulas=false"), CSV_TYPE, "contacts-results.csv"),
+    );
+    assert.deepEqual(
+      lines.map((l) => l.original),
+      PHONE_LINES,
+    );
+    assert.deepEqual(lines[0]!.results, PREFIXED);
+    assert.deepEqual(
+      lines.slice(1).map((l) => l.results.slice(0, 2)),
+      [
+        ["alice@acme.test", "valid"],
+        ["bob@acme.test", "valid"],
+        ["carol@acme.test", "valid"],
+        ["info@acme.test", "valid"],
+        ["zed@acme.test", "invalid"],
+      ],
+    );
+    const header = readCsv(await downloaded(user, url(), CSV_TYPE, "contacts-results.csv"))[0]!;
+    const keys = header.map((h) => h.trim().toLowerCase());
+    assert.equal(new Set(keys).size, keys.length, "no column name twice");
+  });
+
+  test("csv with formula escaping (the default): phone numbers and numbers untouched, only formulas get a '", async () => {
+    const lines = splitLines(await downloaded(user, url(), CSV_TYPE, "contacts-results.csv"));
+    const expected = PHONE_LINES.map((line) => PHONE_FORMULAS.reduce((l, f) => l.replace(f, `'${f}`), line));
+    assert.deepEqual(
+      lines.map((l) => l.original),
+      expected,
+    );
+    assert.equal(lines[1]!.original, "Ann,+1 555 6330,lead,alice@acme.test,-42");
+    assert.equal(lines[3]!.original, "Cid,-42,'=SUM(A1),carol@acme.test,-1.5e3");
+    assert.equal(lines[4]!.original, "Dee,'+SUM(A1),'-cmd|' /C calc'!A0,info@acme.test,'+A1");
+  });
+
+  test("xlsx: every cell as uploaded, no apostrophe added, text cells stored as text", async () => {
+    const { rows, types } = await readXlsx(
+      await downloaded(user, url("?format=xlsx"), XLSX_TYPE, "contacts-results.xlsx"),
+    );
+    const uploaded: string[][] = parseCsv(PHONE_CSV, {});
+    assert.deepEqual(
+      rows.map((r) => r.slice(0, 5)),
+      uploaded,
+    );
+    assert.deepEqual(rows[0]!.slice(5), PREFIXED);
+    assert.ok(rows.flat().every((v) => typeof v !== "string" || !v.startsWith("'")));
+    for (const row of types)
+      for (const t of row.slice(0, 5)) assert.ok(t === ValueType.String || t === ValueType.Null);
+  });
+
+  test("txt: email,status lines (no original columns, so no prefix)", async () => {
+    const txt = readTxt(await downloaded(user, url("?format=txt"), TXT_TYPE, "contacts-results.txt"));
+    assert.deepEqual(txt[0], "alice@acme.test,valid");
   });
 });
 

@@ -75,3 +75,39 @@ void test("ETA and durations", () => {
   p.update(5);
   assert.match(out.text(), /5\/10 x {2}50% 2\.5\/s ETA 0:02/);
 });
+
+void test('not a terminal, plainLines "changes": a line per change of the counts, at most every 5 s, none while nothing moves', () => {
+  let now = 0;
+  const out = capture();
+  const p = createProgress({
+    total: 100,
+    unit: "addresses",
+    label: "verifying",
+    stream: out.stream,
+    tty: false,
+    now: () => now,
+    plainLines: "changes",
+  });
+  const poll = (done: number): void => {
+    now += 1_000; // one poll a second
+    p.update(done);
+  };
+  poll(10); // first: printed
+  for (let i = 0; i < 30; i++) poll(10); // stuck at 10 (a greylisting domain): silent
+  assert.equal(out.text().split("\n").length - 1, 1, out.text());
+  poll(11); // a change after 30 s: printed at once
+  poll(12); // 1 s later: held back by the 5 s bound …
+  poll(12);
+  poll(12);
+  poll(12);
+  poll(12); // … and printed once the 5 s are over, although it changed 5 polls ago
+  poll(92);
+  p.finish();
+  const lines = out.text().trimEnd().split("\n");
+  assert.deepEqual(
+    lines.map((l) => /(\d+)\/100/.exec(l)?.[1]),
+    ["10", "11", "12", "92"],
+    out.text(),
+  );
+  assert.doesNotMatch(out.text(), /\r/);
+});

@@ -11,8 +11,12 @@ import {
   downloadFilename,
   filledWidth,
   joinResultRow,
+  isFormulaText,
   neutraliseFormula,
   parseListFile,
+  RESULT_COLUMN_PREFIX,
+  resultColumnNames,
+  resultFilename,
   rfc5987Value,
   writeCsv,
   writeTxt,
@@ -22,7 +26,7 @@ import {
 } from "../../../src/files/index.ts";
 import { collect, readXlsxCells, ValueType } from "./helpers.ts";
 
-const FORMULAS = ["=1+1", "+cmd", "-2+3", "@SUM(A1)", "\tx", "\rx", "\u0000x", "＝1+1"];
+const FORMULAS = ["=1+1", "+cmd", "-2+A3", "@SUM(A1)", "\tx", "\rx", "\u0000x", "＝1+1"];
 const ESCAPED = FORMULAS.map((f) => `'${f}`);
 
 async function* slowly<T>(items: readonly T[]): AsyncGenerator<T> {
@@ -32,11 +36,86 @@ async function* slowly<T>(items: readonly T[]): AsyncGenerator<T> {
   }
 }
 
-void test("neutraliseFormula: = + - @ TAB CR NUL (and fullwidth ＝＋－＠) get a leading quote, nothing else does", () => {
+void test("neutraliseFormula: = @ TAB CR NUL (and fullwidth ＝＠) get a leading quote, + and - unless a number follows", () => {
   FORMULAS.forEach((f, i) => assert.equal(neutraliseFormula(f), ESCAPED[i]));
   for (const plain of ["a@example.com", "valid", "1+1", " =x", "'=x", "", "é=", "x-y"]) {
     assert.equal(neutraliseFormula(plain), plain);
   }
+});
+
+void test("isFormulaText: phone numbers and numbers after + or - are data; anything with a name, reference or call is a formula", () => {
+  const data = [
+    "+1 555 6330",
+    "+44 (0)20 7946 0958",
+    "-42",
+    "+33.1.23.45.67.89",
+    "-1.5e3",
+    "+1.5E+3",
+    "+1-555-867-5309",
+    "+49 30/1234567",
+    "+1\u00A0555\u00A06330", // no-break spaces, as pasted from a web page
+    "-1,234.50",
+    "-",
+    "--",
+    "+",
+    "-.5",
+  ];
+  for (const text of data) assert.equal(isFormulaText(text), false, text);
+  const formulas = [
+    "+SUM(A1)",
+    "-cmd|' /C calc'!A0",
+    "+A1",
+    "-1+A1",
+    "+1 555 6330 ext. 2", // letters: escaped, a false alarm that costs one apostrophe
+    "+1e3e",
+    "-2:3", // a row range
+    "+1!A1",
+    "=1+1",
+    "=+1 555 6330",
+    "@SUM(1)",
+    "\t+1",
+    "\r-1",
+    "\u0000x",
+    "＝1",
+    "＠x",
+    "＋SUM(A1)",
+    "－A1",
+    '+ HYPERLINK("http://evil")',
+  ];
+  for (const text of formulas) assert.equal(isFormulaText(text), true, JSON.stringify(text));
+  assert.equal(neutraliseFormula("+1 555 6330"), "+1 555 6330");
+  assert.equal(neutraliseFormula("+SUM(A1)"), "'+SUM(A1)");
+});
+
+void test("resultColumnNames: unchanged without a collision, all prefixed with one (trimmed, any case)", () => {
+  assert.deepEqual(resultColumnNames(["Name", "Phone", "E-mail"]), [...RESULT_COLUMNS]);
+  const prefixed = RESULT_COLUMNS.map((c) => `${RESULT_COLUMN_PREFIX}${c}`);
+  assert.equal(RESULT_COLUMN_PREFIX, "mailprobe_");
+  assert.deepEqual(resultColumnNames(["Name", " EMAIL "]), prefixed);
+  assert.deepEqual(resultColumnNames(["Status"]), prefixed);
+  assert.deepEqual(resultColumnNames(["x", "validated_at"]), prefixed);
+  // A list that already holds prefixed names (a results file verified again) gets the next prefix.
+  const again = resultColumnNames(["email", ...prefixed]);
+  assert.deepEqual(
+    again,
+    RESULT_COLUMNS.map((c) => `mailprobe2_${c}`),
+  );
+  assert.deepEqual(
+    resultColumnNames(["email", "mailprobe_status", "MAILPROBE2_EMAIL"]),
+    RESULT_COLUMNS.map((c) => `mailprobe3_${c}`),
+  );
+  // No header name appears twice, whatever the list is called.
+  for (const original of [["email", "status"], ["Email"], ["column_1", "Status "], []]) {
+    const header = buildResultHeader(original, original.length);
+    const keys = header.map((h) => h.trim().toLowerCase());
+    assert.equal(new Set(keys).size, keys.length, header.join(","));
+  }
+  // The original names are written as the upload had them: spaces and case kept.
+  assert.deepEqual(buildResultHeader([" Email ", "Status"], 2).slice(0, 3), [
+    " Email ",
+    "Status",
+    "mailprobe_email",
+  ]);
 });
 
 void test("writeCsv: BOM, CRLF, header, typed cells, quoting; formula cells neutralised", async () => {
@@ -73,6 +152,13 @@ void test("writeCsv and writeTxt: escapeFormulas neutralises every formula start
     },
   );
   assert.deepEqual(escaped[0], ["'=HEADER", "status"]);
+  const phones = parseCsvSync(
+    await collect(
+      writeCsv({ header: ["+phone"], rows: [["+1 555 6330"], ["-42"], ["+A1"]], escapeFormulas: true }),
+    ),
+    { bom: true },
+  );
+  assert.deepEqual(phones, [["'+phone"], ["+1 555 6330"], ["-42"], ["'+A1"]]);
   assert.deepEqual(
     escaped.slice(1).map((r) => r[0]),
     ESCAPED,
@@ -120,7 +206,7 @@ void test("writeTxt: email,status per line, no header unless asked", async () =>
   );
 });
 
-void test("writeXlsx: strings stay strings (never formulas), typed cells stay typed, formulas neutralised", async () => {
+void test("writeXlsx: strings stay strings (never formulas, never escaped), typed cells stay typed", async () => {
   const rows: ExportCell[][] = [
     ...FORMULAS.map((f) => [f, "valid", 1, true]),
     ["bad\u0001control\uD800", "x".repeat(40_000), null, false],
@@ -133,10 +219,11 @@ void test("writeXlsx: strings stay strings (never formulas), typed cells stay ty
   assert.deepEqual(values[0], ["email", "status", "n", "flag"]);
   assert.deepEqual(
     values.slice(1, 1 + FORMULAS.length).map((r) => r[0]),
-    // NUL is not allowed in XML, and XML turns CR into LF: both are still behind the quote.
-    ESCAPED.map((e) => e.replace("\u0000", "\uFFFD").replace("\r", "\n")),
+    // Inline strings are never evaluated: no quote. NUL is not allowed in XML, and XML turns CR
+    // into LF.
+    FORMULAS.map((e) => e.replace("\u0000", "\uFFFD").replace("\r", "\n")),
   );
-  assert.deepEqual(values[1], ["'=1+1", "valid", 1, true]);
+  assert.deepEqual(values[1], ["=1+1", "valid", 1, true]);
   for (const t of types.flat()) assert.notEqual(t, ValueType.Formula);
   const last = values[values.length - 1]!;
   assert.equal(last[0], "bad\uFFFDcontrol\uFFFD");
@@ -258,7 +345,8 @@ void test("round trip: parse an upload, write results as csv/xlsx/txt, read them
           "2024-01-01T00:00:00Z",
         ];
   const header = buildResultHeader(list.header, list.columnCount);
-  assert.deepEqual(header, ["Name", "Email", "Note", ...RESULT_COLUMNS]);
+  // The list has its own "Email" column: the result columns are prefixed, no name is there twice.
+  assert.deepEqual(header, ["Name", "Email", "Note", ...RESULT_COLUMNS.map((c) => `mailprobe_${c}`)]);
   const rows = list.entries.map((e) =>
     joinResultRow(list.rows[e.rowIndex]!, list.columnCount, result(e.email)),
   );
@@ -270,14 +358,15 @@ void test("round trip: parse an upload, write results as csv/xlsx/txt, read them
     const back = await parseListFile({ filename: `results.${format}`, data, maxEmails: 10_000 });
     assert.ok(back.ok, format);
     assert.deepEqual(back.list.header, header, format);
-    assert.equal(back.list.emailColumn, 1, format); // "Email" comes before "email"
+    assert.equal(back.list.emailColumn, 1, format);
     assert.deepEqual(back.list.emails, list.emails, format);
     assert.deepEqual(
       back.list.rows.map((r) => r.slice(0, 3)),
       [
-        ["Doe, Jane", "Jane@Example.com", `'=HYPERLINK("http://evil")`],
+        // csv escapes what a spreadsheet would run; xlsx text cells are never run.
+        ["Doe, Jane", "Jane@Example.com", `${format === "csv" ? "'" : ""}=HYPERLINK("http://evil")`],
         ["Bob", "bob@example.com", ""],
-        ["Nobody", "n/a", "'-"],
+        ["Nobody", "n/a", "-"],
       ],
       format,
     );
@@ -314,6 +403,10 @@ void test("contentTypeFor and RESULT_COLUMNS", () => {
   );
   assert.deepEqual(buildResultHeader(null, 2).slice(0, 3), ["column_1", "column_2", "email"]);
   assert.deepEqual(buildResultHeader(["a", " "], 3).slice(0, 3), ["a", "column_2", "column_3"]);
+  assert.deepEqual(buildResultHeader(["Email"], 1), [
+    "Email",
+    ...RESULT_COLUMNS.map((c) => `mailprobe_${c}`),
+  ]);
   assert.deepEqual(joinResultRow(["x"], 3, [1, 2]), ["x", "", "", 1, 2]);
   // The width given is the download's: a longer header or row is cut to it, never padded past it.
   assert.deepEqual(buildResultHeader(["a", "b", "", ""], 2).slice(0, 3), ["a", "b", "email"]);
@@ -364,6 +457,9 @@ void test("downloadFilename: original stem kept (unicode too), unsafe characters
   assert.ok(long.endsWith("é-results.txt"));
   assert.equal(downloadFilename("x.csv", 'id"/..', "csv"), "x-results.csv");
   assert.equal(downloadFilename(null, 'id"/..', "csv"), "task-id-results.csv");
+  // The CLI names a local list's results by the same rule.
+  assert.equal(resultFilename("list.csv", "list", "xlsx"), "list-results.xlsx");
+  assert.equal(resultFilename("....csv", "list", "csv"), "list-results.csv");
 });
 
 void test("Content-Disposition: ASCII filename= fallback plus RFC 5987 filename*", () => {

@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { JobRecord } from "../../../src/db/queries/jobs.ts";
-import { outcomeOfResult, outcomesOfFailure, outcomesOfUnrecorded } from "../../../src/jobs/outcomes.ts";
+import {
+  outcomeOfResult,
+  outcomesOfFailure,
+  outcomesOfUnrecorded,
+  settleRetryPastEnd,
+} from "../../../src/jobs/outcomes.ts";
 import type { VerificationResult } from "../../../src/verify/index.ts";
 
 const now = new Date("2026-01-01T00:00:00Z");
@@ -19,6 +24,7 @@ const job = (attempts: number, retries: { deferred?: number; unreachable?: numbe
   runAfter: new Date("2025-12-31T23:00:00Z"),
   lastError: null,
   emailId: null,
+  retryResult: null,
   createdAt: now,
   updatedAt: now,
 });
@@ -126,6 +132,7 @@ void test("a group whose results could not be recorded goes back to the queue (i
     error: "greylisted",
     refundAttempt: true,
     schedule: null,
+    result: null,
   });
   // A fault of ours: backs off like an internal failure, and fails on the last attempt, so a
   // write that can never succeed does not loop forever.
@@ -150,4 +157,19 @@ void test("a host whose slot table is unreachable: back soon, the attempt not co
     o?.kind === "retry" && [o.runAfter.getTime() - now.getTime(), o.refundAttempt, o.schedule],
     [300, true, null],
   );
+});
+
+void test("a retry past its task's retries end records the answer it retries; other retries are kept (issue 21)", () => {
+  const answer = result({ status: "unknown", unknownReason: "greylisted" });
+  const retry = outcomeOfResult(job(1), answer, now, { deferredMs: [300_000], unreachableMs: [] });
+  assert.equal(retry.kind, "retry");
+  const at = (ms: number) => new Date(now.getTime() + ms);
+  // Due after the end: settled with the very answer.
+  assert.deepEqual(settleRetryPastEnd(retry, at(299_999)), { kind: "result", job: job(1), result: answer });
+  // Due at or before the end, or a task without a window: still retried.
+  assert.equal(settleRetryPastEnd(retry, at(300_000)), retry);
+  assert.equal(settleRetryPastEnd(retry, null), retry);
+  // A busy host or our own shutdown tried nothing: kept, whatever the end.
+  const [busy] = outcomesOfFailure([job(1)], { kind: "host_busy_in_cluster" }, now, 3, () => 0.5);
+  assert.equal(settleRetryPastEnd(busy!, at(-1)), busy);
 });

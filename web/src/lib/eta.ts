@@ -1,5 +1,7 @@
 // Time left for a running task, from how fast its finished-job count grew over the last minute
-// of polling (the server keeps no rate; one minute smooths per-domain bursts).
+// of polling (the server keeps no rate; one minute smooths per-domain bursts). Addresses waiting
+// for a server's retry are left out of that rate: they are due at a known time instead.
+import { formatNumber } from "./format.ts";
 
 export interface Sample {
   at: number;
@@ -25,4 +27,48 @@ export function etaMs(samples: readonly Sample[], total: number): number | null 
   const rate = (last.done - first.done) / (last.at - first.at);
   if (rate <= 0) return null;
   return Math.max(0, total - last.done) / rate;
+}
+
+/** A task's metrics.retries as the API reports them. */
+export interface RetriesWaiting {
+  pending: number;
+  next_attempt_at: string | null;
+  last_attempt_at?: string | null;
+  settles_at?: string | null;
+}
+
+/**
+ * When the addresses waiting for a server's retry are settled at the latest: the end of the
+ * task's retries (its retry window, or a finish), else (a task from before retry windows) its
+ * latest retry scheduled now. Null when none is waiting.
+ */
+export function retriesSettleBy(r: RetriesWaiting): string | null {
+  if (r.pending === 0) return null;
+  return r.settles_at ?? r.last_attempt_at ?? r.next_attempt_at;
+}
+
+/**
+ * Milliseconds left for the addresses that are not waiting for a retry (those keep their own
+ * time, retriesSettleBy): the rate would otherwise promise "less than a minute" for a task whose
+ * last addresses wait half an hour for a greylisting server.
+ */
+export const etaWithoutRetriesMs = (
+  samples: readonly Sample[],
+  total: number,
+  retrying: number,
+): number | null => etaMs(samples, Math.max(0, total - retrying));
+
+const timeFormat = new Intl.DateTimeFormat(undefined, { timeStyle: "short" });
+const dayTimeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+
+/** "10:25" for a moment later today, with the date for another day. */
+export function formatUntil(iso: string, now: Date = new Date()): string {
+  const at = new Date(iso);
+  return at.toDateString() === now.toDateString() ? timeFormat.format(at) : dayTimeFormat.format(at);
+}
+
+/** "1,536 done; 98 wait for retries until 10:25." */
+export function retriesLine(done: number, waiting: number, until: string): string {
+  const wait = waiting === 1 ? "1 waits for a retry" : `${formatNumber(waiting)} wait for retries`;
+  return `${formatNumber(done)} done; ${wait} until ${until}.`;
 }

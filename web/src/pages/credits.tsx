@@ -29,14 +29,32 @@ interface Range {
 
 const lastDays = (n: number): Range => ({ from: daysAgo(n - 1), to: isoDay(new Date()) });
 
+const metaString = (t: CreditTransaction, key: string): string | null => {
+  const v = t.metadata?.[key];
+  return typeof v === "string" ? v : null;
+};
+
 const REASON_TEXT: Record<string, string> = {
   verification: "Realtime verification",
   task_reservation: "Reserved for a list",
   task_unknown_refund: "Refund of unknown results",
+  task_cancelled_refund: "Refund of a cancelled list",
+  task_cancelled_late_result: "Results that arrived after a cancel",
 };
+
+/**
+ * An operator's grant (`mailprobe credits grant`, the admin API, the account's opening credits):
+ * the only grants not tied to a task, since every refund carries the task's id.
+ */
+const isOperatorGrant = (t: CreditTransaction): boolean =>
+  t.type === "grant" && metaString(t, "task_id") === null;
 
 /** Known reasons in words; an operator's own reason ("initial_grant", "promo") made readable. */
 function reasonText(t: CreditTransaction): string {
+  if (isOperatorGrant(t)) {
+    if (!t.reason || t.reason === "initial_grant") return "Granted by the operator: opening credits";
+    return `Granted by the operator: ${t.reason.replace(/_/g, " ").trim()}`;
+  }
   if (!t.reason) return t.type === "grant" ? "Grant" : "Deduction";
   const known = REASON_TEXT[t.reason];
   if (known) return known;
@@ -44,10 +62,12 @@ function reasonText(t: CreditTransaction): string {
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
-const metaString = (t: CreditTransaction, key: string): string | null => {
-  const v = t.metadata?.[key];
-  return typeof v === "string" ? v : null;
-};
+/** The period's net in words: whether the balance went up or down, and by how much. */
+function netText(net: number): string {
+  if (net === 0) return "Unchanged: as many credits used as granted";
+  const n = plural(Math.abs(net), "credit", "credits");
+  return net > 0 ? `Down ${n}: more used than granted` : `Up ${n}: more granted than used`;
+}
 
 const SOURCE_TEXT: Record<string, string> = { frontend: "Dashboard", api_key: "API key" };
 
@@ -196,12 +216,12 @@ function UsageSection() {
               <dd>{formatNumber(usage.data.totals.used_credits)}</dd>
             </div>
             <div>
-              <dt>Granted (refunds included)</dt>
+              <dt>Granted or refunded</dt>
               <dd>{formatNumber(usage.data.totals.granted_credits)}</dd>
             </div>
             <div>
-              <dt>Net (used − granted)</dt>
-              <dd>{formatNumber(usage.data.totals.net_credits)}</dd>
+              <dt>Your balance in this period</dt>
+              <dd>{netText(usage.data.totals.net_credits)}</dd>
             </div>
           </dl>
           {points.every((p) => p.used_credits === 0 && p.granted_credits === 0) ? (
@@ -248,7 +268,7 @@ function UsageSection() {
           </p>
         ) : (
           <div class="table-scroll" tabIndex={0} role="region" aria-label="Usage per API key table">
-            <table>
+            <table class="cards">
               <caption class="visually-hidden">Usage per API key</caption>
               <thead>
                 <tr>
@@ -269,13 +289,21 @@ function UsageSection() {
                 {perKey.data.keys.map((k) => (
                   <tr key={k.api_key_id ?? "unknown"}>
                     <th scope="row">
-                      {k.is_unknown ? "Unattributed (older rows)" : (k.api_key_name ?? k.api_key_id ?? "—")}
+                      {k.is_unknown
+                        ? "No key (operator grants, older rows)"
+                        : (k.api_key_name ?? k.api_key_id ?? "—")}
                       {k.is_active === false && <span class="muted small"> (revoked)</span>}
                     </th>
-                    <td>{k.api_key_purpose ?? "—"}</td>
-                    <td class="num">{formatNumber(k.totals.used_credits)}</td>
-                    <td class="num">{formatNumber(k.totals.granted_credits)}</td>
-                    <td class="num">{formatNumber(k.totals.net_credits)}</td>
+                    <td data-label="Purpose">{k.api_key_purpose ?? "—"}</td>
+                    <td data-label="Used" class="num">
+                      {formatNumber(k.totals.used_credits)}
+                    </td>
+                    <td data-label="Granted" class="num">
+                      {formatNumber(k.totals.granted_credits)}
+                    </td>
+                    <td data-label="Net" class="num">
+                      {formatNumber(k.totals.net_credits)}
+                    </td>
                   </tr>
                 ))}
               </tbody>
@@ -319,7 +347,7 @@ function LedgerSection() {
       {ledger.data && ledger.data.total > 0 && (
         <>
           <div class="table-scroll" tabIndex={0} role="region" aria-label="Ledger table">
-            <table>
+            <table class="cards">
               <caption class="visually-hidden">Credit transactions</caption>
               <thead>
                 <tr>
@@ -341,7 +369,7 @@ function LedgerSection() {
                   const purpose = metaString(t, "api_key_purpose");
                   return (
                     <tr key={t.id}>
-                      <td>{formatDateTime(t.created_at)}</td>
+                      <td data-label="When">{formatDateTime(t.created_at)}</td>
                       <th scope="row">
                         {reasonText(t)}
                         {taskId && (
@@ -351,12 +379,14 @@ function LedgerSection() {
                           </>
                         )}
                       </th>
-                      <td class={t.amount < 0 ? "num neg" : "num pos"}>
+                      <td data-label="Change" class={t.amount < 0 ? "num neg" : "num pos"}>
                         {t.amount > 0 ? "+" : ""}
                         {formatNumber(t.amount)}
                       </td>
-                      <td class="num">{formatNumber(t.balance_after)}</td>
-                      <td>
+                      <td data-label="Balance after" class="num">
+                        {formatNumber(t.balance_after)}
+                      </td>
+                      <td data-label="Made through">
                         {source ? (SOURCE_TEXT[source] ?? source) : "—"}
                         {purpose ? ` (${purpose})` : ""}
                       </td>

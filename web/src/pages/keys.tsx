@@ -191,7 +191,7 @@ function KeyTable({ keys, onRevoked }: { keys: ApiKey[]; onRevoked: (id: string)
   return (
     <>
       <div class="table-scroll" tabIndex={0} role="region" aria-label="API keys table">
-        <table class="keys">
+        <table class="keys cards">
           <caption class="visually-hidden">API keys</caption>
           <thead>
             <tr>
@@ -216,8 +216,8 @@ function KeyTable({ keys, onRevoked }: { keys: ApiKey[]; onRevoked: (id: string)
                     {k.name}
                     {k.id === sessionKey && <span class="tag">this session</span>}
                   </th>
-                  <td>{k.purpose}</td>
-                  <td class="secret">
+                  <td data-label="Purpose">{k.purpose}</td>
+                  <td data-label="Key" class="secret">
                     {plain ? (
                       <>
                         <code>{plain}</code>{" "}
@@ -234,9 +234,9 @@ function KeyTable({ keys, onRevoked }: { keys: ApiKey[]; onRevoked: (id: string)
                       <code>{k.prefix}…</code>
                     )}
                   </td>
-                  <td>{k.is_active ? "Active" : <span class="muted">Revoked</span>}</td>
-                  <td>{formatDateTime(k.created_at)}</td>
-                  <td>
+                  <td data-label="Status">{k.is_active ? "Active" : <span class="muted">Revoked</span>}</td>
+                  <td data-label="Created">{formatDateTime(k.created_at)}</td>
+                  <td data-label="Last used">
                     {k.last_used_at ? formatDateTime(k.last_used_at) : <span class="muted">Never</span>}
                   </td>
                   <td class="actions">

@@ -1,5 +1,5 @@
-import { useRef, useState } from "preact/hooks";
-import { uploadTaskFile } from "@mailprobe/client";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { MailprobeError } from "@mailprobe/client";
 import { client, request } from "../api.ts";
 import { ErrorMessage, Loading } from "../components/feedback.tsx";
 import { setFlash } from "../flash.ts";
@@ -7,7 +7,17 @@ import { announce, useApi, useTitle } from "../hooks.ts";
 import { decodeHead, parseCsvHead, parseTxtHead } from "../lib/csv.ts";
 import { columnFieldValue, columnLetter, guessEmailColumn, type ColumnGuess } from "../lib/email-column.ts";
 import { formatBytes, plural } from "../lib/format.ts";
+import {
+  countsText,
+  priceText,
+  sameRequest,
+  shortfallOf,
+  uploadFormOf,
+  type UploadQuote,
+  type UploadRequest,
+} from "../lib/upload-quote.ts";
 import { previewXlsx } from "../lib/xlsx.ts";
+import { keeper } from "../keep-across-sign-in.ts";
 import { hrefOf, navigate } from "../router.ts";
 
 /** Spec limits: 10,000 addresses per file; the size cap is MAX_UPLOAD_BYTES (default 10 MiB). */
@@ -71,19 +81,122 @@ async function previewOf(file: File, kind: Kind): Promise<Preview> {
   }
 }
 
+/** The email_column field for the column chosen in the preview; undefined lets the server detect it. */
+const emailColumnOf = (preview: Preview | null, column: string): string | undefined =>
+  preview && preview.guess && preview.kind !== "txt" && column !== "auto"
+    ? columnFieldValue(preview.rows, preview.guess, Number(column))
+    : undefined;
+
+/** POSTs the upload's form: the list itself, or (dryRun) its price, creating nothing. */
+function postUpload(r: UploadRequest, dryRun: boolean) {
+  // As the SDK's uploadTaskFile does: the document types the multipart fields as strings, which
+  // a FormData is not, so it goes through a pass-through serializer.
+  return request(
+    client.POST("/api/v1/tasks/batch/upload", {
+      body: uploadFormOf(r, dryRun) as never,
+      bodySerializer: (body: unknown) => body as FormData,
+    }),
+  );
+}
+
+/** The dry run's answer for one request: its price, or the server's refusal of it. */
+type Quote =
+  | { state: "pending"; for: UploadRequest }
+  | { state: "ready"; for: UploadRequest; quote: UploadQuote }
+  | { state: "refused"; for: UploadRequest; error: unknown };
+
+async function quoteOf(r: UploadRequest): Promise<Quote> {
+  try {
+    // The SDK types this route's 202 until the document is regenerated with the dry run's 200.
+    const quote = (await postUpload(r, true)) as unknown as UploadQuote;
+    return { state: "ready", for: r, quote };
+  } catch (error) {
+    return { state: "refused", for: r, error };
+  }
+}
+
+/** The server's reason for refusing the webhook URL, when that is what it refused. */
+const webhookRefusalOf = (q: Quote | null): string | null =>
+  q?.state === "refused" && q.error instanceof MailprobeError
+    ? (q.error.details.find((d) => d.field === "webhook_url")?.reason ?? null)
+    : null;
+
+/** The chosen list survives the sign-in form that replaces this page when the session ends. */
+const chosenList = keeper<{ file: File; preview: Preview; column: string; webhookUrl: string }>();
+
 export function ListsPage() {
   useTitle("Lists");
-  const [file, setFile] = useState<File | null>(null);
+  const [kept] = useState(() => chosenList.take());
+  const [file, setFile] = useState<File | null>(kept?.file ?? null);
   const [fileProblem, setFileProblem] = useState<string | null>(null);
-  const [preview, setPreview] = useState<Preview | null>(null);
+  const [preview, setPreview] = useState<Preview | null>(kept?.preview ?? null);
   const [previewing, setPreviewing] = useState(false);
-  const [column, setColumn] = useState("auto");
-  const [webhookUrl, setWebhookUrl] = useState("");
+  const [column, setColumn] = useState(kept?.column ?? "auto");
+  const [webhookUrl, setWebhookUrl] = useState(kept?.webhookUrl ?? "");
   const [dragging, setDragging] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
+  // The webhook URL as last committed (change event), so typing does not send the file each key.
+  const [checkedWebhookUrl, setCheckedWebhookUrl] = useState(kept?.webhookUrl.trim() ?? "");
+  const [quote, setQuote] = useState<Quote | null>(null);
+  // This page sends one request at a time: a dry run holds one of the user's upload places on
+  // the server while its file is read (UPLOADS_MAX_IN_PROGRESS_PER_USER, 2 by default), as the
+  // upload does, so a price still being computed must not make the upload a 429.
+  const queue = useRef<Promise<unknown>>(Promise.resolve());
+  const lastQuote = useRef<{ for: UploadRequest; answer: Promise<Quote>; settled: Quote | null } | null>(
+    null,
+  );
+  /** The dry run of `r`: the last one's answer when it was for the same request, else a new one, queued. */
+  function quoteFor(r: UploadRequest): Promise<Quote> {
+    const last = lastQuote.current;
+    // A refusal other than the request's own 400 (a 429, the network) is asked again.
+    const isStale =
+      last?.settled?.state === "refused" &&
+      !(last.settled.error instanceof MailprobeError && last.settled.error.status === 400);
+    if (last && sameRequest(last.for, r) && !isStale) return last.answer;
+    const answer = queue.current.then(() => quoteOf(r));
+    queue.current = answer;
+    const entry = { for: r, answer, settled: null as Quote | null };
+    lastQuote.current = entry;
+    void answer.then((q) => (entry.settled = q));
+    return answer;
+  }
   const input = useRef<HTMLInputElement>(null);
+  const webhookInput = useRef<HTMLInputElement>(null);
   const balance = useApi((signal) => request(client.GET("/api/v1/credits/balance", { signal })), []);
+  useEffect(() => {
+    // The file input shows the kept file again, as if just chosen.
+    if (!kept || !input.current) return;
+    const files = new DataTransfer();
+    files.items.add(kept.file);
+    input.current.files = files.files;
+  }, [kept]);
+  useEffect(
+    () => chosenList.keep(file && preview ? { file, preview, column, webhookUrl } : null),
+    [file, preview, column, webhookUrl],
+  );
+
+  const emailColumn = emailColumnOf(preview, column);
+  // The price, asked as soon as a file is chosen and again when what would be sent changes.
+  useEffect(() => {
+    if (!file || !preview) {
+      setQuote(null);
+      return;
+    }
+    const r: UploadRequest = { file, webhookUrl: checkedWebhookUrl, emailColumn };
+    let isCurrent = true;
+    setQuote((shown) =>
+      shown && shown.state !== "pending" && sameRequest(shown.for, r) ? shown : { state: "pending", for: r },
+    );
+    void quoteFor(r).then((q) => {
+      if (!isCurrent) return;
+      setQuote(q);
+      if (q.state === "ready") announce(priceText(q.quote));
+    });
+    return () => {
+      isCurrent = false;
+    };
+  }, [file, preview, emailColumn, checkedWebhookUrl]);
 
   async function choose(next: File | null) {
     setError(null);
@@ -129,19 +242,25 @@ export function ListsPage() {
     }
     setBusy(true);
     setError(null);
-    const emailColumn =
-      preview && preview.guess && preview.kind !== "txt" && column !== "auto"
-        ? columnFieldValue(preview.rows, preview.guess, Number(column))
-        : undefined;
+    const r: UploadRequest = { file, webhookUrl: webhookUrl.trim(), emailColumn };
     try {
-      const accepted = await request(
-        uploadTaskFile(client, file, {
-          ...(webhookUrl.trim() ? { webhook_url: webhookUrl.trim() } : {}),
-          ...(emailColumn !== undefined ? { email_column: emailColumn } : {}),
-        }),
-      );
+      // A webhook URL the server refuses is caught by a dry run before the list is uploaded.
+      const checked = await quoteFor(r);
+      setQuote(checked);
+      setCheckedWebhookUrl(r.webhookUrl);
+      if (webhookRefusalOf(checked) !== null) {
+        announce("Webhook URL refused");
+        webhookInput.current?.focus();
+        return;
+      }
+      const upload = queue.current.then(() => postUpload(r, false));
+      queue.current = upload.catch(() => undefined);
+      const accepted = await upload;
+      // One operation, two answers: without dry_run the server accepts the list (202).
+      if (!("task_id" in accepted)) throw new Error("The server sent a price instead of accepting the list.");
       setFlash(`${accepted.filename}: ${accepted.message}.`);
       announce("Upload accepted");
+      chosenList.keep(null);
       navigate(hrefOf.task(accepted.task_id));
     } catch (err) {
       setError(err);
@@ -152,6 +271,8 @@ export function ListsPage() {
   }
 
   const oversize = file !== null && file.size > DEFAULT_MAX_UPLOAD_BYTES;
+  // Shown while the field still holds the URL the server refused.
+  const webhookRefusal = quote && quote.for.webhookUrl === webhookUrl.trim() ? webhookRefusalOf(quote) : null;
 
   return (
     <section>
@@ -214,6 +335,7 @@ export function ListsPage() {
         {preview && file && (
           <PreviewTable file={file} preview={preview} column={column} onColumn={setColumn} />
         )}
+        {quote && error === null && webhookRefusalOf(quote) === null && <QuoteView quote={quote} />}
         <div class="field">
           <label for="webhook-url">Webhook URL</label>
           <input
@@ -221,10 +343,20 @@ export function ListsPage() {
             type="url"
             inputMode="url"
             placeholder="https://hooks.example.com/mailprobe"
+            ref={webhookInput}
             value={webhookUrl}
             onInput={(e) => setWebhookUrl(e.currentTarget.value)}
-            aria-describedby="webhook-url-help"
+            onChange={(e) => setCheckedWebhookUrl(e.currentTarget.value.trim())}
+            aria-invalid={webhookRefusal !== null}
+            aria-describedby={
+              webhookRefusal !== null ? "webhook-url-problem webhook-url-help" : "webhook-url-help"
+            }
           />
+          {webhookRefusal !== null && (
+            <p id="webhook-url-problem" class="error" role="alert">
+              The server refuses this webhook URL: it {webhookRefusal}. The list was not uploaded.
+            </p>
+          )}
           <p id="webhook-url-help" class="help">
             Optional. When the list is done we POST a signed <code>task.completed</code> event there (see{" "}
             <a href={hrefOf.webhooks}>Webhooks</a>).
@@ -243,6 +375,27 @@ export function ListsPage() {
         </div>
       </form>
     </section>
+  );
+}
+
+/** The price of the chosen list, or why the server would refuse it, before anything is uploaded. */
+function QuoteView({ quote }: { quote: Quote }) {
+  if (quote.state === "pending") return <Loading label="Pricing the list…" />;
+  if (quote.state === "refused")
+    return <ErrorMessage error={quote.error} title="The server would refuse this list as it is" />;
+  const q = quote.quote;
+  const shortfall = shortfallOf(q);
+  return (
+    <div class={shortfall === null ? "card" : "card notice"} role="status" aria-label="Price">
+      <p>
+        <strong>{priceText(q)}</strong>
+        {shortfall !== null &&
+          ` That is ${plural(shortfall, "credit", "credits")} short: the server refuses the list until the balance covers it.`}
+      </p>
+      <p class="muted small">
+        {countsText(q)} Credits of unknown results are refunded when the list finishes.
+      </p>
+    </div>
   );
 }
 

@@ -1,11 +1,21 @@
 import { useState } from "preact/hooks";
-import { openSession } from "../api.ts";
-import { ErrorMessage } from "../components/feedback.tsx";
-import { announce, useTitle } from "../hooks.ts";
-import { startSession, type SignedOutReason } from "../session.ts";
+import { fetchSessionPolicy, openSession, type SessionPolicy } from "../api.ts";
+import { ErrorMessage, Loading } from "../components/feedback.tsx";
+import { announce, useApi, useTitle } from "../hooks.ts";
+import { formatDuration, plural } from "../lib/format.ts";
+import { startSession, useSession, type SignedOutReason } from "../session.ts";
+
+/** "a session of 15 minutes, renewed while you use the dashboard, for up to 12 hours". */
+function lifetimeText(policy: SessionPolicy | undefined): string {
+  if (!policy) return "a short session, renewed while you use the dashboard";
+  return `a session of ${formatDuration(policy.lifetime_seconds * 1000)}, renewed while you use the dashboard, for up to ${plural(policy.max_hours, "hour", "hours")} after you sign in`;
+}
 
 export function SignIn({ reason }: { reason: SignedOutReason }) {
   useTitle("Sign in");
+  const { joining } = useSession();
+  // The text still reads well without it (an old server, a network hiccup): no error shown.
+  const policy = useApi((signal) => fetchSessionPolicy(signal), []).data;
   const [key, setKey] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
@@ -26,9 +36,23 @@ export function SignIn({ reason }: { reason: SignedOutReason }) {
     }
   }
 
+  if (joining)
+    return (
+      <section class="signin">
+        <h1 tabIndex={-1}>Sign in</h1>
+        <Loading label="Looking for a session open in another tab…" />
+      </section>
+    );
+
   return (
     <section class="signin">
       <h1 tabIndex={-1}>Sign in</h1>
+      {reason === "limit" && (
+        <p class="notice" role="alert">
+          Your session reached its {policy ? `${String(policy.max_hours)}-hour` : "time"} limit, sign in
+          again.
+        </p>
+      )}
       {reason === "expired" && (
         <p class="notice" role="alert">
           Your session expired, sign in again.
@@ -54,8 +78,9 @@ export function SignIn({ reason }: { reason: SignedOutReason }) {
             aria-describedby="api-key-help"
           />
           <p id="api-key-help" class="help">
-            A <code>custom</code> key (your first key is one). It is exchanged once for a session of about 15
-            minutes and is not kept by the browser; when the session ends you are asked again.
+            A <code>custom</code> key (your first key is one). It is exchanged once for {lifetimeText(policy)}
+            , shared by the tabs of this browser. The key is not kept by the browser; when the session ends
+            you are asked again.
           </p>
         </div>
         {error !== null && <ErrorMessage error={error} title="Could not sign in" />}

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import type { Job, Task } from "@mailprobe/client";
+import type { CreditTransaction, Job, Task } from "@mailprobe/client";
 import { client, downloadTask, errorMessage, request, type DownloadFormat } from "../api.ts";
 import { BarChart } from "../components/bar-chart.tsx";
 import { ConfirmDialog } from "../components/confirm-dialog.tsx";
@@ -7,9 +7,17 @@ import { Empty, ErrorMessage, Loading } from "../components/feedback.tsx";
 import { Pager } from "../components/pager.tsx";
 import { ProgressBar } from "../components/progress.tsx";
 import { StatusBadge } from "../components/result-card.tsx";
+import { STATUS_COLOR, StatusBars, VerdictSummary } from "../components/status-bars.tsx";
 import { setFlash, takeFlash } from "../flash.ts";
 import { announce, useApi, useInterval, useTitle } from "../hooks.ts";
-import { addSample, etaMs, type Sample } from "../lib/eta.ts";
+import {
+  addSample,
+  etaWithoutRetriesMs,
+  formatUntil,
+  retriesLine,
+  retriesSettleBy,
+  type Sample,
+} from "../lib/eta.ts";
 import { RESULT_STATUSES, STATUS_LABEL, UNKNOWN_REASON_MEANING } from "../lib/explain.ts";
 import {
   daysAgo,
@@ -25,19 +33,16 @@ import {
   startOfDay,
 } from "../lib/format.ts";
 import { sourceLabel, taskName } from "../lib/task-text.ts";
+import { GROUP_STATUSES } from "../lib/verdict-groups.ts";
 import { hrefOf, navigate } from "../router.ts";
 
 const POLL_MS = 2000;
 const JOBS_PAGE = 25;
-
-const STATUS_COLOR: Record<string, string> = {
-  valid: "--c-valid",
-  invalid: "--c-invalid",
-  catchall: "--c-catchall",
-  invalid_syntax: "--c-syntax",
-  disposable_domain: "--c-disposable",
-  unknown: "--c-unknown",
-};
+const LEDGER_PAGE = 100;
+/** A task has a handful of ledger rows; late charges after a cancel add one per running group. */
+const LEDGER_MAX_PAGES = 10;
+/** The API's bound on a search text (src/http/schemas/tasks.ts JobsQuery.q). */
+const SEARCH_MAX = 254;
 
 export function TaskPage({ id }: { id: string }) {
   const [flash] = useState(takeFlash);
@@ -115,8 +120,9 @@ export function TaskPage({ id }: { id: string }) {
           onRetry={task.reload}
         />
       )}
-      <ProgressSection task={t} samples={samples} running={running} />
+      <ProgressSection task={t} samples={samples} running={running} onFinished={task.reload} />
       <BreakdownSection task={t} />
+      <CostSection task={t} refreshKey={refreshKey} />
       <DownloadSection task={t} />
       <SeriesSection task={t} refreshKey={refreshKey} />
       <JobsSection taskId={t.id} refreshKey={refreshKey} />
@@ -125,34 +131,51 @@ export function TaskPage({ id }: { id: string }) {
   );
 }
 
-function ProgressSection({ task, samples, running }: { task: Task; samples: Sample[]; running: boolean }) {
+function ProgressSection({
+  task,
+  samples,
+  running,
+  onFinished,
+}: {
+  task: Task;
+  samples: Sample[];
+  running: boolean;
+  onFinished: () => void;
+}) {
   const m = task.metrics;
   const j = m.job_status;
   const total = m.total_email_addresses;
-  const eta = running ? etaMs(samples, total) : null;
   const retries = m.retries;
-  const waitingOnRetries =
-    running && retries.pending > 0 && j.processing === 0 && retries.pending === j.pending;
-  let etaText: string;
+  const done = j.completed + j.failed;
+  const settleBy = running ? retriesSettleBy(retries) : null;
+  // Work other than the retries: its time comes from the rate, the retries' from their schedule.
+  const others = j.pending - retries.pending + j.processing;
+  const eta = running ? etaWithoutRetriesMs(samples, total, retries.pending) : null;
+  const rateText =
+    eta === null
+      ? done === 0 && j.processing === 0
+        ? "Queued: waiting for a worker."
+        : "Estimating the time left…"
+      : eta < 60_000
+        ? "Less than a minute left."
+        : `About ${formatDuration(eta)} left.`;
+  let summary: string;
   if (!running) {
     const took =
       task.started_at && task.finished_at
         ? `, ${formatDuration(Date.parse(task.finished_at) - Date.parse(task.started_at))} after it started`
         : "";
-    etaText = task.cancelled_at
-      ? `Cancelled ${formatDateTime(task.cancelled_at)}: addresses not verified by then were dropped and refunded.`
-      : `Finished ${formatDateTime(task.finished_at)}${took}.`;
-  } else if (waitingOnRetries) {
-    etaText = `Waiting to retry ${plural(retries.pending, "address", "addresses")} whose mail servers deferred us or could not be reached${
-      retries.next_attempt_at ? ` (next attempt ${formatDateTime(retries.next_attempt_at)})` : ""
-    }.`;
-  } else if (eta === null) {
-    etaText =
-      j.completed + j.failed === 0 && j.processing === 0
-        ? "Queued: waiting for a worker."
-        : "Estimating the time left…";
+    summary = `${formatNumber(done)} of ${plural(total, "address", "addresses")} done. ${
+      task.cancelled_at
+        ? `Cancelled ${formatDateTime(task.cancelled_at)}: addresses not verified by then were dropped and refunded.`
+        : `Finished ${formatDateTime(task.finished_at)}${took}.`
+    }`;
+  } else if (settleBy !== null) {
+    summary = `${retriesLine(done, retries.pending, formatUntil(settleBy))}${
+      others > 0 ? ` The other ${formatNumber(others)}: ${rateText.toLowerCase()}` : ""
+    }`;
   } else {
-    etaText = eta < 60_000 ? "Less than a minute left." : `About ${formatDuration(eta)} left.`;
+    summary = `${formatNumber(done)} of ${plural(total, "address", "addresses")} done. ${rateText}`;
   }
   const file = task.file;
   return (
@@ -160,9 +183,12 @@ function ProgressSection({ task, samples, running }: { task: Task; samples: Samp
       <h2 id="progress-title">Progress</h2>
       <ProgressBar percent={m.progress_percent} label="Verification progress" />
       <p>
-        {formatNumber(j.completed + j.failed)} of {plural(total, "address", "addresses")} done. {etaText}
+        {summary}
         {running && <span class="muted small"> Updates every {POLL_MS / 1000} seconds.</span>}
       </p>
+      {running && retries.pending > 0 && retries.pending === j.pending && (
+        <FinishNow task={task} waiting={retries.pending} onFinished={onFinished} />
+      )}
       <dl class="counts">
         <div>
           <dt>Pending</dt>
@@ -206,21 +232,17 @@ function ProgressSection({ task, samples, running }: { task: Task; samples: Samp
 
 function BreakdownSection({ task }: { task: Task }) {
   const v = task.metrics.verification_status;
-  const values = RESULT_STATUSES.map((s) => v[s]);
-  const verified = values.reduce((a, b) => a + b, 0);
+  const verified = RESULT_STATUSES.reduce((n, s) => n + v[s], 0);
   return (
     <section class="card" aria-labelledby="breakdown-title">
       <h2 id="breakdown-title">Results by status</h2>
       {verified === 0 ? (
         <p class="muted">No results yet: they appear here as addresses are verified.</p>
       ) : (
-        <BarChart
-          title="Addresses by result status"
-          summary={RESULT_STATUSES.map((s) => `${STATUS_LABEL[s]} ${v[s]}`).join(", ")}
-          labels={RESULT_STATUSES.map((s) => STATUS_LABEL[s])}
-          series={[{ label: "Addresses", values, color: "--c-accent" }]}
-          horizontal
-        />
+        <>
+          <VerdictSummary counts={v} />
+          <StatusBars title="Addresses by result status" counts={v} />
+        </>
       )}
       <p class="muted small">
         Also flagged: {plural(v.role_based, "role address", "role addresses")} (info@, sales@…) and{" "}
@@ -230,20 +252,89 @@ function BreakdownSection({ task }: { task: Task }) {
   );
 }
 
+/** A task's ledger rows, every page: a reservation, its refunds, and late charges after a cancel. */
+async function ledgerOfTask(taskId: string, signal: AbortSignal): Promise<CreditTransaction[]> {
+  const rows: CreditTransaction[] = [];
+  for (let page = 0; page < LEDGER_MAX_PAGES; page++) {
+    const { transactions, total } = await request(
+      client.GET("/api/v1/credits/transactions", {
+        params: { query: { task_id: taskId, limit: LEDGER_PAGE, offset: page * LEDGER_PAGE } },
+        signal,
+      }),
+    );
+    rows.push(...transactions);
+    if (rows.length >= total || transactions.length === 0) break;
+  }
+  return rows;
+}
+
+function CostSection({ task, refreshKey }: { task: Task; refreshKey: number }) {
+  const ledger = useApi((signal) => ledgerOfTask(task.id, signal), [task.id, refreshKey]);
+  const running = task.finished_at === null;
+  const rows = ledger.data ?? [];
+  const charged = rows.reduce((n, r) => n + (r.amount < 0 ? -r.amount : 0), 0);
+  const refunded = rows.reduce((n, r) => n + (r.amount > 0 ? r.amount : 0), 0);
+  return (
+    <section class="card" aria-labelledby="cost-title">
+      <h2 id="cost-title">Cost</h2>
+      {ledger.error !== undefined && ledger.error !== null && (
+        <ErrorMessage
+          error={ledger.error}
+          title="Could not load this task's credits"
+          onRetry={ledger.reload}
+        />
+      )}
+      {ledger.loading && !ledger.data && <Loading label="Loading this task's credits…" />}
+      {ledger.data && (
+        <>
+          <dl class="counts">
+            <div>
+              <dt>Charged</dt>
+              <dd>{plural(charged, "credit", "credits")}</dd>
+            </div>
+            <div>
+              <dt>Refunded</dt>
+              <dd>{plural(refunded, "credit", "credits")}</dd>
+            </div>
+            <div>
+              <dt>{running ? "Cost so far" : "Cost"}</dt>
+              <dd>{plural(charged - refunded, "credit", "credits")}</dd>
+            </div>
+          </dl>
+          <p class="muted small">
+            A list reserves one credit per distinct address when it starts.{" "}
+            {running
+              ? "Unknown results and failures are refunded together when it finishes."
+              : "Unknown results, failures and addresses dropped by a cancel were refunded."}{" "}
+            <a href={hrefOf.credits}>All your credit movements</a>
+          </p>
+        </>
+      )}
+    </section>
+  );
+}
+
+/** The one-click downloads of the rows worth sending to (lib/verdict-groups.ts says "deliverable"). */
+const CLEAN_LISTS: ReadonlyArray<{ label: string; statuses: readonly string[] }> = [
+  { label: "Deliverable only", statuses: GROUP_STATUSES.deliverable },
+  { label: "Deliverable + catch-all", statuses: [...GROUP_STATUSES.deliverable, "catchall"] },
+];
+
 function DownloadSection({ task }: { task: Task }) {
   const [statuses, setStatuses] = useState<string[]>([]);
   const [escape, setEscape] = useState(true);
-  const [busy, setBusy] = useState<DownloadFormat | null>(null);
+  // What is being prepared, in words ("the CSV file", "the deliverable-only list").
+  const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [done, setDone] = useState<string | null>(null);
   const running = task.finished_at === null;
 
-  async function download(format: DownloadFormat) {
-    setBusy(format);
+  async function download(format: DownloadFormat, only: readonly string[], what: string) {
+    setBusy(what);
     setError(null);
     setDone(null);
     try {
-      const name = await downloadTask(task.id, format, statuses, escape);
+      const name = await downloadTask(task.id, format, only, escape);
       setDone(`Saved ${name}.`);
       announce(`Downloaded ${name}`);
     } catch (err) {
@@ -266,6 +357,25 @@ function DownloadSection({ task }: { task: Task }) {
           status <code>pending</code>.
         </p>
       )}
+      <h3>Clean lists</h3>
+      <p class="help" id="clean-help">
+        One click, as CSV with your file's columns: only the addresses you can send to, or those plus the
+        catch-all ones (risky: their domains accept every address).
+      </p>
+      <div class="button-row">
+        {CLEAN_LISTS.map((c) => (
+          <button
+            key={c.label}
+            type="button"
+            disabled={busy !== null}
+            aria-describedby="clean-help"
+            onClick={() => void download("csv", c.statuses, `the ${c.label.toLowerCase()} list`)}
+          >
+            {`Download ${c.label.toLowerCase()}`}
+          </button>
+        ))}
+      </div>
+      <h3>Choose what to download</h3>
       <fieldset class="checks">
         <legend>Statuses to include</legend>
         <p class="help">
@@ -293,11 +403,12 @@ function DownloadSection({ task }: { task: Task }) {
           Escape formulas
         </label>
         <p id="escape-help" class="help">
-          Cells starting with <code>=</code>, <code>+</code>, <code>-</code> or <code>@</code> get a leading{" "}
-          <code>'</code>, so a spreadsheet does not run them as formulas (a hostile cell could otherwise run
-          commands or leak data when the file is opened). Keep it on for files people open in Excel or Sheets;
-          turn it off for programs that need the raw values (an address like <code>+info@example.com</code>{" "}
-          then stays unchanged).
+          In CSV and TXT, cells a spreadsheet would run as formulas (starting with <code>=</code> or{" "}
+          <code>@</code>, or <code>+</code>/<code>-</code> followed by more than a number or phone number) get
+          a leading <code>'</code>: a hostile cell could otherwise run commands or leak data when the file is
+          opened. Phone numbers such as <code>+1 555 6330</code> are never touched, and XLSX needs no
+          escaping. Keep it on for files people open in Excel or Sheets; turn it off for programs that need
+          the raw values (an address like <code>+info@example.com</code> then stays unchanged).
         </p>
       </div>
       <div class="button-row">
@@ -307,13 +418,13 @@ function DownloadSection({ task }: { task: Task }) {
             type="button"
             class="secondary"
             disabled={busy !== null}
-            onClick={() => void download(f)}
+            onClick={() => void download(f, statuses, `the ${f.toUpperCase()} file`)}
           >
             {`Download ${f.toUpperCase()}`}
           </button>
         ))}
       </div>
-      {busy && <Loading label={`Preparing the ${busy.toUpperCase()} file…`} />}
+      {busy && <Loading label={`Preparing ${busy}…`} />}
       {done && (
         <p class="muted" role="status">
           {done}
@@ -367,7 +478,7 @@ function SeriesSection({ task, refreshKey }: { task: Task; refreshKey: number })
               ...RESULT_STATUSES.map((s) => ({
                 label: STATUS_LABEL[s],
                 values: points.map((p) => p.verification_status[s]),
-                color: STATUS_COLOR[s]!,
+                color: STATUS_COLOR[s],
               })),
               {
                 label: "Not verified yet",
@@ -391,23 +502,56 @@ type JobFilter = "all" | "pending" | "processing" | "failed" | (typeof RESULT_ST
 function JobsSection({ taskId, refreshKey }: { taskId: string; refreshKey: number }) {
   const [offset, setOffset] = useState(0);
   const [filter, setFilter] = useState<JobFilter>("all");
+  const [draft, setDraft] = useState("");
+  const [search, setSearch] = useState("");
   const jobs = useApi(
     (signal) =>
       request(
         client.GET("/api/v1/tasks/{id}/jobs", {
           params: {
             path: { id: taskId },
-            query: { limit: JOBS_PAGE, offset, ...(filter === "all" ? {} : { status: filter }) },
+            query: {
+              limit: JOBS_PAGE,
+              offset,
+              ...(filter === "all" ? {} : { status: filter }),
+              ...(search ? { q: search } : {}),
+            },
           },
           signal,
         }),
       ),
-    [taskId, offset, filter, refreshKey],
+    [taskId, offset, filter, search, refreshKey],
   );
   const shown = jobs.data?.jobs ?? [];
+  const narrowed = filter !== "all" || search !== "";
   return (
     <section class="card" aria-labelledby="jobs-title">
       <h2 id="jobs-title">Addresses</h2>
+      <form
+        class="inline-form job-search"
+        role="search"
+        aria-label="Search this task's addresses"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setSearch(draft.trim().slice(0, SEARCH_MAX));
+          setOffset(0);
+        }}
+      >
+        <div class="field grow">
+          <label for="job-search">Search addresses</label>
+          <input
+            id="job-search"
+            type="search"
+            value={draft}
+            maxLength={SEARCH_MAX}
+            placeholder="part of an address, e.g. @example.com"
+            onInput={(e) => setDraft(e.currentTarget.value)}
+          />
+        </div>
+        <button type="submit" class="secondary">
+          Search
+        </button>
+      </form>
       <div class="field inline">
         <label for="job-filter">Filter by status</label>
         <select
@@ -437,11 +581,18 @@ function JobsSection({ taskId, refreshKey }: { taskId: string; refreshKey: numbe
         <ErrorMessage error={jobs.error} title="Could not load the addresses" onRetry={jobs.reload} />
       )}
       {jobs.loading && !jobs.data && <Loading label="Loading addresses…" />}
-      {jobs.data && jobs.data.count === 0 && filter === "all" && (
-        <Empty title="This task has no addresses." />
+      {jobs.data && jobs.data.count === 0 && !narrowed && <Empty title="This task has no addresses." />}
+      {jobs.data && jobs.data.count === 0 && narrowed && (
+        <p class="muted">
+          {search
+            ? `No address of this task contains “${search}”${filter === "all" ? "" : " with that status"}.`
+            : "No address of this task has that status yet. Choose another status or All."}
+        </p>
       )}
-      {jobs.data && jobs.data.count === 0 && filter !== "all" && (
-        <p class="muted">No address of this task has that status yet. Choose another status or All.</p>
+      {jobs.data && jobs.data.count > 0 && search && (
+        <p class="muted small" role="status">
+          {plural(jobs.data.count, "address contains", "addresses contain")} “{search}”.
+        </p>
       )}
       {jobs.data && jobs.data.count > 0 && (
         <>
@@ -449,7 +600,7 @@ function JobsSection({ taskId, refreshKey }: { taskId: string; refreshKey: numbe
             <p class="muted">No address on this page. Go back to the first page.</p>
           ) : (
             <div class="table-scroll" tabIndex={0} role="region" aria-label="Addresses table">
-              <table>
+              <table class="cards">
                 <caption class="visually-hidden">Addresses of this task, newest first</caption>
                 <thead>
                   <tr>
@@ -468,16 +619,20 @@ function JobsSection({ taskId, refreshKey }: { taskId: string; refreshKey: numbe
                       <th scope="row" class="addr">
                         {job.email_address}
                       </th>
-                      <td>
+                      <td data-label="Result">
                         {job.email ? (
                           <StatusBadge status={job.email.status} />
                         ) : (
                           <span class="muted">{job.status}</span>
                         )}
                       </td>
-                      <td class="small">{jobNote(job)}</td>
-                      <td class="num">{job.attempts}</td>
-                      <td>{formatDateTime(job.updated_at)}</td>
+                      <td data-label="Notes" class="small notes">
+                        {jobNote(job)}
+                      </td>
+                      <td data-label="Attempts" class="num">
+                        {job.attempts}
+                      </td>
+                      <td data-label="Updated">{formatDateTime(job.updated_at)}</td>
                     </tr>
                   ))}
                 </tbody>
@@ -494,6 +649,63 @@ function JobsSection({ taskId, refreshKey }: { taskId: string; refreshKey: numbe
         </>
       )}
     </section>
+  );
+}
+
+/**
+ * "Finish now" while the only work left is addresses waiting for a server's retry: they end
+ * unknown (refunded) and the task completes, instead of staying open up to its retry window.
+ */
+function FinishNow({ task, waiting, onFinished }: { task: Task; waiting: number; onFinished: () => void }) {
+  const [confirming, setConfirming] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const label = `Finish now: ${plural(waiting, "address is", "addresses are")} waiting for a server's retry`;
+
+  async function finish() {
+    setBusy(true);
+    setError(null);
+    try {
+      await request(client.POST("/api/v1/tasks/{id}/finish", { params: { path: { id: task.id } } }));
+      setConfirming(false);
+      announce("The task was finished");
+      onFinished();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <div class="button-row">
+      <button
+        type="button"
+        onClick={() => {
+          setError(null);
+          setConfirming(true);
+        }}
+      >
+        {label}
+      </button>
+      {confirming && (
+        <ConfirmDialog
+          title="Finish this task now?"
+          confirmLabel="Finish now"
+          busy={busy}
+          onConfirm={() => void finish()}
+          onCancel={() => setConfirming(false)}
+        >
+          <p>
+            {plural(waiting, "address", "addresses")} still waiting for a mail server to let us retry will be
+            reported as <code>unknown</code>, with the reason the server gave, and their credits returned. The
+            results already verified stay as they are, and the webhook, if set, is called with status{" "}
+            <code>completed</code>.
+          </p>
+          {error !== null && <ErrorMessage error={error} title="The task was not finished" />}
+        </ConfirmDialog>
+      )}
+    </div>
   );
 }
 

@@ -1,15 +1,21 @@
 import { useState } from "preact/hooks";
+import type { Task } from "@mailprobe/client";
 import { client, request } from "../api.ts";
 import { Empty, ErrorMessage, Loading } from "../components/feedback.tsx";
 import { Pager } from "../components/pager.tsx";
 import { ProgressBar } from "../components/progress.tsx";
 import { takeFlash } from "../flash.ts";
 import { useApi, useInterval, useTitle } from "../hooks.ts";
+import { RESULT_STATUSES, STATUS_LABEL } from "../lib/explain.ts";
 import { endOfDay, formatDateTime, formatNumber, startOfDay } from "../lib/format.ts";
 import { TASK_STATE_LABEL, sourceLabel, taskName, taskState } from "../lib/task-text.ts";
 import { hrefOf } from "../router.ts";
 
 const PAGE_SIZE = 20;
+
+/** Addresses without a result yet (pending, being verified), failed or dropped by a cancel. */
+const notVerified = (t: Pick<Task, "metrics">): number =>
+  t.metrics.total_email_addresses - RESULT_STATUSES.reduce((n, s) => n + t.metrics.verification_status[s], 0);
 
 interface Filters {
   kind: "all" | "file" | "json";
@@ -137,8 +143,10 @@ export function TasksPage() {
       {tasks.data && tasks.data.tasks.length > 0 && (
         <>
           <div class="table-scroll" tabIndex={0} role="region" aria-label="Tasks table">
-            <table class="tasks">
-              <caption class="visually-hidden">Tasks, newest first</caption>
+            <table class="tasks cards">
+              <caption class="visually-hidden">
+                Tasks, newest first: the result columns and Not verified add up to Addresses
+              </caption>
               <thead>
                 <tr>
                   <th scope="col">Task</th>
@@ -148,17 +156,13 @@ export function TasksPage() {
                     Addresses
                   </th>
                   <th scope="col">Progress</th>
+                  {RESULT_STATUSES.map((s) => (
+                    <th key={s} scope="col" class="num">
+                      {STATUS_LABEL[s]}
+                    </th>
+                  ))}
                   <th scope="col" class="num">
-                    Valid
-                  </th>
-                  <th scope="col" class="num">
-                    Invalid
-                  </th>
-                  <th scope="col" class="num">
-                    Catch-all
-                  </th>
-                  <th scope="col" class="num">
-                    Unknown
+                    Not verified
                   </th>
                 </tr>
               </thead>
@@ -171,20 +175,26 @@ export function TasksPage() {
                       <th scope="row">
                         <a href={hrefOf.task(t.id)}>{taskName(t)}</a>
                       </th>
-                      <td>{formatDateTime(t.created_at)}</td>
-                      <td>{sourceLabel(t.source)}</td>
-                      <td class="num">{formatNumber(t.metrics.total_email_addresses)}</td>
-                      <td>
+                      <td data-label="Created">{formatDateTime(t.created_at)}</td>
+                      <td data-label="Source">{sourceLabel(t.source)}</td>
+                      <td data-label="Addresses" class="num">
+                        {formatNumber(t.metrics.total_email_addresses)}
+                      </td>
+                      <td data-label="Progress">
                         <ProgressBar
                           percent={t.metrics.progress_percent}
                           label={`Progress of ${taskName(t)}`}
                         />
                         <span class="small muted">{TASK_STATE_LABEL[state]}</span>
                       </td>
-                      <td class="num">{formatNumber(v.valid)}</td>
-                      <td class="num">{formatNumber(v.invalid + v.invalid_syntax)}</td>
-                      <td class="num">{formatNumber(v.catchall)}</td>
-                      <td class="num">{formatNumber(v.unknown)}</td>
+                      {RESULT_STATUSES.map((s) => (
+                        <td key={s} data-label={STATUS_LABEL[s]} class="num">
+                          {formatNumber(v[s])}
+                        </td>
+                      ))}
+                      <td data-label="Not verified" class="num">
+                        {formatNumber(notVerified(t))}
+                      </td>
                     </tr>
                   );
                 })}

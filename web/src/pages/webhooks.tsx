@@ -261,7 +261,7 @@ function DeliveriesSection() {
       {log.data && log.data.count > 0 && (
         <>
           <div class="table-scroll" tabIndex={0} role="region" aria-label="Deliveries table">
-            <table>
+            <table class="cards">
               <caption class="visually-hidden">Webhook deliveries, newest first</caption>
               <thead>
                 <tr>
@@ -292,12 +292,16 @@ function DeliveriesSection() {
                         )}
                         <div class="muted small addr">{d.url}</div>
                       </th>
-                      <td>
+                      <td data-label="Status">
                         <span class={DELIVERY_BADGE[d.status]}>{DELIVERY_LABEL[d.status]}</span>
                       </td>
-                      <td class="num">{d.attempts}</td>
-                      <td class="small">{lastAnswer(d)}</td>
-                      <td class="small">
+                      <td data-label="Attempts" class="num">
+                        {d.attempts}
+                      </td>
+                      <td data-label="Last answer" class="small">
+                        {lastAnswer(d)}
+                      </td>
+                      <td data-label="When" class="small">
                         {d.delivered_at
                           ? `Delivered ${formatDateTime(d.delivered_at)}`
                           : d.next_attempt_at

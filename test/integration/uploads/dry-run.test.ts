@@ -1,0 +1,325 @@
+// POST /api/v1/tasks/batch/upload?dry_run=true (DESIGN §5: dry runs price an upload without
+// creating it): the counts equal the real upload's on the same file, nothing is written to any
+// table, too little credit is a 200 with the figures (the real call's 402), bad input gets the
+// real call's 400, and the dry run passes through the same admission and size limits.
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
+import { setTimeout as delay } from "node:timers/promises";
+import { after, before, describe, test } from "node:test";
+import { createWorkerRole } from "../../../src/app/worker-role.ts";
+import { assertError } from "../../support/assert-error.ts";
+import { waitForTaskFinished, worldEnv } from "../../support/batch.ts";
+import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
+import { rowCounts } from "../../support/row-counts.ts";
+import { createTestContext, type TestContext, type TestUser } from "../../support/test-app.ts";
+
+const UPLOAD_URL = "/api/v1/tasks/batch/upload";
+const MAX_UPLOAD_BYTES = 64 * 1024;
+
+let world: MailWorld;
+let ctx: TestContext;
+
+before(async () => {
+  world = await startMailWorld({
+    domains: [
+      {
+        name: "acme.test",
+        hosts: [{ name: "mx1.acme.test", kind: "postfix" }],
+        mailboxes: ["alice", "bob", "carol"],
+      },
+    ],
+  });
+  ctx = await createTestContext({
+    env: worldEnv(world, {
+      MAX_UPLOAD_BYTES: String(MAX_UPLOAD_BYTES),
+      UPLOADS_MAX_IN_PROGRESS_PER_USER: "1",
+    }),
+  });
+});
+
+after(async () => {
+  await ctx?.close();
+  await world?.close();
+});
+
+// Two rows skipped (blank, not an address), two duplicates (case), two RFC-invalid addresses,
+// two distinct sandbox addresses: 9 submitted, 7 unique, 5 billable.
+const LIST_CSV = [
+  "name,email,phone",
+  "Alice,alice@acme.test,+1 555 0100",
+  "Alice again,ALICE@acme.test,+1 555 0101",
+  "Bob,bob@acme.test,",
+  "No address,,+1 555 0102",
+  "Junk,not an address,",
+  "Dots,john..doe@acme.test,",
+  "Lead,.lead@acme.test,",
+  "Sandbox,valid@sandbox.mailprobe.invalid,",
+  "Sandbox again,VALID@sandbox.mailprobe.invalid,",
+  "Sandbox two,invalid@sandbox.mailprobe.invalid,",
+  "Carol,carol@acme.test,",
+  "",
+].join("\n");
+
+type Part = { name: string; value: string } | { name: string; filename: string; data: Buffer | string };
+
+function multipart(parts: readonly Part[]): { payload: Buffer; contentType: string } {
+  const boundary = `----mailprobe-dry-run-${randomBytes(8).toString("hex")}`;
+  const chunks: Buffer[] = [];
+  for (const p of parts) {
+    const head =
+      "filename" in p
+        ? `Content-Disposition: form-data; name="${p.name}"; filename="${p.filename}"\r\nContent-Type: text/csv\r\n\r\n`
+        : `Content-Disposition: form-data; name="${p.name}"\r\n\r\n`;
+    const data = "filename" in p ? p.data : p.value;
+    chunks.push(
+      Buffer.from(`--${boundary}\r\n${head}`),
+      typeof data === "string" ? Buffer.from(data) : data,
+      Buffer.from("\r\n"),
+    );
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return { payload: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+interface Request {
+  filename?: string;
+  data?: Buffer | string;
+  fields?: Record<string, string>;
+  query?: string;
+  key?: string | null;
+  headers?: Record<string, string>;
+}
+
+function send(user: TestUser | null, r: Request) {
+  const parts: Part[] = Object.entries(r.fields ?? {}).map(([name, value]) => ({ name, value }));
+  if (r.data !== undefined) parts.push({ name: "file", filename: r.filename ?? "list.csv", data: r.data });
+  const { payload, contentType } = multipart(parts);
+  const key = r.key === undefined ? user?.apiKey : r.key;
+  return ctx.app.inject({
+    method: "POST",
+    url: `${UPLOAD_URL}${r.query ?? ""}`,
+    headers: { ...(key ? ctx.bearer(key) : {}), "content-type": contentType, ...r.headers },
+    payload,
+  });
+}
+
+const dryRun = (user: TestUser | null, r: Request) => send(user, { ...r, query: "?dry_run=true" });
+
+interface DryRunReply {
+  dry_run: true;
+  filename: string;
+  email_count: number;
+  submitted_count: number;
+  unique_count: number;
+  duplicate_count: number;
+  skipped_count: number;
+  domain_count: number;
+  invalid_syntax_count: number;
+  sandbox_count: number;
+  credits_required: number;
+  balance: number;
+  has_enough_credits: boolean;
+}
+
+describe("upload dry run", () => {
+  test("counts equal the real upload's on the same file, and the dry run creates nothing", async () => {
+    const user = await ctx.createUser(100);
+    const before = await rowCounts(ctx.db);
+    const dry = await dryRun(user, {
+      data: LIST_CSV,
+      fields: { webhook_url: "https://hooks.example.com/x" },
+    });
+    assert.equal(dry.statusCode, 200, dry.body);
+    const quote = dry.json<DryRunReply>();
+    assert.deepEqual(await rowCounts(ctx.db), before);
+    assert.deepEqual(quote, {
+      dry_run: true,
+      filename: "list.csv",
+      email_count: 7,
+      submitted_count: 9,
+      unique_count: 7,
+      duplicate_count: 2,
+      skipped_count: 2,
+      domain_count: 2,
+      invalid_syntax_count: 2,
+      sandbox_count: 2,
+      credits_required: 5,
+      balance: 100,
+      has_enough_credits: true,
+    });
+
+    const real = await send(user, { data: LIST_CSV, fields: { webhook_url: "https://hooks.example.com/x" } });
+    assert.equal(real.statusCode, 202, real.body);
+    const accepted = real.json<Record<string, unknown>>();
+    for (const field of [
+      "email_count",
+      "submitted_count",
+      "unique_count",
+      "duplicate_count",
+      "skipped_count",
+    ] as const) {
+      assert.equal(accepted[field], quote[field], field);
+    }
+    const { rows } = await ctx.db.query<{ amount: number }>(
+      "select amount from credit_transactions where user_id = $1 and reason = 'task_reservation'",
+      [user.userId],
+    );
+    assert.deepEqual(
+      rows.map((r) => -Number(r.amount)),
+      [quote.credits_required],
+    );
+
+    const role = createWorkerRole(ctx.services);
+    role.start();
+    try {
+      await waitForTaskFinished(ctx.db, String(accepted.task_id), 60_000);
+    } finally {
+      await role.stop(1000);
+    }
+    const task = await ctx.app.inject({
+      method: "GET",
+      url: `/api/v1/tasks/${String(accepted.task_id)}`,
+      headers: ctx.bearer(user.apiKey),
+    });
+    const metrics = task.json<{ metrics: { verification_status: { invalid_syntax: number } } }>();
+    assert.equal(metrics.metrics.verification_status.invalid_syntax, quote.invalid_syntax_count);
+    const stored = await ctx.db.query<{ domain_count: number }>(
+      "select domain_count from tasks where id = $1",
+      [accepted.task_id],
+    );
+    assert.equal(Number(stored.rows[0]!.domain_count), quote.domain_count);
+  });
+
+  test("the dry_run form field is the query parameter's equal; other values are refused", async () => {
+    const user = await ctx.createUser(100);
+    const before = await rowCounts(ctx.db);
+    const byField = await send(user, { data: LIST_CSV, fields: { dry_run: "true" } });
+    assert.equal(byField.statusCode, 200, byField.body);
+    assert.equal(byField.json<DryRunReply>().credits_required, 5);
+    assertError(await send(user, { data: LIST_CSV, fields: { dry_run: "yes" } }), 400, "VALIDATION_ERROR", [
+      { field: "dry_run", reason: "must be true or false" },
+    ]);
+    const badQuery = await send(user, { data: LIST_CSV, query: "?dry_run=maybe" });
+    assert.equal(badQuery.statusCode, 400, badQuery.body);
+    assert.equal(
+      badQuery.json<{ error: { details: Array<{ field: string }> } }>().error.details[0]?.field,
+      "dry_run",
+    );
+    assert.deepEqual(await rowCounts(ctx.db), before);
+    // dry_run=false is an ordinary upload.
+    assert.equal((await send(user, { data: LIST_CSV, query: "?dry_run=false" })).statusCode, 202);
+  });
+
+  test("too little credit: 200 with the figures, where the real upload is a 402", async () => {
+    const user = await ctx.createUser(3);
+    const before = await rowCounts(ctx.db);
+    const dry = await dryRun(user, { data: LIST_CSV });
+    assert.equal(dry.statusCode, 200, dry.body);
+    const quote = dry.json<DryRunReply>();
+    assert.equal(quote.credits_required, 5);
+    assert.equal(quote.balance, 3);
+    assert.equal(quote.has_enough_credits, false);
+    assert.deepEqual(await rowCounts(ctx.db), before);
+    assertError(await send(user, { data: LIST_CSV }), 402, "INSUFFICIENT_CREDITS");
+    assert.deepEqual(await rowCounts(ctx.db), before);
+  });
+
+  test("an Idempotency-Key is neither recorded nor replayed by a dry run", async () => {
+    const user = await ctx.createUser(100);
+    const headers = { "idempotency-key": `dry-${randomBytes(6).toString("hex")}` };
+    const before = await rowCounts(ctx.db);
+    assert.equal((await dryRun(user, { data: LIST_CSV, headers })).statusCode, 200);
+    assert.deepEqual(await rowCounts(ctx.db), before);
+    // The key is still unused: the real upload with it creates a task.
+    assert.equal((await send(user, { data: LIST_CSV, headers })).statusCode, 202);
+    assertError(
+      await dryRun(user, { data: LIST_CSV, headers: { "idempotency-key": " " } }),
+      400,
+      "VALIDATION_ERROR",
+    );
+  });
+
+  test("bad input gets the real upload's error, and creates nothing", async () => {
+    const user = await ctx.createUser(100);
+    const cases: Array<[string, Request]> = [
+      ["no file", { fields: { webhook_url: "https://hooks.example.com/x" } }],
+      ["user_id field", { data: LIST_CSV, fields: { user_id: user.userId } }],
+      ["loopback webhook", { data: LIST_CSV, fields: { webhook_url: "http://127.0.0.1:9/hook" } }],
+      ["localhost webhook", { data: LIST_CSV, fields: { webhook_url: "http://localhost/hook" } }],
+      ["not a URL", { data: LIST_CSV, fields: { webhook_url: "hooks.example.com" } }],
+      ["unknown column", { data: LIST_CSV, fields: { email_column: "mail" } }],
+      ["no address at all", { data: "name,phone\nAlice,+1 555 0100\n" }],
+      ["not a list format", { filename: "list.pdf", data: "%PDF-1.4\n" }],
+      ["over MAX_UPLOAD_BYTES", { data: `email\n${"a@acme.test\n".repeat(MAX_UPLOAD_BYTES / 10)}` }],
+      ["no credentials", { data: LIST_CSV, key: null }],
+      ["unknown key", { data: LIST_CSV, key: "mp_live_not-a-real-key" }],
+    ];
+    const before = await rowCounts(ctx.db);
+    for (const [name, r] of cases) {
+      const real = await send(user, r);
+      const dry = await dryRun(user, r);
+      assert.ok(real.statusCode >= 400, `${name}: the real upload answered ${real.statusCode}`);
+      assert.equal(dry.statusCode, real.statusCode, `${name}: ${dry.body}`);
+      const errorOf = (res: typeof dry) =>
+        res.json<{ error: { code: string; message: string; details?: unknown } }>().error;
+      const { code, message, details } = errorOf(real);
+      assert.deepEqual(errorOf(dry), { code, message, ...(details ? { details } : {}) }, name);
+    }
+    assert.deepEqual(await rowCounts(ctx.db), before);
+  });
+
+  test("integration keys may dry-run as they may upload (DESIGN §5 key scopes)", async () => {
+    const user = await ctx.createUser(100);
+    const created = await ctx.app.inject({
+      method: "POST",
+      url: "/api/v1/api-keys",
+      headers: ctx.bearer(user.apiKey),
+      payload: { name: "sheets", purpose: "google sheets" },
+    });
+    assert.equal(created.statusCode, 201, created.body);
+    const key = created.json<{ key: string }>().key;
+    const dry = await dryRun(user, { data: LIST_CSV, key });
+    assert.equal(dry.statusCode, 200, dry.body);
+    assert.equal(dry.json<DryRunReply>().balance, 100);
+  });
+
+  test("a dry run holds an upload place while its file arrives and is parsed, and frees it", async () => {
+    const user = await ctx.createUser(100);
+    await ctx.app.listen({ port: 0, host: "127.0.0.1" });
+    const { port } = ctx.app.server.address() as AddressInfo;
+    const { payload, contentType } = multipart([{ name: "file", filename: "list.csv", data: LIST_CSV }]);
+    let answered!: (v: { statusCode: number; body: string }) => void;
+    const answer = new Promise<{ statusCode: number; body: string }>((r) => (answered = r));
+    const slow = httpRequest(
+      {
+        host: "127.0.0.1",
+        port,
+        path: `${UPLOAD_URL}?dry_run=true`,
+        method: "POST",
+        headers: {
+          ...ctx.bearer(user.apiKey),
+          "content-type": contentType,
+          "content-length": payload.length,
+        },
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (text += c));
+        res.on("end", () => answered({ statusCode: res.statusCode ?? 0, body: text }));
+      },
+    );
+    slow.write(payload.subarray(0, 40));
+    for (let i = 0; i < 200 && ctx.services.uploads.inProgress === 0; i++) await delay(10);
+    assert.equal(ctx.services.uploads.inProgress, 1);
+    // UPLOADS_MAX_IN_PROGRESS_PER_USER=1: the place is the dry run's, as a real upload's would be.
+    assertError(await dryRun(user, { data: LIST_CSV }), 429, "RATE_LIMITED");
+    slow.end(payload.subarray(40));
+    const done = await answer;
+    assert.equal(done.statusCode, 200, done.body);
+    assert.equal(ctx.services.uploads.inProgress, 0);
+    assert.equal((await dryRun(user, { data: LIST_CSV })).statusCode, 200);
+  });
+});

@@ -1,0 +1,193 @@
+// Issue 21 item 4 in a real browser (registered by test/web/dashboard.test.ts): a session shared
+// by two tabs of one browser and renewed past its first expiry while the user is active; an idle
+// session left to end; sign-out in one tab ending both; and a session at its SESSION_MAX_HOURS cap
+// ending with the chosen list and its preview still there after signing in again.
+//
+// The first token of each test is minted here exactly as the server issues it (HS256 with its
+// JWT_SECRET, bound to the user's key, `auth_time` = sign-in) but with a lifetime of seconds:
+// SESSION_TTL_SECONDS cannot go below 60 s, and the stack is shared by every suite. Its renewals
+// are the server's own (POST /api/v1/auth/session/refresh, 15 minutes each).
+import assert from "node:assert/strict";
+import { before, test } from "node:test";
+import { SignJWT } from "jose";
+import type { Browser, Page, Request } from "playwright-core";
+import {
+  heading,
+  nav,
+  newContext,
+  open,
+  setStoredSession,
+  signIn,
+  storedSession,
+  until,
+} from "../support/browser.ts";
+import { shared } from "../support/shared.ts";
+import type { Stack, User } from "../support/stack.ts";
+
+let stack: Stack;
+let browser: Browser;
+let user: User;
+let keyId: string;
+
+const HOUR_S = 3600;
+
+async function mint(
+  lifetimeSeconds: number,
+  signedInSecondsAgo = 0,
+): Promise<{ token: string; exp: number }> {
+  const now = Math.floor(Date.now() / 1000);
+  const exp = now + lifetimeSeconds;
+  const token = await new SignJWT({ api_key_id: keyId, auth_time: now - signedInSecondsAgo })
+    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+    .setSubject(user.user_id)
+    .setIssuedAt(now)
+    .setExpirationTime(exp)
+    .sign(new TextEncoder().encode(stack.jwtSecret));
+  return { token, exp };
+}
+
+/** Opens the dashboard in `page` signed in with `token`, as a tab that signed in itself. */
+async function openWith(
+  page: Page,
+  minted: { token: string; exp: number },
+  renewableUntilS: number,
+): Promise<void> {
+  await open(page, stack.base);
+  await heading(page, "Sign in");
+  await setStoredSession(page, {
+    token: minted.token,
+    expiresAt: new Date(minted.exp * 1000).toISOString(),
+    userId: user.user_id,
+    apiKeyId: keyId,
+    renewableUntil: new Date(renewableUntilS * 1000).toISOString(),
+  });
+  await page.reload({ waitUntil: "domcontentloaded" });
+  await heading(page, "Verify an address");
+}
+
+const balanceWith = (page: Page, token: string): Promise<number> =>
+  page.evaluate(
+    `fetch("/api/v1/credits/balance", { headers: { authorization: "Bearer ${token}" } }).then((r) => r.status)`,
+  );
+
+export function sessionSuite(): void {
+  before(async () => {
+    stack = shared.stack;
+    browser = shared.browser;
+    user = await stack.createUser(20);
+    const keys = await stack.api<{ api_keys: { id: string; prefix: string }[] }>(
+      user.api_key,
+      "GET",
+      "/api/v1/api-keys",
+    );
+    const ids = keys.json.api_keys.filter((k) => user.api_key.startsWith(k.prefix)).map((k) => k.id);
+    assert.equal(ids.length, 1, "the first key is listed");
+    keyId = ids[0]!;
+  });
+
+  test("two tabs share the session; activity in one renews it for both past its first expiry; sign-out ends both", async (t) => {
+    const context = await newContext(browser, 1440);
+    t.after(() => context.close());
+    // 30 s: time for a busy machine to open both tabs before the window opens at 20 s.
+    const minted = await mint(30);
+    const first = await context.newPage();
+    await openWith(first, minted, minted.exp + 12 * HOUR_S);
+
+    // A second tab of the same browser joins without a key.
+    const second = await context.newPage();
+    await open(second, stack.base);
+    await heading(second, "Verify an address");
+    assert.equal((await storedSession(second))?.token, minted.token, "the second tab got the token");
+    const storage = await second.evaluate<string>("JSON.stringify({ ...sessionStorage, ...localStorage })");
+    assert.ok(!storage.includes(user.api_key), "no API key stored");
+    assert.equal(await first.evaluate<number>("localStorage.length"), 0, "nothing in localStorage");
+
+    // The user works in the second tab only; the first stays idle.
+    await nav(second, "Credits").click();
+    await heading(second, "Credits");
+    const renewed = await until(
+      "a renewed token in both tabs",
+      async () => {
+        const [a, b] = [await storedSession(first), await storedSession(second)];
+        return a && b && a.token !== minted.token && a.token === b.token ? a : undefined;
+      },
+      40_000,
+      250,
+    );
+    assert.ok(
+      Date.parse(renewed.expiresAt) > Date.now() + 10 * 60_000,
+      `the renewal lasts SESSION_TTL_SECONDS (${renewed.expiresAt})`,
+    );
+
+    // Past the first token's expiry: the server refuses it, both tabs go on with the renewal.
+    const wait = minted.exp * 1000 + 1_000 - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    assert.equal(await balanceWith(first, minted.token), 401, "the first token has expired");
+    assert.equal(await balanceWith(first, renewed.token), 200);
+    await nav(first, "Tasks").click();
+    await heading(first, "Tasks");
+    await nav(second, "Verify").click();
+    await heading(second, "Verify an address");
+    await first.reload({ waitUntil: "domcontentloaded" });
+    await heading(first, "Tasks");
+
+    // Signing out in one tab signs out the other; reloading it does not bring the session back.
+    await first.getByRole("button", { name: "Sign out" }).click();
+    await heading(second, "Sign in");
+    await second.getByRole("status").filter({ hasText: "You are signed out." }).waitFor();
+    await second.reload({ waitUntil: "domcontentloaded" });
+    await second.getByLabel("API key").waitFor();
+    assert.equal(await storedSession(second), null);
+  });
+
+  test("an idle tab does not renew: its session ends at the expiry", async (t) => {
+    const context = await newContext(browser, 1440);
+    t.after(() => context.close());
+    const page = await context.newPage();
+    const refreshes: string[] = [];
+    page.on("request", (r: Request) => {
+      if (r.url().endsWith("/api/v1/auth/session/refresh")) refreshes.push(r.url());
+    });
+    const minted = await mint(8);
+    await openWith(page, minted, minted.exp + 12 * HOUR_S);
+    await page
+      .getByRole("alert")
+      .filter({ hasText: "Your session expired, sign in again." })
+      .waitFor({ timeout: 20_000 });
+    assert.deepEqual(refreshes, [], "no renewal without activity");
+  });
+
+  test("at SESSION_MAX_HOURS the session ends with a notice; the chosen list and its preview survive the sign-in", async (t) => {
+    const context = await newContext(browser, 1440);
+    t.after(() => context.close());
+    const page = await context.newPage();
+    // Signed in 12 h minus 15 s ago: this token ends at the cap, so no renewal can extend it.
+    const minted = await mint(15, 12 * HOUR_S - 15);
+    await openWith(page, minted, minted.exp);
+    await nav(page, "Lists").click();
+    await heading(page, "Verify a list");
+    const csv = "name,email,phone\nAnn,ann@acme.test,+1 555 6330\nBob,bob@acme.test,+1 555 6331\n";
+    await page
+      .getByLabel("File")
+      .setInputFiles({ name: "phones.csv", mimeType: "text/csv", buffer: Buffer.from(csv) });
+    await page.getByRole("region", { name: "Preview of phones.csv" }).waitFor();
+
+    await page
+      .getByRole("alert")
+      .filter({ hasText: "Your session reached its 12-hour limit, sign in again." })
+      .waitFor({ timeout: 25_000 });
+    const help = await page.locator("#api-key-help").innerText();
+    assert.match(help, /a session of 15 minutes, renewed while you use the dashboard, for up to 12 hours/);
+
+    await signIn(page, user.api_key);
+    await heading(page, "Verify a list");
+    const region = page.getByRole("region", { name: "Preview of phones.csv" });
+    await region.waitFor();
+    assert.match(await region.innerText(), /ann@acme\.test/);
+    assert.equal(
+      await page.evaluate<string | null>("document.getElementById('list-file').files?.[0]?.name ?? null"),
+      "phones.csv",
+      "the file input holds the kept file",
+    );
+  });
+}
