@@ -700,7 +700,7 @@ export interface components {
       amount: number;
       balance_after: number;
       reason?: string;
-      /** @description Attribution: `source` (`api_key` or `frontend`; missing on legacy rows), `api_key_id` and `api_key_purpose` when an API key did it */
+      /** @description Attribution: `source` (`api_key`, `frontend` or `operator`; missing on legacy rows), `api_key_id` and `api_key_purpose` when an API key did it */
       metadata?: {
         [key: string]: unknown;
       };

@@ -22,6 +22,7 @@ import { apiKeyRoutes } from "../http/routes/api-keys.ts";
 import { authSessionRoutes, sessionPolicyRoutes } from "../http/routes/auth-session.ts";
 import { creditRoutes } from "../http/routes/credits.ts";
 import { healthRoutes } from "../http/routes/health.ts";
+import { operatorRoutes } from "../http/routes/operator.ts";
 import { plantRoutes } from "../http/routes/plants.ts";
 import { reportRoutes } from "../http/routes/reports.ts";
 import { verifyRoutes } from "../http/routes/verify.ts";
@@ -112,6 +113,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     await api.register(webhookRoutes, { deps });
   });
   if (opts.adminToken) await app.register(adminRoutes, { deps, token: opts.adminToken });
+  await app.register(operatorRoutes, { deps });
 
   await app.ready();
   return app;

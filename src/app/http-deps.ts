@@ -1,3 +1,4 @@
+import { snapshotterOf } from "../db/pglite.ts";
 import { pingDatabase } from "../db/queries/ping.ts";
 import type { HttpDeps } from "../http/deps.ts";
 import { createReadinessService } from "../observability/readiness.ts";
@@ -11,6 +12,7 @@ export function httpDepsOf(services: Services): HttpDeps {
       maxUploadBytes: config.maxUploadBytes,
       allowPrivateWebhooks: config.webhooks.allowPrivate,
       metricsToken: config.metricsToken,
+      operatorToken: config.operatorToken,
       taskRetryWindowMinutes: config.taskRetryWindowMinutes,
     },
     clock: services.clock,
@@ -28,10 +30,12 @@ export function httpDepsOf(services: Services): HttpDeps {
     apiKeys: services.apiKeys,
     credits: services.credits,
     users: services.users,
+    operator: services.operator,
     reports: services.reports,
     verifications: services.verifications,
     tasks: services.tasks,
     uploads: services.uploads,
     webhooks: services.webhooks,
+    snapshotDatabase: snapshotterOf(db),
   };
 }

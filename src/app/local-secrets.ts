@@ -5,6 +5,9 @@ import { join } from "node:path";
 // Embedded mode must work from `npm start` alone, so the secrets a cluster operator would set
 // (ENCRYPTION_KEY, JWT_SECRET) are generated once into DATA_DIR, readable only by the owner.
 
+/** The files of DATA_DIR that hold the generated secrets (a backup carries them with the database). */
+export const LOCAL_SECRET_FILES = { encryptionKey: "encryption.key", jwtSecret: "jwt.secret" } as const;
+
 async function readOrCreate(path: string, make: () => string): Promise<{ value: string; created: boolean }> {
   try {
     return { value: (await readFile(path, "utf8")).trim(), created: false };
@@ -25,8 +28,12 @@ export interface LocalSecrets {
 
 export async function loadLocalSecrets(dataDir: string): Promise<LocalSecrets> {
   await mkdir(dataDir, { recursive: true });
-  const enc = await readOrCreate(join(dataDir, "encryption.key"), () => randomBytes(32).toString("hex"));
-  const jwt = await readOrCreate(join(dataDir, "jwt.secret"), () => randomBytes(48).toString("base64url"));
+  const enc = await readOrCreate(join(dataDir, LOCAL_SECRET_FILES.encryptionKey), () =>
+    randomBytes(32).toString("hex"),
+  );
+  const jwt = await readOrCreate(join(dataDir, LOCAL_SECRET_FILES.jwtSecret), () =>
+    randomBytes(48).toString("base64url"),
+  );
   return {
     encryptionKey: Buffer.from(enc.value, "hex"),
     jwtSecret: jwt.value,

@@ -3,6 +3,8 @@ import { DEFAULT_DATA_DIR, type Config } from "../config/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import { newAdminToken, loopbackUrl, publishAdminEndpoint } from "./admin-endpoint.ts";
 import { buildApp } from "./build-app.ts";
+import { listenUrls } from "./listen-addresses.ts";
+import { explainListenError } from "./listen-error.ts";
 import { openRuntime } from "./runtime.ts";
 import { runUntilSignal } from "./signals.ts";
 import { createWorkerRole } from "./worker-role.ts";
@@ -41,7 +43,20 @@ export async function serve(config: Readonly<Config>, logger: Logger, opts: Serv
   const runtime = await openRuntime(config, logger);
   const adminToken = embedded ? newAdminToken() : null;
   const app = await buildApp(runtime.services, { adminToken });
-  const address = await app.listen({ port: config.port, host: config.host });
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (e) {
+    const explained = explainListenError(e, config.host, config.port);
+    if (!explained) throw e;
+    // Close what was opened (the data directory's lock above all) before saying why.
+    await app.close();
+    await runtime.close();
+    throw explained;
+  }
+  // Every listener: a HOST name such as localhost binds each address it resolves to.
+  const urls = [
+    ...new Set(app.addresses().flatMap((bound) => (typeof bound === "string" ? [bound] : listenUrls(bound)))),
+  ];
   const unpublish = adminToken
     ? await publishAdminEndpoint(config.dataDir, {
         pid: process.pid,
@@ -50,7 +65,9 @@ export async function serve(config: Readonly<Config>, logger: Logger, opts: Serv
       })
     : null;
 
-  opts.say(`mailprobe: listening on ${address} (ready in ${Math.round(performance.now() - startedAt)} ms)`);
+  opts.say(
+    `mailprobe: listening on ${urls.join(", ")} (ready in ${Math.round(performance.now() - startedAt)} ms)`,
+  );
   if (runtime.isFresh) {
     opts.say("mailprobe: no users yet. Create one and get its first API key with:");
     opts.say(`    ${cliEnvPrefix(config)}npx mailprobe users create --credits 100`);

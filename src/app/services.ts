@@ -13,6 +13,7 @@ import { noDiskSpaceGuard, type DiskSpaceGuard } from "../observability/disk-spa
 import { createMetrics, type Metrics } from "../observability/metrics.ts";
 import { createRateLimiter, type RateLimiter, type RateLimitStore } from "../ratelimit/limiter.ts";
 import { createUsersService, type UsersService } from "../users/service.ts";
+import { createOperatorService, type OperatorService } from "../users/operator.ts";
 import { createVerificationsService, type VerificationsService } from "../verifications/service.ts";
 import { createReportsService, type ReportsService } from "../reports/service.ts";
 import { createTasksService, type TasksService } from "../tasks/service.ts";
@@ -34,6 +35,8 @@ export interface Services {
   apiKeys: ApiKeysService;
   credits: CreditsService;
   users: UsersService;
+  /** The operator console's reads and actions across users (ADMIN_TOKEN API, `mailprobe users`). */
+  operator: OperatorService;
   jwt: JwtService;
   authenticator: Authenticator;
   rateLimiter: RateLimiter;
@@ -127,6 +130,7 @@ export function buildServices(opts: ServiceOptions): Services {
     apiKeys,
     credits: createCreditsService(db, clock),
     users: createUsersService(db, clock, apiKeys),
+    operator: createOperatorService(db, clock, apiKeys, invalidations),
     jwt,
     authenticator: createAuthenticator(apiKeys, jwt),
     rateLimiter,

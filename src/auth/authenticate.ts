@@ -78,7 +78,11 @@ export function createAuthenticator(apiKeys: ApiKeysService, jwt: JwtService): A
         // A session dies with the key that opened it (checked on each request, cached ≤ 1 s).
         if (
           verified &&
-          (openerKeyId === null || (await lookup(() => apiKeys.isActiveKeyOf(verified.userId, openerKeyId))))
+          (await lookup(() =>
+            openerKeyId === null
+              ? apiKeys.isActiveUser(verified.userId)
+              : apiKeys.isActiveKeyOf(verified.userId, openerKeyId),
+          ))
         ) {
           return {
             ok: true,

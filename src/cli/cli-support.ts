@@ -111,10 +111,16 @@ export function columnLetterToNumber(letters: string): number | null {
  * (EEXIST) instead of replacing it; where links are not supported (some network and FAT
  * disks) it falls back to checking again and renaming.
  */
-export async function writeFileAtomically(out: string, body: Readable, force = false): Promise<void> {
+export async function writeFileAtomically(
+  out: string,
+  body: Readable,
+  force = false,
+  /** The file's permissions (before the umask): 0o600 for a file holding secrets. */
+  mode = 0o666,
+): Promise<void> {
   const partial = `${out}.partial-${process.pid}`;
   try {
-    await pipeline(body, createWriteStream(partial));
+    await pipeline(body, createWriteStream(partial, { mode }));
     if (force) await rename(partial, out);
     else await linkNoClobber(partial, out);
   } finally {

@@ -8,6 +8,7 @@ import { sleep } from "../lib/sleep.ts";
 import { CliError } from "./cli-support.ts";
 import type { ApiKeyPurpose, ApiKeyRecord } from "../keys/service.ts";
 import type { Logger } from "../observability/logger.ts";
+import { toOperatorUserJson, type OperatorUserJson } from "../users/operator.ts";
 
 /** What the data commands need, wherever the data lives. */
 export interface DataAccess {
@@ -23,7 +24,18 @@ export interface DataAccess {
   createKey(userId: string, name: string, purpose: ApiKeyPurpose): Promise<CliCreatedKey>;
   listKeys(userId: string): Promise<CliApiKey[]>;
   revokeKey(userId: string, keyId: string): Promise<void>;
+  listUsers(page: UsersPage): Promise<{ users: OperatorUserJson[]; total: number }>;
+  /** By id or exact email; a CliError when there is none. */
+  findUser(by: { id: string } | { email: string }): Promise<OperatorUserJson>;
+  deactivateUser(id: string): Promise<{ user: OperatorUserJson; deactivated_key_ids: string[] }>;
   close(): Promise<void>;
+}
+
+/** A page of `mailprobe users list`: `email` matches part of the address. */
+export interface UsersPage {
+  email: string | null;
+  limit: number;
+  offset: number;
 }
 
 /** An API key as the `keys` commands print it (the API's listing fields). */
@@ -109,13 +121,22 @@ function viaAdminApi(endpoint: AdminEndpoint): DataAccess {
     async revokeKey(userId, keyId) {
       await adminCall(endpoint, "/admin/v1/api-keys/revoke", { user_id: userId, id: keyId });
     },
+    listUsers: (page) =>
+      adminCall<{ users: OperatorUserJson[]; total: number }>(endpoint, "/admin/v1/users/list", page),
+    findUser: (by) => adminCall<OperatorUserJson>(endpoint, "/admin/v1/users/show", by),
+    deactivateUser: (id) =>
+      adminCall<{ user: OperatorUserJson; deactivated_key_ids: string[] }>(
+        endpoint,
+        "/admin/v1/users/deactivate",
+        { id },
+      ),
     async close() {},
   };
 }
 
 async function direct(config: Readonly<Config>, logger: Logger): Promise<DataAccess> {
   const runtime = await openRuntime(config, logger);
-  const { users, credits, apiKeys } = runtime.services;
+  const { users, credits, apiKeys, operator } = runtime.services;
   return {
     async createUser(amount, email) {
       const created = await users.create({ credits: amount, email });
@@ -134,6 +155,15 @@ async function direct(config: Readonly<Config>, logger: Logger): Promise<DataAcc
       return (await apiKeys.list(userId, false)).map((k) => cliKeyOf(k.record));
     },
     revokeKey: (userId, keyId) => apiKeys.deactivate(userId, keyId),
+    async listUsers(page) {
+      const r = await operator.listUsers(page);
+      return { users: r.users.map(toOperatorUserJson), total: r.total };
+    },
+    findUser: async (by) => toOperatorUserJson(await operator.findUser(by)),
+    async deactivateUser(id) {
+      const r = await operator.deactivateUser(id);
+      return { user: toOperatorUserJson(r.user), deactivated_key_ids: r.deactivatedKeyIds };
+    },
     close: () => runtime.close(),
   };
 }
@@ -162,17 +192,25 @@ export async function openDataAccess(
   warn: (line: string) => void = (line) => void process.stderr.write(`mailprobe: warning: ${line}\n`),
 ): Promise<DataAccess> {
   if (config.databaseUrl) return direct(config, logger);
+  const endpoint = await serverOwning(config.dataDir);
+  if (endpoint) return viaAdminApi(endpoint);
+  warnIfNewDatabase(config.dataDir, warn);
+  return direct(config, logger);
+}
+
+/**
+ * The admin API of the server that owns an embedded data directory, or null when no process
+ * holds it (the caller may open it). Waits up to a minute for a server that is still starting.
+ */
+export async function serverOwning(dataDir: string): Promise<AdminEndpoint | null> {
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const endpoint = await findAdminEndpoint(config.dataDir);
-    if (endpoint) return viaAdminApi(endpoint);
-    const owner = await dataDirOwner(config.dataDir);
-    if (owner === null) {
-      warnIfNewDatabase(config.dataDir, warn);
-      return direct(config, logger);
-    }
+    const endpoint = await findAdminEndpoint(dataDir);
+    if (endpoint) return endpoint;
+    const owner = await dataDirOwner(dataDir);
+    if (owner === null) return null;
     if (Date.now() > deadline)
-      throw new CliError(`process ${owner} holds ${config.dataDir} but exposes no admin API`);
+      throw new CliError(`process ${owner} holds ${dataDir} but exposes no admin API`);
     await sleep(250);
   }
 }

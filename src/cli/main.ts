@@ -20,6 +20,12 @@ function positiveInt(value: string): number {
   return Number(value);
 }
 
+function pageSize(value: string): number {
+  const n = positiveInt(value);
+  if (n < 1 || n > 100) throw new InvalidArgumentError("must be between 1 and 100");
+  return n;
+}
+
 function atLeastOne(value: string): number {
   const n = positiveInt(value);
   if (n < 1) throw new InvalidArgumentError("must be at least 1");
@@ -61,6 +67,7 @@ class UsageError extends Error {
 }
 
 const commands = () => import("./commands.ts");
+const usersCommands = () => import("./users-command.ts");
 const client = () => import("./client.ts");
 
 const COLUMN_HELP =
@@ -89,6 +96,23 @@ function buildProgram(): Command {
     .description("apply pending database migrations and exit")
     .action(async () => (await commands()).migrateCommand());
 
+  program
+    .command("backup")
+    .description(
+      "copy the embedded database and DATA_DIR's secrets to one file (also while serve runs); PostgreSQL: pg_dump",
+    )
+    .requiredOption("-o, --out <file>", "the backup file to write (mode 0600: it holds secrets)")
+    .option("--force", "replace an existing file")
+    .action(async (opts: { out: string; force?: boolean }) =>
+      (await import("./backup-command.ts")).backupCommand(opts),
+    );
+
+  program
+    .command("restore")
+    .description("restore a backup into an empty or new DATA_DIR (never over data); PostgreSQL: pg_restore")
+    .argument("<file>", "a file written by mailprobe backup")
+    .action(async (file: string) => (await import("./backup-command.ts")).restoreCommand(file));
+
   const users = program.command("users").description("manage users");
   users
     .command("create")
@@ -98,6 +122,34 @@ function buildProgram(): Command {
     .option("--json", "print JSON")
     .action(async (opts: { credits: number; email?: string; json?: boolean }) =>
       (await commands()).usersCreateCommand(opts),
+    );
+  users
+    .command("list")
+    .description("list users, newest first, with balance, keys and 30-day usage (one page)")
+    .option("--email <text>", "only users whose email contains this (case-insensitive)")
+    .option("--limit <n>", "users per page (1-100)", pageSize, 50)
+    .option("--offset <n>", "users to skip", positiveInt, 0)
+    .option("--json", "print JSON")
+    .action(async (opts: { email?: string; limit: number; offset: number; json?: boolean }) =>
+      (await usersCommands()).usersListCommand(opts),
+    );
+  users
+    .command("show")
+    .description("one user (by id or exact email): balance, usage, state and API keys")
+    .argument("<user>", "user id (UUID) or email")
+    .option("--json", "print JSON")
+    .action(async (who: string, opts: { json?: boolean }) =>
+      (await usersCommands()).usersShowCommand(who, opts),
+    );
+  users
+    .command("deactivate")
+    .description(
+      "deactivate a user (by id or exact email): every API key and session of theirs stops working",
+    )
+    .argument("<user>", "user id (UUID) or email")
+    .option("--json", "print JSON")
+    .action(async (who: string, opts: { json?: boolean }) =>
+      (await usersCommands()).usersDeactivateCommand(who, opts),
     );
 
   const credits = program.command("credits").description("manage credits");
@@ -264,7 +316,14 @@ function buildProgram(): Command {
 }
 
 /** Errors that are the user's to fix: one line on stderr, exit 1, no stack trace. */
-const EXPECTED_ERRORS = new Set(["ConfigError", "CliError", "AppError", "DataDirBusyError", "ClientError"]);
+const EXPECTED_ERRORS = new Set([
+  "ConfigError",
+  "CliError",
+  "AppError",
+  "DataDirBusyError",
+  "ClientError",
+  "ListenError",
+]);
 
 export async function main(argv: string[]): Promise<void> {
   try {

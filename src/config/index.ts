@@ -65,6 +65,11 @@ export interface Config {
   httpServer: HttpServerConfig;
   /** METRICS_TOKEN: when set, GET /metrics requires `Authorization: Bearer <token>`. */
   metricsToken: string | null;
+  /**
+   * ADMIN_TOKEN: the bearer token of the operator API and console (/api/v1/operator, any client
+   * address); null (unset) disables them (404). At least 24 characters.
+   */
+  operatorToken: string | null;
   logLevel: LogLevel;
   /** LOG_FORMAT (default auto): serve/worker logs as JSON lines, or pretty on a terminal. */
   logFormat: LogFormat;
@@ -239,6 +244,7 @@ export function loadConfig(
     trustProxy: boolVar(env, "TRUST_PROXY", false),
     httpServer: loadHttpServerConfig(env),
     metricsToken: optionalVar(env, "METRICS_TOKEN"),
+    operatorToken: operatorTokenVar(env),
     logLevel: enumVar(env, "LOG_LEVEL", LOG_LEVELS, "info"),
     logFormat: enumVar(env, "LOG_FORMAT", LOG_FORMATS, "auto"),
     shutdownTimeoutMs: intVar(env, "SHUTDOWN_TIMEOUT_MS", 30_000, 0, 600_000),
@@ -261,6 +267,15 @@ export function loadConfig(
     taskRetryWindowMinutes: intVar(env, "TASK_RETRY_WINDOW_MINUTES", 60, 0, 1_440),
     warnings: Object.freeze(smtp.warnings),
   });
+}
+
+// An operator token opens every account: short ones are refused rather than guessed (the failed
+// attempts limit makes 24 random characters far beyond reach).
+function operatorTokenVar(env: Record<string, string | undefined>): string | null {
+  const token = optionalVar(env, "ADMIN_TOKEN");
+  if (token !== null && token.length < 24)
+    throw new ConfigError("ADMIN_TOKEN must be at least 24 characters long (e.g. openssl rand -hex 24)");
+  return token;
 }
 
 function secondsList(env: Record<string, string | undefined>, name: string, fallback: number[]): number[] {

@@ -5,7 +5,8 @@ import { join } from "node:path";
 // process opening the same directory would overwrite the first's writes. This lock file makes
 // that impossible and tells the CLI whether a server owns the directory right now.
 
-const LOCK_FILE = "mailprobe.lock";
+/** The lock file's name in DATA_DIR. */
+export const LOCK_FILE = "mailprobe.lock";
 
 export class DataDirBusyError extends Error {
   override name = "DataDirBusyError";

@@ -11,6 +11,7 @@ import type { ReportsService } from "../reports/service.ts";
 import type { TasksService } from "../tasks/service.ts";
 import type { UploadsService } from "../uploads/service.ts";
 import type { UsersService } from "../users/service.ts";
+import type { OperatorService } from "../users/operator.ts";
 import type { VerificationsService } from "../verifications/service.ts";
 import type { WebhooksService } from "../webhooks/service.ts";
 
@@ -22,6 +23,8 @@ export interface HttpSettings {
   allowPrivateWebhooks: boolean;
   /** METRICS_TOKEN: the bearer token GET /metrics requires; null leaves it open. */
   metricsToken: string | null;
+  /** ADMIN_TOKEN: the bearer token of the operator API (/api/v1/operator); null disables it. */
+  operatorToken: string | null;
   /** TASK_RETRY_WINDOW_MINUTES: a task's retry_window_minutes when the request names none. */
   taskRetryWindowMinutes: number;
 }
@@ -44,9 +47,12 @@ export interface HttpDeps {
   apiKeys: ApiKeysService;
   credits: CreditsService;
   users: UsersService;
+  operator: OperatorService;
   reports: ReportsService;
   verifications: VerificationsService;
   tasks: TasksService;
   uploads: UploadsService;
   webhooks: WebhooksService;
+  /** A consistent tar of the embedded database's data directory; null on PostgreSQL. */
+  snapshotDatabase: (() => Promise<Blob>) | null;
 }

@@ -13,6 +13,7 @@ import {
   type ApiKeyPurpose,
   type ApiKeyRecord,
 } from "../db/queries/api-keys.ts";
+import { isUserDeactivated } from "../db/queries/operator-users.ts";
 import { AppError, conflict, notFound } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
@@ -53,6 +54,11 @@ export interface ApiKeysService {
   authenticate(plaintext: string): Promise<ApiKeyRecord | null>;
   /** Is this key active and the user's? Cached for SESSION_KEY_CHECK_TTL_MS (checked per session request). */
   isActiveKeyOf(userId: string, id: string): Promise<boolean>;
+  /**
+   * Is the user not deactivated by an operator? For sessions opened without a key (an
+   * external JWT); cached like isActiveKeyOf. A key's own liveness already implies its user's.
+   */
+  isActiveUser(userId: string): Promise<boolean>;
 }
 
 export interface ApiKeyCacheOptions {
@@ -127,6 +133,7 @@ export function createApiKeysService(
   const insert = async (q: Queryable, userId: string, name: string, purpose: ApiKeyPurpose) => {
     const key = requireKey();
     if (!(await lockKeyOwner(q, userId))) throw notFound("User");
+    if (await isUserDeactivated(q, userId)) throw conflict("This user is deactivated: no key can be created");
     if ((await countActiveApiKeysOfUser(q, userId)) >= MAX_ACTIVE_KEYS_PER_USER)
       throw conflict(
         `A user may hold at most ${MAX_ACTIVE_KEYS_PER_USER} active API keys; delete one before creating another`,
@@ -214,6 +221,18 @@ export function createApiKeysService(
         liveness.set(id, entry);
       }
       return entry.active && entry.userId === userId;
+    },
+
+    async isActiveUser(userId) {
+      const now = Date.now();
+      const cacheKey = `user:${userId}`;
+      let entry = liveness.get(cacheKey);
+      if (!entry || now - entry.at >= SESSION_KEY_CHECK_TTL_MS) {
+        entry = { userId, active: !(await isUserDeactivated(db, userId)), at: now };
+        if (liveness.size > 10_000) liveness.clear();
+        liveness.set(cacheKey, entry);
+      }
+      return entry.active;
     },
   };
 }

@@ -18,6 +18,7 @@ import { dryRunPrice } from "./suites/dry-run.ts";
 import { errorPaths } from "./suites/errors.ts";
 import { finishNow } from "./suites/finish-now.ts";
 import { journey } from "./suites/journey.ts";
+import { operatorConsole } from "./suites/operator.ts";
 import { everyPage } from "./suites/pages.ts";
 import { sessionSuite } from "./suites/session.ts";
 
@@ -75,4 +76,5 @@ describe("in Chromium, against a real server", () => {
   describe("finish now: a task waiting for a server's retry", { timeout: 180_000 }, finishNow);
   describe("every page at 375 and 1440 px: axe-core and screenshots", { timeout: 300_000 }, everyPage);
   describe("a session shared by tabs, renewed while active, capped", { timeout: 180_000 }, sessionSuite);
+  describe("the operator console: users, a grant, queue health", { timeout: 180_000 }, operatorConsole);
 });

@@ -12,6 +12,7 @@ import { TaskPage } from "./pages/task.tsx";
 import { CreditsPage } from "./pages/credits.tsx";
 import { KeysPage } from "./pages/keys.tsx";
 import { WebhooksPage } from "./pages/webhooks.tsx";
+import { OperatorPage } from "./pages/operator.tsx";
 
 const NAV: Array<{ href: string; label: string; pages: Route["page"][] }> = [
   { href: hrefOf.verify, label: "Verify", pages: ["verify"] },
@@ -20,6 +21,7 @@ const NAV: Array<{ href: string; label: string; pages: Route["page"][] }> = [
   { href: hrefOf.credits, label: "Credits", pages: ["credits"] },
   { href: hrefOf.keys, label: "API keys", pages: ["keys"] },
   { href: hrefOf.webhooks, label: "Webhooks", pages: ["webhooks"] },
+  { href: hrefOf.operator, label: "Operator", pages: ["operator"] },
 ];
 
 function Page({ route }: { route: Route }) {
@@ -38,6 +40,8 @@ function Page({ route }: { route: Route }) {
       return <KeysPage />;
     case "webhooks":
       return <WebhooksPage />;
+    case "operator":
+      return <OperatorPage />;
     case "not-found":
       return (
         <section>
@@ -120,9 +124,25 @@ export function App() {
             </button>
           </>
         )}
+        {!session && (
+          <nav aria-label="Operator" class="mainnav">
+            <ul>
+              <li>
+                <a href={hrefOf.operator} aria-current={route.page === "operator" ? "page" : undefined}>
+                  Operator console
+                </a>
+              </li>
+            </ul>
+          </nav>
+        )}
       </header>
       <main id="main" ref={main} tabIndex={-1}>
-        {session ? <Page key={routeKey} route={route} /> : <SignIn reason={reason} />}
+        {/* The operator console signs in with ADMIN_TOKEN, not a user's session. */}
+        {session || route.page === "operator" ? (
+          <Page key={routeKey} route={route} />
+        ) : (
+          <SignIn reason={reason} />
+        )}
       </main>
       <LiveRegion />
     </>

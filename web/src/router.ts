@@ -12,6 +12,7 @@ export const hrefOf = {
   credits: "#/credits",
   keys: "#/keys",
   webhooks: "#/webhooks",
+  operator: "#/operator",
 } as const;
 
 export function navigate(href: string): void {

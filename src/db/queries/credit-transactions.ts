@@ -4,7 +4,8 @@ export type CreditTransactionType = "grant" | "deduction";
 
 /** Attribution written into every ledger row. */
 export interface CreditMetadata {
-  source?: "api_key" | "frontend";
+  /** "operator": a grant from the operator console (ADMIN_TOKEN), with its reason. */
+  source?: "api_key" | "frontend" | "operator";
   api_key_id?: string;
   api_key_purpose?: string;
   [key: string]: unknown;

@@ -10,6 +10,12 @@ import { fileProblem } from "./problems.ts";
 import type { PackListResult } from "./pack-list.ts";
 import type { ParseListInput } from "./parse-list-file.ts";
 
+/**
+ * A thread is a fresh module graph: compiled (dist/, this module is .js) it loads the compiled
+ * task; from the sources it needs a TypeScript loader first (parse-worker.mjs).
+ */
+const THREAD_ENTRY = import.meta.url.endsWith(".ts") ? "./parse-worker.mjs" : "./parse-thread.js";
+
 export interface ListParserOptions {
   /** Threads parsing at once; further uploads wait in the queue. */
   threads: number;
@@ -30,7 +36,7 @@ export function createListParserPool(
   onThreadError: (error: unknown) => void = () => {},
 ): ListParser {
   const pool = new Piscina<ParseListInput, PackListResult>({
-    filename: new URL("./parse-worker.mjs", import.meta.url).href,
+    filename: new URL(THREAD_ENTRY, import.meta.url).href,
     minThreads: 0,
     maxThreads: options.threads,
     // A thread that served an upload stays a little (warm modules for the next of a burst), then

@@ -1,23 +1,13 @@
-// Entry of the list-parsing worker threads (parse-pool.ts). Plain JS so that Node loads it
-// without a TypeScript loader; it registers tsx for the parser's sources (bin/mailprobe.js does
-// so in the main thread only, and Node's own type stripping cannot read them). Under
-// `node --import tsx` (the tests) the loader is inherited and this second registration is a
-// no-op in effect: the first hook to see a .ts file compiles it.
+// Entry of the list-parsing worker threads when the server runs from the TypeScript sources
+// (tests, a checkout without a fresh dist/): plain JS so that Node loads it without a loader; it
+// registers tsx for the parser's sources, which Node's own type stripping cannot read (parameter
+// properties). bin/mailprobe.js registers tsx in the main thread only. Under `node --import tsx`
+// (the tests) the loader is inherited and this second registration is a no-op in effect: the
+// first hook to see a .ts file compiles it. The compiled runtime loads dist/.../parse-thread.js
+// instead (parse-pool.ts), so tsx stays a dev dependency.
 import { register } from "tsx/esm/api";
 
 register();
-const { parseListFile } = await import("./parse-list-file.ts");
-const { packList } = await import("./pack-list.ts");
+const { default: parse } = await import("./parse-thread.ts");
 
-/**
- * Structured clone turns a Buffer into a Uint8Array; the parser reads Buffers. The list is packed
- * here (pack-list.ts), so only bounded, per-row strings cross back to the server's thread.
- */
-export default async function parse(input) {
-  const { data } = input;
-  const parsed = await parseListFile({
-    ...input,
-    data: Buffer.from(data.buffer, data.byteOffset, data.byteLength),
-  });
-  return parsed.ok ? packList(parsed.list) : parsed;
-}
+export default parse;

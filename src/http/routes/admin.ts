@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { AppError } from "../../lib/app-error.ts";
 import { safeEqual } from "../../lib/tokens.ts";
 import type { HttpDeps } from "../deps.ts";
+import { adminUserRoutes } from "./admin-users.ts";
 import { installWriteGuard } from "../plugins/write-guard.ts";
 import { CreatedApiKeyReply, toApiKeyListItem, toCreatedApiKeyReply } from "../schemas/api-keys.ts";
 import { ref } from "../schemas/common.ts";
@@ -17,6 +18,12 @@ import {
   toCreatedUserReply,
   toGrantCreditsReply,
 } from "../schemas/admin.ts";
+
+/** The handler sends the bytes itself: this only documents the media type. */
+const DatabaseSnapshotReply = {
+  description: "A tar of the embedded database's data directory",
+  content: { "application/x-tar": { schema: { type: "string", format: "binary" } } },
+};
 
 const LOOPBACK = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
 
@@ -39,6 +46,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps; token: str
     }
   });
   installWriteGuard(app, () => deps.diskSpace.assertWritable());
+  await app.register(adminUserRoutes, { deps });
 
   app.post(
     "/admin/v1/users",
@@ -82,6 +90,18 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps; token: str
     async (req, reply) => {
       await deps.apiKeys.deactivate(req.body.user_id, req.body.id);
       return reply.status(204).send();
+    },
+  );
+
+  // `mailprobe backup` while this process owns the embedded database: only the owner can copy
+  // it consistently (pglite.ts snapshotterOf). The CLI adds the secrets files itself.
+  app.post(
+    "/admin/v1/backup",
+    { schema: { hide: true, response: { 200: DatabaseSnapshotReply } }, config: { writesNothing: true } },
+    async (_req, reply) => {
+      if (!deps.snapshotDatabase) throw new AppError("NOT_FOUND", "No embedded database to back up");
+      const tar = Buffer.from(await (await deps.snapshotDatabase()).arrayBuffer());
+      return reply.type("application/x-tar").send(tar);
     },
   );
 };

@@ -33,7 +33,7 @@ export const CreditTransactionSchema = Type.Object(
     metadata: Type.Optional(
       Type.Record(Type.String(), Type.Unknown(), {
         description:
-          "Attribution: `source` (`api_key` or `frontend`; missing on legacy rows), `api_key_id` and `api_key_purpose` when an API key did it",
+          "Attribution: `source` (`api_key`, `frontend` or `operator`; missing on legacy rows), `api_key_id` and `api_key_purpose` when an API key did it",
       }),
     ),
     created_at: DateTime,

@@ -11,6 +11,7 @@ test("known routes, with or without a trailing slash or a query", () => {
   assert.deepEqual(parseHash("#/verify/"), { page: "verify" });
   assert.deepEqual(parseHash("#/tasks?limit=10"), { page: "tasks" });
   assert.deepEqual(parseHash("#/webhooks"), { page: "webhooks" });
+  assert.deepEqual(parseHash("#/operator"), { page: "operator" });
   assert.deepEqual(parseHash("#/tasks/0D9B1E2C-3F4A-4B5C-8D6E-7F8091A2B3C4"), {
     page: "task",
     id: "0d9b1e2c-3f4a-4b5c-8d6e-7f8091a2b3c4",

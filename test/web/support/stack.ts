@@ -52,6 +52,9 @@ export const WORLD: WorldSpec = {
   ],
 };
 
+/** The server's ADMIN_TOKEN: the operator console's suite (suites/operator.ts) signs in with it. */
+export const STACK_ADMIN_TOKEN = "browser-suite-admin-token-0123456789";
+
 export interface User {
   user_id: string;
   balance: number;
@@ -101,6 +104,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       DATA_DIR: dataDir,
       DATABASE_URL: "",
       JWT_SECRET: jwtSecret,
+      ADMIN_TOKEN: STACK_ADMIN_TOKEN,
       LOG_LEVEL: "warn",
       ...opts.env,
     };

@@ -7,6 +7,7 @@ export type Route =
   | { page: "credits" }
   | { page: "keys" }
   | { page: "webhooks" }
+  | { page: "operator" }
   | { page: "not-found"; path: string };
 
 export function parseHash(hash: string): Route {
@@ -31,6 +32,8 @@ export function parseHash(hash: string): Route {
       return { page: "keys" };
     case "/webhooks":
       return { page: "webhooks" };
+    case "/operator":
+      return { page: "operator" };
     default:
       return { page: "not-found", path };
   }

@@ -1,0 +1,177 @@
+// `mailprobe backup` and `mailprobe restore`: the embedded engine's data directory to one file
+// and back (the file's layout: backup-archive.ts). PostgreSQL has its own tools for this.
+import { readFileSync } from "node:fs";
+import { mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { AdminEndpoint } from "../app/admin-endpoint.ts";
+import { loadConfig, type Config } from "../config/index.ts";
+import { LOCK_FILE, lockDataDir } from "../db/data-dir-lock.ts";
+import { embeddedDatabaseDir } from "../db/open.ts";
+import { openPglite, snapshotterOf } from "../db/pglite.ts";
+import { backupArchive, readBackupArchive, SECRET_FILES } from "./backup-archive.ts";
+import { checkOutPath, CliError, shellWord, writeFileAtomically } from "./cli-support.ts";
+import { serverOwning } from "./data-access.ts";
+
+const say = (line: string): void => void process.stdout.write(line + "\n");
+const warn = (line: string): void => void process.stderr.write(`mailprobe: warning: ${line}\n`);
+
+/** One line: what to run instead on PostgreSQL (README: "Backup and restore"). */
+function refuseOnPostgres(config: Readonly<Config>, what: "backup" | "restore", file: string): void {
+  if (config.databaseUrl === null) return;
+  const f = shellWord(file);
+  throw new CliError(
+    what === "backup"
+      ? `backup copies the embedded database only; with DATABASE_URL run: pg_dump --format=custom --no-owner --file=${f} "$DATABASE_URL"`
+      : `restore fills the embedded database only; with DATABASE_URL run: pg_restore --no-owner --exit-on-error --dbname="$DATABASE_URL" ${f}`,
+  );
+}
+
+function packageVersion(): string {
+  const url = new URL("../../package.json", import.meta.url);
+  return (JSON.parse(readFileSync(url, "utf8")) as { version?: string }).version ?? "0.0.0";
+}
+
+const mb = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+
+/** `mailprobe backup --out FILE`: through the running server, else from DATA_DIR directly. */
+export async function backupCommand(opts: { out: string; force?: boolean }): Promise<void> {
+  const config = loadConfig(process.env);
+  refuseOnPostgres(config, "backup", opts.out);
+  await checkOutPath(null, opts.out, opts.force === true);
+  const startedAt = performance.now();
+  const server = await serverOwning(config.dataDir);
+  const createdAt = new Date();
+  const database = server ? await snapshotFromServer(server) : await snapshotDirectly(config.dataDir);
+  const secrets = new Map<string, Buffer>();
+  for (const name of SECRET_FILES) {
+    const bytes = await readSecret(join(config.dataDir, name));
+    if (bytes) secrets.set(name, bytes);
+    else warn(`${join(config.dataDir, name)} does not exist; the backup holds no ${name}`);
+  }
+  await writeFileAtomically(
+    opts.out,
+    backupArchive({ database, secrets, createdAt, mailprobeVersion: packageVersion() }),
+    opts.force === true,
+    0o600,
+  );
+  const size = (await stat(opts.out)).size;
+  say(
+    `backup written to ${opts.out}: ${mb(size)} (database ${mb(database.length)} uncompressed), ` +
+      `${server ? "from the running server" : `from ${config.dataDir}`} in ${Math.round(performance.now() - startedAt)} ms`,
+  );
+  if (secrets.size > 0)
+    say(
+      `it holds ${[...secrets.keys()].join(" and ")} of ${config.dataDir}: keep it as private as that directory`,
+    );
+}
+
+/** A secrets file of DATA_DIR, or null when there is none. */
+async function readSecret(path: string): Promise<Buffer | null> {
+  try {
+    return await readFile(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return null;
+    throw new CliError(`cannot read ${path} (${code}); run backup as the user the server runs as`);
+  }
+}
+
+async function snapshotFromServer(server: AdminEndpoint): Promise<Buffer> {
+  const res = await fetch(`${server.url}/admin/v1/backup`, {
+    method: "POST",
+    headers: { "x-admin-token": server.token },
+  });
+  if (!res.ok) {
+    const text = await res.text();
+    let message = `server answered ${res.status}`;
+    try {
+      message = (JSON.parse(text) as { error?: { message?: string } }).error?.message ?? message;
+    } catch {
+      // not the JSON error envelope: keep the status
+    }
+    throw new CliError(`backup through the running server failed: ${message}`);
+  }
+  return Buffer.from(await res.arrayBuffer());
+}
+
+/** No server runs: take the directory's lock (no server can start meanwhile) and copy it. */
+async function snapshotDirectly(dataDir: string): Promise<Buffer> {
+  const path = embeddedDatabaseDir(dataDir);
+  if (!(await stat(path).catch(() => null))?.isDirectory())
+    throw new CliError(`${dataDir} holds no database (no ${path}); set DATA_DIR to the server's directory`);
+  const release = await lockDataDir(dataDir);
+  try {
+    const db = await openPglite(path);
+    try {
+      return Buffer.from(await (await snapshotterOf(db)!()).arrayBuffer());
+    } finally {
+      await db.close();
+    }
+  } finally {
+    await release();
+  }
+}
+
+/** `mailprobe restore FILE`: into an empty (or new) DATA_DIR, never over anything. */
+export async function restoreCommand(file: string): Promise<void> {
+  const config = loadConfig(process.env);
+  refuseOnPostgres(config, "restore", file);
+  const startedAt = performance.now();
+  // The whole file is read and checked before DATA_DIR is touched.
+  const backup = await readBackupArchive(file);
+  const dir = config.dataDir;
+  await assertEmpty(dir);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const release = await lockDataDir(dir);
+  const written: string[] = [];
+  try {
+    // Another restore or a server may have started in it between the check and the lock.
+    await assertEmpty(dir, [LOCK_FILE]);
+    for (const [name, bytes] of backup.secrets) {
+      written.push(join(dir, name));
+      await writeFile(join(dir, name), bytes, { mode: 0o600, flag: "wx" });
+    }
+    written.push(embeddedDatabaseDir(dir));
+    const counts = await loadDatabase(embeddedDatabaseDir(dir), backup.database);
+    say(
+      `restored ${file} (taken ${backup.createdAt.toISOString()} by mailprobe ${backup.mailprobeVersion}) ` +
+        `into ${dir}: ${counts.users} users, ${counts.ledgerRows} ledger entries, in ${Math.round(performance.now() - startedAt)} ms`,
+    );
+  } catch (e) {
+    for (const path of written) await rm(path, { recursive: true, force: true });
+    throw e;
+  } finally {
+    await release();
+  }
+}
+
+/** Loads the tar into a new data directory, and proves it opens by counting what it holds. */
+async function loadDatabase(path: string, tar: Buffer): Promise<{ users: number; ledgerRows: number }> {
+  try {
+    const db = await openPglite(path, new Blob([tar], { type: "application/x-tar" }));
+    try {
+      const { rows } = await db.query<{ users: number; ledger_rows: number }>(
+        "select (select count(*) from users) as users, (select count(*) from credit_transactions) as ledger_rows",
+      );
+      return { users: rows[0]!.users, ledgerRows: rows[0]!.ledger_rows };
+    } finally {
+      await db.close();
+    }
+  } catch (e) {
+    throw new CliError(`the backup's database does not open: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+async function assertEmpty(dir: string, allowed: readonly string[] = []): Promise<void> {
+  const names = await readdir(dir).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === "ENOENT") return [];
+    if (e.code === "ENOTDIR") throw new CliError(`DATA_DIR ${dir} is a file, not a directory`);
+    throw e;
+  });
+  const other = names.filter((n) => !allowed.includes(n));
+  if (other.length > 0)
+    throw new CliError(
+      `DATA_DIR ${dir} is not empty (${other.slice(0, 3).join(", ")}${other.length > 3 ? ", …" : ""}); ` +
+        "restore only into an empty or new directory (set DATA_DIR to one)",
+    );
+}
