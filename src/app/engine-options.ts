@@ -1,12 +1,5 @@
 import type { VerifyConfig } from "../config/index.ts";
-import {
-  defaultEngineOptions,
-  IdleConnections,
-  type EngineOptions,
-  type EnginePorts,
-  SERVER_SETTLE_MS,
-} from "../verify/index.ts";
-import { sleep } from "../lib/sleep.ts";
+import { defaultEngineOptions, type EngineOptions, type EnginePorts } from "../verify/index.ts";
 import { classifyAddress } from "../webhooks/address-policy.ts";
 
 /** The engine never reads configuration itself; this is the one mapping from Config to it. */
@@ -42,14 +35,3 @@ export function engineOptionsFrom(v: Readonly<VerifyConfig>): EngineOptions {
 export const guardPorts: Pick<EnginePorts, "addressPolicy"> = Object.freeze({
   addressPolicy: classifyAddress,
 });
-
-/**
- * One set of idle SMTP connections per process, shared by the realtime and the batch engine:
- * both reach the same server IPs, and a connection one leaves idle serves the other's next domain.
- */
-export function createIdleConnections(v: Readonly<VerifyConfig>): IdleConnections {
-  return new IdleConnections({
-    idleMs: v.smtpIdleReuseMs,
-    retire: (conn) => conn.quit(v.smtpCommandTimeoutMs).then(() => sleep(SERVER_SETTLE_MS)),
-  });
-}

@@ -22,8 +22,14 @@ import { createUploadsService, type UploadsService } from "../uploads/service.ts
 import { createWebhooksService, type WebhooksService } from "../webhooks/service.ts";
 import { createPgHostGate, HostBusyError } from "../jobs/host-gate.ts";
 import { newWorkerId } from "../jobs/runner.ts";
-import { createEngine, type Engine, type EnginePorts, type IdleConnections } from "../verify/index.ts";
-import { createIdleConnections, engineOptionsFrom, guardPorts } from "./engine-options.ts";
+import {
+  createEngine,
+  createIdleConnections,
+  type Engine,
+  type EnginePorts,
+  type IdleConnections,
+} from "../verify/index.ts";
+import { engineOptionsFrom, guardPorts } from "./engine-options.ts";
 
 /** Everything a request handler or a worker may call. Built once per process (or per test). */
 export interface Services {
@@ -102,7 +108,9 @@ export function buildServices(opts: ServiceOptions): Services {
     maxWaitMs: config.verify.verifyTimeoutMs,
     waitLocally: true,
   });
-  const idleConnections = createIdleConnections(config.verify);
+  // One set of idle SMTP connections per process, shared by the realtime and the batch engine:
+  // both reach the same server IPs, and a connection one leaves idle serves the other's next domain.
+  const idleConnections = createIdleConnections(engineOptionsFrom(config.verify));
   const engine = createEngine(engineOptionsFrom(config.verify), {
     clock,
     hostGate: realtimeGate,

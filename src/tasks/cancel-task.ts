@@ -38,6 +38,19 @@ export async function lockOwnTask(tx: Queryable, principal: Principal, id: strin
   return task;
 }
 
+/**
+ * For an action that may refund (cancel, finish now): the caller's balance row, then the caller's
+ * task, in the global lock order (docs/locking.md), whether or not the task turns out to be theirs.
+ */
+export async function lockBalanceAndOwnTask(
+  tx: Queryable,
+  principal: Principal,
+  id: string,
+): Promise<TaskRecord> {
+  if ((await lockUserBalance(tx, principal.userId)) === null) throw notFound("Task");
+  return lockOwnTask(tx, principal, id);
+}
+
 const creditsOf = async (tx: Queryable, userId: string, key: string): Promise<number> =>
   Math.abs((await findCreditTransactionByKey(tx, userId, key))?.amount ?? 0);
 
@@ -72,10 +85,8 @@ export async function cancelTask(
   id: string,
 ): Promise<TaskRecord> {
   return db.transaction(async (tx) => {
-    // The refund moves the caller's balance: their user row is locked before the task's
-    // (docs/locking.md), whether or not the task turns out to be theirs.
-    if ((await lockUserBalance(tx, principal.userId)) === null) throw notFound("Task");
-    const task = await lockOwnTask(tx, principal, id);
+    // The refund moves the caller's balance.
+    const task = await lockBalanceAndOwnTask(tx, principal, id);
     if (task.cancelledAt) throw conflict("The task was already cancelled");
     if (task.finishedAt)
       throw conflict("The task has already finished; only an unfinished task can be cancelled");

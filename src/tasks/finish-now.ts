@@ -2,9 +2,8 @@ import type { Principal } from "../auth/principal.ts";
 import type { Database, Queryable } from "../db/client.ts";
 import { lockPendingJobs, settlePendingJobs, type JobRecord } from "../db/queries/jobs.ts";
 import { endTaskRetries, findTask, type TaskRecord } from "../db/queries/tasks.ts";
-import { lockUserBalance } from "../db/queries/users.ts";
 import { insertVerifications } from "../db/queries/verifications.ts";
-import { conflict, notFound } from "../lib/app-error.ts";
+import { conflict } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { yieldToEventLoop } from "../lib/sleep.ts";
 import { batchRecordOf } from "../verifications/record-of-result.ts";
@@ -14,7 +13,7 @@ import {
   isUnknownReason,
   type VerificationResult,
 } from "../verify/index.ts";
-import { lockOwnTask } from "./cancel-task.ts";
+import { lockBalanceAndOwnTask } from "./cancel-task.ts";
 import { finishTaskIfDone } from "./finish-task.ts";
 
 /** Pending jobs settled per statement, as a cancel drops them (PGlite: the event loop turns between). */
@@ -81,8 +80,7 @@ export async function finishTaskNow(
   id: string,
 ): Promise<TaskRecord> {
   return db.transaction(async (tx) => {
-    if ((await lockUserBalance(tx, principal.userId)) === null) throw notFound("Task");
-    const locked = await lockOwnTask(tx, principal, id);
+    const locked = await lockBalanceAndOwnTask(tx, principal, id);
     if (locked.cancelledAt) throw conflict("The task was cancelled; a cancelled task cannot be finished");
     if (locked.finishedAt) return locked;
     const at = clock.now();

@@ -111,12 +111,7 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
   setMaxListeners(0, closing.signal);
   const winding = new Set<Promise<void>>();
   // Shared with other engines of the process when given (realtime and batch reach the same IPs).
-  const idle =
-    ports.idleConnections ??
-    new IdleConnections({
-      idleMs: opts.smtpIdleReuseMs,
-      retire: (conn) => conn.quit(opts.smtpCommandTimeoutMs).then(() => sleep(SERVER_SETTLE_MS)),
-    });
+  const idle = ports.idleConnections ?? createIdleConnections(opts);
 
   const sessionConfig = {
     port: opts.smtpPort,
@@ -492,6 +487,20 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       hostAccepts.clear();
     },
   };
+}
+
+/**
+ * The idle connections of an engine, or of several engines of one process (ports.idleConnections):
+ * kept for `smtpIdleReuseMs`, then closed with QUIT and the server's settle time before the slot
+ * is freed.
+ */
+export function createIdleConnections(
+  opts: Pick<EngineOptions, "smtpIdleReuseMs" | "smtpCommandTimeoutMs">,
+): IdleConnections {
+  return new IdleConnections({
+    idleMs: opts.smtpIdleReuseMs,
+    retire: (conn) => conn.quit(opts.smtpCommandTimeoutMs).then(() => sleep(SERVER_SETTLE_MS)),
+  });
 }
 
 async function* prepend<T>(first: T, rest: AsyncIterable<T>): AsyncGenerator<T> {

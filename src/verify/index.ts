@@ -1,7 +1,6 @@
 // The verification engine's public API. Everything else in verify/ is internal.
-export { createEngine, type Engine, type VerifyCallOptions } from "./engine.ts";
+export { createEngine, createIdleConnections, type Engine, type VerifyCallOptions } from "./engine.ts";
 export { IdleConnections, type IdleConnection, type ConnectionState } from "./smtp/idle-connections.ts";
-export { SERVER_SETTLE_MS } from "./smtp/session.ts";
 export { KeyedSemaphore, createLocalHostGate } from "./host-limit.ts";
 export { decidedByEvidence } from "./evidence.ts";
 export { defaultEngineOptions, type EngineOptions } from "./options.ts";
