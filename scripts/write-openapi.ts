@@ -59,10 +59,14 @@ export async function renderOpenapi(doc: unknown): Promise<string> {
   return format(JSON.stringify(doc, null, 2), { ...options, parser: "json", filepath: OUTPUT });
 }
 
+// `--out <file>` writes elsewhere (CI's client generators and lint read a fresh copy without
+// touching the committed one).
 async function main(): Promise<void> {
+  const at = process.argv.indexOf("--out");
+  const output = at > 0 && process.argv[at + 1] ? process.argv[at + 1]! : OUTPUT;
   const text = await renderOpenapi(await buildOpenapiDocument());
-  await writeFile(OUTPUT, text);
-  console.log(`wrote ${OUTPUT} (${Buffer.byteLength(text).toString()} bytes)`);
+  await writeFile(output, text);
+  console.log(`wrote ${output} (${Buffer.byteLength(text).toString()} bytes)`);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) await main();

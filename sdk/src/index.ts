@@ -28,8 +28,14 @@ export type TaskMetrics = Schemas["TaskMetrics"];
 export type Job = Schemas["Job"];
 /** The answer to a file upload (202). */
 export type Upload = Schemas["Upload"];
-/** An upload's status (GET /api/v1/tasks/batch/uploads/{upload_id}). */
-export type UploadStatus = Schemas["UploadStatus"];
+/**
+ * An upload as GET /api/v1/tasks/batch/uploads/{upload_id} shows it (the `UploadDetail` component).
+ * Read from the operation, so the alias holds whatever the component is named.
+ */
+export type UploadDetail =
+  paths["/api/v1/tasks/batch/uploads/{upload_id}"]["get"]["responses"][200]["content"]["application/json"];
+/** Where an upload stands: `processing` until its task finishes, then `completed` (or `failed`, `cancelled`). */
+export type UploadStatus = UploadDetail["status"];
 /** One credit transaction (signed `amount`, exact `balance_after`). */
 export type CreditTransaction = Schemas["CreditTransaction"];
 /** An API key as listed (the plaintext `key` only with `reveal=true`). */
@@ -46,6 +52,8 @@ export type TaskCompletedEvent = Schemas["TaskCompletedEvent"];
 export type WebhookDelivery = Schemas["WebhookDelivery"];
 /** The spec's error body: `{ error: { code, message, details? } }` (+ `result` on a 408). */
 export type ErrorBody = Schemas["Error"];
+/** The body of a 408 VERIFICATION_TIMEOUT: the error envelope plus `result`, the partial result. */
+export type VerificationTimeoutBody = Schemas["VerificationTimeoutError"];
 /** The closed set of error codes; each has one HTTP status. */
 export type ErrorCode = ErrorBody["error"]["code"];
 /** One failing field of a request. */
@@ -114,6 +122,22 @@ export function createMailprobeClient(options: MailprobeClientOptions): Mailprob
 /** A code of the envelope, or `HTTP_<status>` when the body was not one (e.g. a proxy's 502 page). */
 export type MailprobeErrorCode = ErrorCode | `HTTP_${number}`;
 
+/**
+ * The parsed body that comes with a code: the 408's carries the partial `result`, any other
+ * envelope code the plain envelope, and an `HTTP_<status>` whatever the response held.
+ */
+export type MailprobeErrorBody<C extends MailprobeErrorCode = MailprobeErrorCode> =
+  C extends "VERIFICATION_TIMEOUT" ? VerificationTimeoutBody : C extends ErrorCode ? ErrorBody : unknown;
+
+/**
+ * A MailprobeError known to carry `code` (what isMailprobeError(value, code) narrows to), with
+ * the body that code comes with: `MailprobeErrorOf<"VERIFICATION_TIMEOUT">["body"]["result"]`.
+ */
+export type MailprobeErrorOf<C extends MailprobeErrorCode> = MailprobeError & {
+  readonly code: C;
+  readonly body: MailprobeErrorBody<C>;
+};
+
 /** An error answer of the API, read from the spec's envelope. */
 export class MailprobeError extends Error {
   override name = "MailprobeError";
@@ -127,7 +151,11 @@ export class MailprobeError extends Error {
   readonly requestId: string | null;
   /** Seconds to wait before retrying, from `Retry-After` (429). */
   readonly retryAfterSeconds: number | null;
-  /** The whole parsed body (e.g. the partial `result` of a 408 VERIFICATION_TIMEOUT). */
+  /**
+   * The whole parsed body. Typed once the code is known: after
+   * `isMailprobeError(error, "VERIFICATION_TIMEOUT")` (the 408), `error.body.result` is the partial
+   * VerificationResult.
+   */
   readonly body: unknown;
 
   constructor(init: {
@@ -165,7 +193,15 @@ export class MailprobeError extends Error {
   }
 }
 
-/** True for a MailprobeError, optionally with the given code. */
+/**
+ * True for a MailprobeError, optionally with the given code; with a code it also types `body`
+ * (the 408's `body.result`).
+ */
+export function isMailprobeError<C extends MailprobeErrorCode>(
+  value: unknown,
+  code: C,
+): value is MailprobeErrorOf<C>;
+export function isMailprobeError(value: unknown, code?: MailprobeErrorCode): value is MailprobeError;
 export function isMailprobeError(value: unknown, code?: MailprobeErrorCode): value is MailprobeError {
   return value instanceof MailprobeError && (code === undefined || value.code === code);
 }

@@ -404,7 +404,7 @@ export interface paths {
     put?: never;
     /**
      * Verify one address
-     * @description Realtime verification of one address. 1 credit unless the result is `unknown` or the same address was paid for in the last 24 hours (answers served from the cache included). Input that is not address-shaped is a 400; address-shaped input that breaks the syntax rules is a result with status `invalid_syntax`.
+     * @description Realtime verification of one address. 1 credit unless the result is `unknown` or the same address was paid for in the last 24 hours (answers served from the cache included). When the service's own DNS resolvers or SOCKS proxy do not answer, 424 (DEPENDENCY_TIMEOUT, DEPENDENCY_UNAVAILABLE or DEPENDENCY_RATE_LIMIT), nothing charged; a failure of the address's own domain (its DNS servers time out or SERVFAIL) is a result, `unknown` with `checks.dns` in `error`. Input that is not address-shaped is a 400; address-shaped input that breaks the syntax rules is a result with status `invalid_syntax`.
      */
     post: operations["verifyEmail"];
     delete?: never;
@@ -595,6 +595,26 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  ping: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A test delivery
+     * @description POSTed to the `url` of `POST /api/v1/webhooks/test`, signed like every delivery (see `task.completed`): check a receiver's signature verification before real tasks rely on it. One attempt, not retried; redeliver it to try again.
+     */
+    post: operations["pingWebhook"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export interface components {
   schemas: {
@@ -603,11 +623,7 @@ export interface components {
       /** Format: uuid */
       id: string;
       name: string;
-      /**
-       * @description Integration the key is for
-       * @enum {string}
-       */
-      purpose: "zapier" | "n8n" | "google sheets" | "custom";
+      purpose: components["schemas"]["ApiKeyPurpose"];
       /** @description false once deleted (deactivated) */
       is_active: boolean;
       /** Format: date-time */
@@ -622,6 +638,11 @@ export interface components {
     ApiKeyList: {
       api_keys: components["schemas"]["ApiKey"][];
     };
+    /**
+     * @description Integration the key is for; `custom` keys (and sessions) may also manage keys
+     * @enum {string}
+     */
+    ApiKeyPurpose: "zapier" | "n8n" | "google sheets" | "custom";
     /** @description Credit usage over [from, to) per API key */
     ApiKeyUsage: {
       /** Format: uuid */
@@ -637,12 +658,22 @@ export interface components {
       /** Format: uuid */
       api_key_id?: string;
       api_key_name?: string;
-      api_key_purpose?: string;
+      api_key_purpose?: components["schemas"]["ApiKeyPurpose"];
       is_active?: boolean;
       /** @description true for the one bucket of rows without a valid api_key_id (it has no key fields) */
       is_unknown: boolean;
       totals: components["schemas"]["UsageTotals"];
       series: components["schemas"]["UsagePoint"][];
+    };
+    /** @description The outcome of one check of a verification */
+    Check: {
+      /**
+       * @description `passed`: ran, answer yes; `failed`: ran, a definite no; `error`: ran, no answer (timeout, SERVFAIL, refused session); `skipped`: not run
+       * @enum {string}
+       */
+      status: "passed" | "failed" | "skipped" | "error";
+      /** @description Why, as a short snake_case word (e.g. `nxdomain`, `null_mx`, `timeout`, `mailbox_missing`); null when nothing needs saying */
+      reason: string | null;
     };
     /** @description A new API key, with its plaintext secret */
     CreatedApiKey: {
@@ -653,11 +684,7 @@ export interface components {
       /** @description Plaintext key, shown once (also via GET ?reveal=true) */
       key: string;
       name: string;
-      /**
-       * @description Integration the key is for
-       * @enum {string}
-       */
-      purpose: "zapier" | "n8n" | "google sheets" | "custom";
+      purpose: components["schemas"]["ApiKeyPurpose"];
       /** Format: date-time */
       created_at: string;
     };
@@ -667,18 +694,14 @@ export interface components {
       id: string;
       user_id: string | null;
       webhook_url: string | null;
-      /**
-       * @description Origin: `api_key` (an API key) or `frontend` (a dashboard session)
-       * @enum {string}
-       */
-      source: "frontend" | "api_key";
+      source: components["schemas"]["TaskSource"];
       /** Format: date-time */
       created_at: string;
-      /** @description Distinct addresses queued (= credits reserved); = unique_count */
+      /** @description Emails submitted (the spec's definition): every entry of `emails`, duplicates and `invalid_syntax` addresses included; = submitted_count. The distinct, billed count is unique_count */
       email_count: number;
-      /** @description Entries submitted, duplicates included */
+      /** @description Entries submitted, duplicates included; = email_count */
       submitted_count: number;
-      /** @description Distinct canonical addresses: the jobs queued */
+      /** @description Distinct canonical addresses: the jobs queued and the credits reserved (sandbox addresses excepted) */
       unique_count: number;
       domain_count: number;
     };
@@ -695,13 +718,31 @@ export interface components {
       id: string;
       /** Format: uuid */
       user_id: string;
-      type: "grant" | "deduction";
+      type: components["schemas"]["TransactionType"];
       /** @description Signed credit delta: > 0 for a grant, < 0 for a deduction */
       amount: number;
       balance_after: number;
       reason?: string;
-      /** @description Attribution: `source` (`api_key`, `frontend` or `operator`; missing on legacy rows), `api_key_id` and `api_key_purpose` when an API key did it */
+      /** @description Attribution: `source` (missing on legacy rows only); with source `api_key`, the key's `api_key_id` and its `api_key_purpose` at the time; `task_id` or `verification_id` for what the credits paid for or returned. Other keys may appear */
       metadata?: {
+        source?: components["schemas"]["TransactionSource"];
+        /**
+         * Format: uuid
+         * @description The task whose reservation, refund or late charge this is
+         */
+        task_id?: string;
+        /**
+         * Format: uuid
+         * @description The API key that made the request (source `api_key`)
+         */
+        api_key_id?: string;
+        api_key_purpose?: components["schemas"]["ApiKeyPurpose"];
+        /**
+         * Format: uuid
+         * @description The realtime verification this charge paid for
+         */
+        verification_id?: string;
+      } & {
         [key: string]: unknown;
       };
       /** Format: date-time */
@@ -729,25 +770,7 @@ export interface components {
     /** @description The error envelope of every /api/v1 error response (the spec's standard error body) */
     Error: {
       error: {
-        /**
-         * @description Machine-readable code; each code has one HTTP status
-         * @enum {string}
-         */
-        code:
-          | "VALIDATION_ERROR"
-          | "UNAUTHORIZED"
-          | "INSUFFICIENT_CREDITS"
-          | "FORBIDDEN"
-          | "NOT_FOUND"
-          | "CONFLICT"
-          | "VERIFICATION_TIMEOUT"
-          | "DEPENDENCY_FAILED"
-          | "DEPENDENCY_TIMEOUT"
-          | "DEPENDENCY_UNAVAILABLE"
-          | "DEPENDENCY_RATE_LIMIT"
-          | "RATE_LIMITED"
-          | "SERVICE_UNAVAILABLE"
-          | "INTERNAL_ERROR";
+        code: components["schemas"]["ErrorCode"];
         /** @description Human-readable; an unexpected server fault gets a generic one */
         message: string;
         /** @description One entry per invalid field; at most 20 entries */
@@ -761,6 +784,26 @@ export interface components {
     } & {
       [key: string]: unknown;
     };
+    /**
+     * @description Machine-readable code; each code has one HTTP status
+     * @enum {string}
+     */
+    ErrorCode:
+      | "VALIDATION_ERROR"
+      | "UNAUTHORIZED"
+      | "INSUFFICIENT_CREDITS"
+      | "FORBIDDEN"
+      | "NOT_FOUND"
+      | "METHOD_NOT_ALLOWED"
+      | "CONFLICT"
+      | "VERIFICATION_TIMEOUT"
+      | "DEPENDENCY_FAILED"
+      | "DEPENDENCY_TIMEOUT"
+      | "DEPENDENCY_UNAVAILABLE"
+      | "DEPENDENCY_RATE_LIMIT"
+      | "RATE_LIMITED"
+      | "SERVICE_UNAVAILABLE"
+      | "INTERNAL_ERROR";
     /** @description The process is up */
     Health: {
       /** @enum {string} */
@@ -773,8 +816,7 @@ export interface components {
       /** Format: uuid */
       task_id: string;
       email_address: string;
-      /** @enum {string} */
-      status: "pending" | "processing" | "completed" | "failed" | "cancelled";
+      status: components["schemas"]["JobStatus"];
       /** @description Verification attempts made so far */
       attempts: number;
       /** @description While pending after an attempt: why the last one did not settle it (e.g. greylisted) */
@@ -795,6 +837,11 @@ export interface components {
       limit: number;
       offset: number;
     };
+    /**
+     * @description Where one address of a task stands: `pending` (waiting, or waiting for a retry), `processing`, `completed` (it has a result, `unknown` included), `failed` (an internal error after the last attempt) or `cancelled` (dropped by a cancel before it ran)
+     * @enum {string}
+     */
+    JobStatus: "pending" | "processing" | "completed" | "failed" | "cancelled";
     /** @description A test delivery, signed like every other; answer 2xx to mark it delivered */
     PingEvent: {
       /** @enum {string} */
@@ -842,6 +889,14 @@ export interface components {
         min_free_mb: number;
       };
     };
+    /** @description Per-check status: `syntax`, `dns` (the domain's records could be looked up), `mx` (a mail host exists), `reverse_dns` (the mail host's IP has a PTR record), `smtp` (what the mail server said about this recipient) */
+    ResultChecks: {
+      syntax: components["schemas"]["Check"];
+      dns: components["schemas"]["Check"];
+      mx: components["schemas"]["Check"];
+      reverse_dns: components["schemas"]["Check"];
+      smtp: components["schemas"]["Check"];
+    };
     /** @description A short-lived session token (source `frontend`) */
     Session: {
       /** @description HS256 JWT; send as Authorization: Bearer <token> */
@@ -873,11 +928,7 @@ export interface components {
       id: string;
       user_id: string | null;
       webhook_url: string | null;
-      /**
-       * @description Origin: `api_key` (an API key) or `frontend` (a dashboard session)
-       * @enum {string}
-       */
-      source: "frontend" | "api_key";
+      source: components["schemas"]["TaskSource"];
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -922,7 +973,7 @@ export interface components {
     TaskDryRun: {
       /** @enum {boolean} */
       dry_run: true;
-      /** @description Distinct addresses that would be queued; = unique_count */
+      /** @description As the real call's reply: for a JSON task the entries submitted (= submitted_count), for an upload the distinct addresses that would be queued (= unique_count) */
       email_count: number;
       /** @description Addresses submitted, duplicates included */
       submitted_count: number;
@@ -961,11 +1012,7 @@ export interface components {
       duplicate_count: number;
       /** @description Rows whose email cell is blank or not an address: no job, status `skipped` in the download */
       skipped_count: number;
-      /**
-       * @description Follows the task: `processing` until it finishes, then `completed` (`cancelled` when the task was cancelled)
-       * @enum {string}
-       */
-      status: "processing" | "completed" | "failed" | "cancelled";
+      status: components["schemas"]["UploadStatus"];
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -974,11 +1021,7 @@ export interface components {
     /** @description A page of tasks; `source` is present when all share one origin */
     TaskList: {
       tasks: components["schemas"]["TaskSummary"][];
-      /**
-       * @description Origin: `api_key` (an API key) or `frontend` (a dashboard session)
-       * @enum {string}
-       */
-      source?: "frontend" | "api_key";
+      source?: components["schemas"]["TaskSource"];
       /** @description Tasks matching the filter (all pages) */
       count: number;
       limit: number;
@@ -1026,11 +1069,7 @@ export interface components {
     TaskSeries: {
       /** Format: uuid */
       task_id: string;
-      /**
-       * @description Origin: `api_key` (an API key) or `frontend` (a dashboard session)
-       * @enum {string}
-       */
-      source: "frontend" | "api_key";
+      source: components["schemas"]["TaskSource"];
       series: components["schemas"]["TaskSeriesPoint"][];
     };
     /** @description The task's metrics over the jobs created on one UTC day */
@@ -1076,17 +1115,18 @@ export interface components {
         settles_at: string | null;
       };
     };
+    /**
+     * @description Origin: `api_key` (an API key) or `frontend` (a dashboard session)
+     * @enum {string}
+     */
+    TaskSource: "frontend" | "api_key";
     /** @description A batch task as listed by `GET /api/v1/tasks` */
     TaskSummary: {
       /** Format: uuid */
       id: string;
       user_id: string | null;
       webhook_url: string | null;
-      /**
-       * @description Origin: `api_key` (an API key) or `frontend` (a dashboard session)
-       * @enum {string}
-       */
-      source: "frontend" | "api_key";
+      source: components["schemas"]["TaskSource"];
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -1096,6 +1136,16 @@ export interface components {
       file: components["schemas"]["TaskFile"] | null;
       metrics: components["schemas"]["TaskMetrics"];
     };
+    /**
+     * @description Who moved the credits: `api_key` (a request with an API key), `frontend` (a dashboard session) or `operator` (a grant by the service's operator)
+     * @enum {string}
+     */
+    TransactionSource: "api_key" | "frontend" | "operator";
+    /**
+     * @description `grant` adds credits (operator grants, refunds), `deduction` spends them
+     * @enum {string}
+     */
+    TransactionType: "grant" | "deduction";
     /** @description An accepted upload: its task is queued */
     Upload: {
       /** Format: uuid */
@@ -1114,20 +1164,52 @@ export interface components {
       duplicate_count: number;
       /** @description Rows whose email cell is blank or not an address: no job, status `skipped` in the download */
       skipped_count: number;
-      /**
-       * @description Follows the task: `processing` until it finishes, then `completed` (`cancelled` when the task was cancelled)
-       * @enum {string}
-       */
-      status: "processing" | "completed" | "failed" | "cancelled";
+      status: components["schemas"]["UploadStatus"];
       message: string;
       /** Format: date-time */
       uploaded_at: string;
+    };
+    /** @description An upload and the task processing it */
+    UploadDetail: {
+      /** Format: uuid */
+      upload_id: string;
+      /** Format: uuid */
+      task_id: string;
+      /** @description Original file name */
+      filename: string;
+      /** @description Distinct addresses queued (= jobs = credits reserved); same as unique_count */
+      email_count: number;
+      /** @description Rows whose email cell is an address, duplicates included */
+      submitted_count: number;
+      /** @description Distinct addresses among them: the jobs queued */
+      unique_count: number;
+      /** @description Rows repeating an earlier row's address (verified once) */
+      duplicate_count: number;
+      /** @description Rows whose email cell is blank or not an address: no job, status `skipped` in the download */
+      skipped_count: number;
+      /** Format: uuid */
+      user_id?: string;
+      status: components["schemas"]["UploadStatus"];
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+      task: {
+        /** Format: uuid */
+        id: string;
+        user_id: string | null;
+        webhook_url: string | null;
+        /** Format: date-time */
+        created_at: string;
+        /** Format: date-time */
+        updated_at: string;
+      };
     };
     /** @description What uploading this file would create and reserve; nothing was created or stored */
     UploadDryRun: {
       /** @enum {boolean} */
       dry_run: true;
-      /** @description Distinct addresses that would be queued; = unique_count */
+      /** @description As the real call's reply: for a JSON task the entries submitted (= submitted_count), for an upload the distinct addresses that would be queued (= unique_count) */
       email_count: number;
       /** @description Addresses submitted, duplicates included */
       submitted_count: number;
@@ -1152,46 +1234,11 @@ export interface components {
       /** @description Rows whose email cell is blank or not an address: they would get no job */
       skipped_count: number;
     };
-    /** @description An upload and the task processing it */
-    UploadStatus: {
-      /** Format: uuid */
-      upload_id: string;
-      /** Format: uuid */
-      task_id: string;
-      /** @description Original file name */
-      filename: string;
-      /** @description Distinct addresses queued (= jobs = credits reserved); same as unique_count */
-      email_count: number;
-      /** @description Rows whose email cell is an address, duplicates included */
-      submitted_count: number;
-      /** @description Distinct addresses among them: the jobs queued */
-      unique_count: number;
-      /** @description Rows repeating an earlier row's address (verified once) */
-      duplicate_count: number;
-      /** @description Rows whose email cell is blank or not an address: no job, status `skipped` in the download */
-      skipped_count: number;
-      /** Format: uuid */
-      user_id?: string;
-      /**
-       * @description Follows the task: `processing` until it finishes, then `completed` (`cancelled` when the task was cancelled)
-       * @enum {string}
-       */
-      status: "processing" | "completed" | "failed" | "cancelled";
-      /** Format: date-time */
-      created_at: string;
-      /** Format: date-time */
-      updated_at: string;
-      task: {
-        /** Format: uuid */
-        id: string;
-        user_id: string | null;
-        webhook_url: string | null;
-        /** Format: date-time */
-        created_at: string;
-        /** Format: date-time */
-        updated_at: string;
-      };
-    };
+    /**
+     * @description Follows the task: `processing` until it finishes, then `completed` (`cancelled` when the task was cancelled, `failed` only if processing could not finish)
+     * @enum {string}
+     */
+    UploadStatus: "processing" | "completed" | "failed" | "cancelled";
     /** @description The usage totals of one UTC day */
     UsagePoint: {
       /**
@@ -1278,7 +1325,7 @@ export interface components {
       /** Format: uuid */
       id: string;
       email: string;
-      status: "valid" | "invalid" | "catchall" | "invalid_syntax" | "disposable_domain" | "unknown";
+      status: components["schemas"]["VerificationStatus"];
       is_role_based: boolean;
       is_disposable: boolean;
       has_mx_records: boolean;
@@ -1295,7 +1342,13 @@ export interface components {
       did_you_mean?: string | null;
       /** @description The domain is a free (consumer) mailbox provider such as gmail.com, outlook.com or yahoo.com (from the email-providers list). false for a disposable domain and for a domain that cannot receive mail. */
       is_free_provider?: boolean;
+      checks?: components["schemas"]["ResultChecks"];
     };
+    /**
+     * @description The verdict on an address: `valid`, `invalid` (no such mailbox or no mail host), `catchall` (the domain accepts every address), `invalid_syntax`, `disposable_domain`, or `unknown` (no definitive answer; not billed)
+     * @enum {string}
+     */
+    VerificationStatus: "valid" | "invalid" | "catchall" | "invalid_syntax" | "disposable_domain" | "unknown";
     /** @description VERIFICATION_TIMEOUT: the Error envelope plus `result`, the partial result (status `unknown`, `unknown_reason` naming the step that ran out of time) */
     VerificationTimeoutError: components["schemas"]["Error"] & {
       result: components["schemas"]["VerificationResult"];
@@ -1310,11 +1363,7 @@ export interface components {
       event_type: string;
       /** @description Where it is sent, as stored */
       url: string;
-      /**
-       * @description pending (waiting for its next attempt), delivering (an attempt is running), delivered (a 2xx answer), failed (given up)
-       * @enum {string}
-       */
-      status: "pending" | "delivering" | "delivered" | "failed";
+      status: components["schemas"]["WebhookDeliveryStatus"];
       /** @description Attempts made so far, redeliveries included */
       attempts: number;
       /** @description HTTP status of the last attempt; null before the first or when no answer came */
@@ -1336,6 +1385,11 @@ export interface components {
       limit: number;
       offset: number;
     };
+    /**
+     * @description pending (waiting for its next attempt), delivering (an attempt is running), delivered (a 2xx answer), failed (given up)
+     * @enum {string}
+     */
+    WebhookDeliveryStatus: "pending" | "delivering" | "delivered" | "failed";
     /** @description The secret that signs the caller's webhook deliveries */
     WebhookSecret: {
       /** @description Standard Webhooks secret for verifying deliveries */
@@ -1415,7 +1469,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -1436,7 +1490,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -1462,8 +1516,7 @@ export interface operations {
       content: {
         "application/json": {
           name: string;
-          /** @description Integration the key is for */
-          purpose: "zapier" | "n8n" | "google sheets" | "custom";
+          purpose: components["schemas"]["ApiKeyPurpose"];
         };
       };
     };
@@ -1528,7 +1581,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -1549,7 +1602,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -1633,7 +1686,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -1654,7 +1707,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -1708,7 +1761,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -1729,7 +1782,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -1773,7 +1826,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -1827,7 +1880,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -1848,7 +1901,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -1912,7 +1965,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -1933,7 +1986,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -2002,7 +2055,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -2023,7 +2076,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -2048,8 +2101,8 @@ export interface operations {
          * @example 2026-01-31T00:00:00Z
          */
         to: string;
-        /** @description all: every ledger row; frontend / api_key: rows whose metadata.source is that value */
-        source?: "all" | "frontend" | "api_key";
+        /** @description all: every ledger row; frontend / api_key / operator: rows whose metadata.source is that value (operator: grants made by the service's operator) */
+        source?: "all" | "frontend" | "api_key" | "operator";
       };
       header?: {
         /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
@@ -2090,7 +2143,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -2111,7 +2164,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -2178,7 +2231,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -2199,7 +2252,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -2264,7 +2317,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -2285,7 +2338,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -2303,9 +2356,9 @@ export interface operations {
         limit?: number;
         offset?: number;
         is_file_backed?: boolean;
-        /** @description RFC 3339 */
+        /** @description RFC 3339, with an offset */
         created_after?: string;
-        /** @description RFC 3339 */
+        /** @description RFC 3339, with an offset */
         created_before?: string;
       };
       header?: {
@@ -2347,7 +2400,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -2368,7 +2421,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -2400,7 +2453,10 @@ export interface operations {
         "application/json": {
           /** @description 1 to 10,000 addresses; duplicates are verified and billed once */
           emails: string[];
-          /** @description Absolute http(s) URL called when the task completes */
+          /**
+           * Format: uri
+           * @description Absolute http(s) URL called when the task completes
+           */
           webhook_url?: string;
           /** @description Minutes after the task starts during which addresses a server deferred (greylisting, 4xx) or that were unreachable are retried; a retry that would come later is not made and the address is settled as `unknown` (refunded). Default: the server's TASK_RETRY_WINDOW_MINUTES (60) */
           retry_window_minutes?: number;
@@ -2468,7 +2524,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -2489,7 +2545,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -2524,7 +2580,10 @@ export interface operations {
            * @description The list: .txt (one address per line), .csv or .xlsx; at most 10,000 addresses and MAX_UPLOAD_BYTES (default 10 MiB)
            */
           file: string;
-          /** @description Absolute http(s) URL called when the task completes */
+          /**
+           * Format: uri
+           * @description Absolute http(s) URL called when the task completes
+           */
           webhook_url?: string;
           /** @description csv/xlsx: header name or 1-based index of the column holding the addresses (default: found from the header or the contents) */
           email_column?: string;
@@ -2596,7 +2655,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -2617,7 +2676,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -2650,7 +2709,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["UploadStatus"];
+          "application/json": components["schemas"]["UploadDetail"];
         };
       };
       /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
@@ -2693,7 +2752,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -2714,7 +2773,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -2780,7 +2839,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -2801,7 +2860,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -2885,7 +2944,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -2906,7 +2965,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -2982,7 +3041,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -3003,7 +3062,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -3018,9 +3077,9 @@ export interface operations {
   downloadTaskResults: {
     parameters: {
       query?: {
-        /** @description csv (default), txt or xlsx; case-insensitive */
-        format?: string;
-        /** @description UUID; overrides the path id */
+        /** @description The file format (default csv); letter case is ignored */
+        format?: "csv" | "txt" | "xlsx";
+        /** @description Overrides the path id */
         task_id?: string;
         /** @description Comma-separated statuses to keep, e.g. valid,catchall */
         status?: string;
@@ -3032,13 +3091,14 @@ export interface operations {
         "X-Request-ID"?: components["parameters"]["RequestId"];
       };
       path: {
+        /** @description The task's id */
         id: string;
       };
       cookie?: never;
     };
     requestBody?: never;
     responses: {
-      /** @description The results file, as an attachment */
+      /** @description The results file, as an attachment. The Content-Type header names its format (text/csv, text/plain or the xlsx type, as listed); `application/octet-stream` stands for any of them read as bytes. */
       200: {
         headers: {
           /** @description `attachment; filename="<ascii name>"; filename*=UTF-8''<name>` */
@@ -3047,6 +3107,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          "application/octet-stream": string;
           "text/csv": string;
           "text/plain": string;
           "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": string;
@@ -3092,7 +3153,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -3113,7 +3174,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -3189,7 +3250,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -3210,7 +3271,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -3294,7 +3355,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -3315,7 +3376,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -3330,9 +3391,9 @@ export interface operations {
   getTaskSeries: {
     parameters: {
       query?: {
-        /** @description RFC 3339; with `to` */
+        /** @description RFC 3339, with an offset; with `to` */
         from?: string;
-        /** @description RFC 3339; with `from` */
+        /** @description RFC 3339, with an offset; with `from` */
         to?: string;
       };
       header?: {
@@ -3396,7 +3457,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -3417,7 +3478,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -3508,7 +3569,17 @@ export interface operations {
           "application/json": components["schemas"]["VerificationTimeoutError"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description One of the service's own dependencies (its DNS resolvers or SOCKS proxy) did not answer after its retries; nothing was charged, retry later (DEPENDENCY_FAILED or DEPENDENCY_TIMEOUT or DEPENDENCY_UNAVAILABLE or DEPENDENCY_RATE_LIMIT) */
+      424: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -3529,7 +3600,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -3586,7 +3657,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -3607,7 +3678,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -3683,7 +3754,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -3704,7 +3775,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -3758,7 +3829,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -3779,7 +3850,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -3801,7 +3872,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         "application/json": {
           /**
@@ -3863,7 +3934,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -3884,7 +3955,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -3909,7 +3980,10 @@ export interface operations {
     requestBody: {
       content: {
         "application/json": {
-          /** @description Where to send the ping: the same rules as a task's `webhook_url` */
+          /**
+           * Format: uri
+           * @description Where to send the ping: the same rules as a task's `webhook_url`
+           */
           url: string;
         };
       };
@@ -3945,7 +4019,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Rate limited: retry after the `Retry-After` seconds (DEPENDENCY_RATE_LIMIT or RATE_LIMITED) */
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
           "Retry-After": components["headers"]["RetryAfter"];
@@ -3966,7 +4040,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -4098,7 +4172,7 @@ export interface operations {
           "application/json": components["schemas"]["Readiness"];
         };
       };
-      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (DEPENDENCY_UNAVAILABLE or SERVICE_UNAVAILABLE) */
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
       503: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
@@ -4145,6 +4219,49 @@ export interface operations {
     };
     responses: {
       /** @description Delivered: any 2xx status ends the deliveries. Any other status, a redirect (not followed) or no answer within WEBHOOK_TIMEOUT_MS (default 10 s) is retried with exponential backoff for WEBHOOK_RETRY_HOURS (default 24 hours). */
+      "2XX": {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  pingWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /**
+         * @description The delivery id: the same on every retry of this delivery, so receivers can deduplicate
+         * @example 0b6e3c1e-8a43-4d0a-9a4e-2f0f3c1d5b7a
+         */
+        "webhook-id": string;
+        /**
+         * @description Unix time in seconds of this attempt (signed); reject values far from your clock
+         * @example 1767225600
+         */
+        "webhook-timestamp": string;
+        /**
+         * @description `v1,` then the base64 HMAC-SHA256, keyed by the base64-decoded part of the `whsec_` secret, of `"{webhook-id}.{webhook-timestamp}.{raw body}"`
+         * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+         */
+        "webhook-signature": string;
+        /**
+         * @description Identifies mailprobe's deliveries
+         * @example mailprobe-webhooks/1
+         */
+        "user-agent": string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["PingEvent"];
+      };
+    };
+    responses: {
+      /** @description Delivered: the delivery log shows it as delivered */
       "2XX": {
         headers: {
           [name: string]: unknown;

@@ -10,6 +10,7 @@ import {
   installErrorHandlers,
 } from "../http/plugins/error-handler.ts";
 import { installInputGuard } from "../http/plugins/input-guard.ts";
+import { collectRouteMethods } from "../http/plugins/method-not-allowed.ts";
 import { installJsonParser } from "../http/plugins/json-body.ts";
 import { installHttpMetrics } from "../http/plugins/http-metrics.ts";
 import { installRequestIdHeader, requestIdFrom } from "../http/plugins/request-id.ts";
@@ -82,9 +83,11 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
 
   // The named schemas the routes $ref (the OpenAPI document's components).
   for (const schema of COMPONENTS) app.addSchema(schema);
+  // Before any route: it records each route's methods as it is registered.
+  const routes = collectRouteMethods(app);
   installValidators(app, COMPONENTS);
   installJsonParser(app);
-  installErrorHandlers(app, { isDatabaseOutage: isDatabaseUnavailable });
+  installErrorHandlers(app, { isDatabaseOutage: isDatabaseUnavailable, routes });
   installCloseOnRefusal(app);
   installJsonBodyDeadline(app, config.httpServer.bodyTimeoutMs);
   installInputGuard(app);

@@ -4,13 +4,13 @@ import { resultJson } from "../verifications/record-of-result.ts";
 import {
   cellsInOrder,
   createEngine,
-  fieldsNamed,
+  columnsNamed,
   resultCells,
   type VerificationResult,
 } from "../verify/index.ts";
 
 // The terminal table shows the fields that explain a verdict; --json has them all.
-const TABLE_FIELDS = fieldsNamed([
+const TABLE_FIELDS = columnsNamed([
   "email",
   "status",
   "unknown_reason",

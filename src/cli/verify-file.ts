@@ -19,10 +19,9 @@ import {
 import {
   cellsInOrder,
   createEngine,
-  fieldsNamed,
+  columnsNamed,
   resultCells,
-  type ResultCell,
-  type ResultFieldKey,
+  type ResultCells,
   type VerificationResult,
 } from "../verify/index.ts";
 import {
@@ -110,7 +109,7 @@ function planChunks(emails: readonly string[], domainOf: (email: string) => stri
   return chunks;
 }
 
-type Cells = Partial<Record<ResultFieldKey, ResultCell>>;
+type Cells = ResultCells;
 
 /**
  * Verifies every distinct address once: at most WORKER_CONCURRENCY domain groups at once (as a
@@ -158,7 +157,7 @@ async function verifyDistinct(
   }
 }
 
-const TXT_FIELDS = fieldsNamed(TXT_RESULT_COLUMNS);
+const TXT_FIELDS = columnsNamed(TXT_RESULT_COLUMNS);
 
 /** Header and rows of the results file, laid out as prepareDownload lays out a file upload's. */
 function resultTable(

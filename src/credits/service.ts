@@ -1,5 +1,9 @@
 import type { Database } from "../db/client.ts";
-import { listCreditTransactions, type CreditTransaction } from "../db/queries/credit-transactions.ts";
+import {
+  listCreditTransactions,
+  type CreditMetadata,
+  type CreditTransaction,
+} from "../db/queries/credit-transactions.ts";
 import { findUser } from "../db/queries/users.ts";
 import { AppError, notFound } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
@@ -7,12 +11,21 @@ import { grantCredits, type LedgerOutcome } from "./ledger.ts";
 
 export type { CreditTransaction };
 
+/**
+ * The attribution of every grant an operator makes: `mailprobe users create --credits` (reason
+ * `initial_grant`), `mailprobe credits grant`, the loopback admin API behind both, and the
+ * ADMIN_TOKEN console. Usage reports count these rows under `source=operator` (docs/reporting.md);
+ * migration 0016 labels the rows those commands wrote before with no source.
+ */
+export const OPERATOR_METADATA: Readonly<CreditMetadata> = Object.freeze({ source: "operator" });
+
 export interface CreditsService {
   balance(userId: string): Promise<{ userId: string; balance: number }>;
   transactions(
     userId: string,
     page: { limit: number; offset: number; taskId?: string | null },
   ): Promise<{ transactions: CreditTransaction[]; total: number }>;
+  /** An operator's grant (OPERATOR_METADATA). */
   grant(userId: string, amount: number, reason: string, idempotencyKey?: string): Promise<CreditTransaction>;
 }
 
@@ -50,7 +63,14 @@ export function createCreditsService(db: Database, clock: Clock): CreditsService
     async grant(userId, amount, reason, idempotencyKey) {
       return requireApplied(
         await db.transaction((tx) =>
-          grantCredits(tx, { userId, amount, reason, metadata: {}, idempotencyKey, at: clock.now() }),
+          grantCredits(tx, {
+            userId,
+            amount,
+            reason,
+            metadata: { ...OPERATOR_METADATA },
+            idempotencyKey,
+            at: clock.now(),
+          }),
         ),
       );
     },

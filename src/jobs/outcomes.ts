@@ -55,16 +55,16 @@ export function outcomeOfResult(
       result: null,
     };
   }
-  const retryClass = retryClassOf(reason);
+  // Our own resolvers or proxy failed, which says nothing about the address: the patient
+  // schedule (VERIFY_RETRY_DELAYS, minutes), so that a resolver restart does not turn a task
+  // into unknowns. Once it is spent the unknown stands (and is refunded like any other).
+  const retryClass = result.dependencyFailure ? "deferred" : retryClassOf(reason);
   if (retryClass !== "deferred" && retryClass !== "unreachable") return { kind: "result", job, result };
   // Indexed by the retries of this cause, not by `attempts`: a re-claim after a crash or an
   // expired lease, or a retry for another cause, must not cut the greylisting schedule short.
-  const delay = retryDelayMs(
-    reason,
-    retriesMade(job, retryClass) + 1,
-    schedules,
-    result.retryAfterMs ?? null,
-  );
+  const delay = result.dependencyFailure
+    ? (schedules.deferredMs[retriesMade(job, "deferred")] ?? null)
+    : retryDelayMs(reason, retriesMade(job, retryClass) + 1, schedules, result.retryAfterMs ?? null);
   if (delay === null) return { kind: "result", job, result };
   return {
     kind: "retry",

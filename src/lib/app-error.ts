@@ -7,6 +7,7 @@ export const ERROR_CODES = [
   "INSUFFICIENT_CREDITS",
   "FORBIDDEN",
   "NOT_FOUND",
+  "METHOD_NOT_ALLOWED",
   "CONFLICT",
   "VERIFICATION_TIMEOUT",
   "DEPENDENCY_FAILED",
@@ -59,6 +60,24 @@ export const serviceUnavailable = (message: string, retryAfterSeconds: number): 
   new AppError("SERVICE_UNAVAILABLE", message, undefined, {
     headers: { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))) },
   });
+
+/**
+ * One of our own dependencies (DNS resolvers, SOCKS proxy) failed after its retries: the spec's
+ * 424 with DEPENDENCY_TIMEOUT, DEPENDENCY_UNAVAILABLE or DEPENDENCY_RATE_LIMIT. Nothing was charged.
+ */
+export const dependencyFailed = (failure: {
+  dependency: "dns_resolver" | "smtp_proxy";
+  kind: "timeout" | "unavailable" | "rate_limit";
+  detail: string;
+}): AppError =>
+  new AppError(
+    failure.kind === "timeout"
+      ? "DEPENDENCY_TIMEOUT"
+      : failure.kind === "rate_limit"
+        ? "DEPENDENCY_RATE_LIMIT"
+        : "DEPENDENCY_UNAVAILABLE",
+    `The verification could not run: ${failure.detail}. Nothing was charged; retry later.`,
+  );
 
 export const validationError = (message: string, details?: FieldError[]): AppError =>
   new AppError("VALIDATION_ERROR", message, details);

@@ -9,7 +9,8 @@ import { validationError } from "../lib/app-error.ts";
 import { utcDaysOf, windowOf, type DateRangeInput } from "./date-range.ts";
 import { requireRange } from "./validation.ts";
 
-export const USAGE_SOURCES: readonly UsageSourceFilter[] = ["all", "frontend", "api_key"];
+/** The `source` values of GET /credits/usage; `operator` is ours (the spec lists the first three). */
+export const USAGE_SOURCES: readonly UsageSourceFilter[] = ["all", "frontend", "api_key", "operator"];
 export type { UsageSourceFilter };
 
 /** Credits of a period: `netCredits` = used − granted (the spec's sample). */

@@ -27,7 +27,8 @@ const JOBS_PER_STATEMENT = 500;
 export interface CreateTaskInput {
   /**
    * Trimmed addresses as submitted (duplicates allowed; they are verified and billed once). Its
-   * length is the task's `submitted_count`; the distinct ones are `email_count`.
+   * length is the task's `submitted_count` (the creation reply's `email_count`, the spec's "emails
+   * submitted"); the distinct ones are the jobs, `unique_count` (the tasks.email_count column).
    */
   emails: string[];
   webhookUrl: string | null;
@@ -86,9 +87,9 @@ const creditsRequiredOf = (planned: PlannedJobs): number => planned.jobs.length 
 
 /** What creating a task would count and cost, and the balance it would be paid from (a dry run). */
 export interface TaskQuote {
-  /** Entries submitted, duplicates included (the task's `submitted_count`). */
+  /** Entries submitted, duplicates included (`submitted_count`; a JSON task's `email_count`). */
   submittedCount: number;
-  /** Distinct canonical addresses: the jobs and the task's `email_count`. */
+  /** Distinct canonical addresses: the jobs (`unique_count`; an upload's `email_count`). */
   uniqueCount: number;
   domainCount: number;
   invalidSyntaxCount: number;

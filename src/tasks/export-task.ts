@@ -20,10 +20,9 @@ import {
 import { AppError, notFound, validationError } from "../lib/app-error.ts";
 import {
   cellsInOrder,
-  fieldsNamed,
+  columnsNamed,
   resultCells,
-  type ResultCell,
-  type ResultFieldKey,
+  type ResultCells,
   type VerificationStatus,
 } from "../verify/index.ts";
 
@@ -52,10 +51,10 @@ export const SKIPPED_STATUS = "skipped";
 export const CANCELLED_STATUS = "cancelled";
 
 /** The result cells of an address whose verification failed outright: `unknown`, not billed. */
-export const failedCells = (email: string): Partial<Record<ResultFieldKey, ResultCell>> => ({
+export const failedCells = (email: string): ResultCells => ({
   email,
   status: "unknown",
-  unknownReason: "verification_failed",
+  unknown_reason: "verification_failed",
 });
 
 /**
@@ -63,7 +62,7 @@ export const failedCells = (email: string): Partial<Record<ResultFieldKey, Resul
  * shows `cancelled`; a job that failed outright
  * shows unknown; a row without an address shows `skipped`.
  */
-function cellsOf(row: ExportRow): Partial<Record<ResultFieldKey, ResultCell>> {
+function cellsOf(row: ExportRow): ResultCells {
   if (row.result) return resultCells(row.result);
   if (row.email === null) return { status: SKIPPED_STATUS };
   if (row.jobStatus === null) return { email: row.email, status: SKIPPED_STATUS }; // no job (not expected)
@@ -71,7 +70,7 @@ function cellsOf(row: ExportRow): Partial<Record<ResultFieldKey, ResultCell>> {
   return row.jobStatus === "failed" ? failedCells(row.email) : { email: row.email, status: "pending" };
 }
 
-const TXT_FIELDS = fieldsNamed(TXT_RESULT_COLUMNS);
+const TXT_FIELDS = columnsNamed(TXT_RESULT_COLUMNS);
 
 const statusOf = (row: ExportRow): string | null =>
   row.result?.status ?? (row.jobStatus === "failed" ? "unknown" : null);

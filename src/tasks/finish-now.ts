@@ -8,6 +8,7 @@ import type { Clock } from "../lib/clock.ts";
 import { yieldToEventLoop } from "../lib/sleep.ts";
 import { batchRecordOf } from "../verifications/record-of-result.ts";
 import {
+  allSkippedAfterSyntax,
   isDisposableDomain,
   isRoleAccount,
   isUnknownReason,
@@ -43,6 +44,8 @@ export function settledResultOf(job: JobRecord, at: Date): VerificationResult {
     needsPhysicalVerify: false,
     didYouMean: null,
     isFreeProvider: false,
+    // Earlier attempts' facts were not kept (only their reason, above): nothing to report per check.
+    checks: allSkippedAfterSyntax("task_finished"),
     evidence: "not verified: the task was finished before this address was tried",
   };
 }

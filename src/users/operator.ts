@@ -1,6 +1,6 @@
 import type { Database } from "../db/client.ts";
 import { grantCredits } from "../credits/ledger.ts";
-import { requireApplied } from "../credits/service.ts";
+import { OPERATOR_METADATA, requireApplied } from "../credits/service.ts";
 import type { CreditTransaction } from "../db/queries/credit-transactions.ts";
 import { announceInvalidation, type InvalidationBus } from "../db/invalidation-bus.ts";
 import {
@@ -66,7 +66,7 @@ export interface OperatorService {
   findUser(by: { id: string } | { email: string }): Promise<OperatorUser>;
   /** Deactivates the user and all their keys (their sessions end with the keys); idempotent. */
   deactivateUser(id: string): Promise<{ user: OperatorUser; deactivatedKeyIds: string[] }>;
-  /** A grant row with metadata `{ source: "operator" }` and the operator's reason. */
+  /** A grant row with metadata `{ source: "operator" }` (OPERATOR_METADATA) and the operator's reason. */
   grant(userId: string, amount: number, reason: string): Promise<CreditTransaction>;
   listKeys(userId: string): Promise<ApiKeyListing[]>;
   /** One key (the user's last active key is refused, as for the user: deactivate the user instead). */
@@ -109,7 +109,7 @@ export function createOperatorService(
     async grant(userId, amount, reason) {
       return requireApplied(
         await db.transaction((tx) =>
-          grantCredits(tx, { userId, amount, reason, metadata: { source: "operator" }, at: clock.now() }),
+          grantCredits(tx, { userId, amount, reason, metadata: { ...OPERATOR_METADATA }, at: clock.now() }),
         ),
       );
     },

@@ -2,7 +2,7 @@ import { newWebhookSecret } from "../lib/tokens.ts";
 import type { Database } from "../db/client.ts";
 import { insertUser, type User } from "../db/queries/users.ts";
 import { grantCredits } from "../credits/ledger.ts";
-import { requireApplied } from "../credits/service.ts";
+import { OPERATOR_METADATA, requireApplied } from "../credits/service.ts";
 import type { ApiKeysService } from "../keys/service.ts";
 import { AppError } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
@@ -33,7 +33,7 @@ export function createUsersService(db: Database, clock: Clock, apiKeys: ApiKeysS
                 userId: user.id,
                 amount: credits,
                 reason: "initial_grant",
-                metadata: {},
+                metadata: { ...OPERATOR_METADATA },
                 at,
               }),
             ).balanceAfter;

@@ -9,7 +9,7 @@ import {
   insertVerification,
   type VerificationRecord,
 } from "../db/queries/verifications.ts";
-import { AppError, notFound } from "../lib/app-error.ts";
+import { AppError, dependencyFailed, notFound } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
 import {
@@ -219,6 +219,9 @@ export function createVerificationsService(
     } finally {
       release();
     }
+    // Our own resolvers or proxy failed, not the address's domain: the spec's 424, before any
+    // charge or stored result, so a retry once they are back verifies afresh.
+    if (result.dependencyFailure) throw dependencyFailed(result.dependencyFailure);
     if (decidedByEvidence(result.evidence)) opts.onEvidenceDecision?.(result);
 
     const now = clock.now();

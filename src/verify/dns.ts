@@ -24,7 +24,16 @@ export interface DnsPort {
   addresses(host: string): Promise<DnsAnswer<string[]>>;
   /** PTR names of an IP address. */
   reverse(ip: string): Promise<DnsAnswer<string[]>>;
+  /** Whether the resolvers themselves answer (asked after a lookup failed); absent: assume they do. */
+  resolverHealth?(): Promise<ResolverHealth>;
 }
+
+/**
+ * Our resolvers, as seen from one question any resolver can answer: `answers` (any reply, even
+ * NXDOMAIN or SERVFAIL: the resolver is there), `timeout` (no reply within the tries) or
+ * `unavailable` (the port is closed, or the resolver refuses to resolve for us).
+ */
+export type ResolverHealth = "answers" | "timeout" | "unavailable";
 
 export interface NodeDnsOptions {
   /** "host:port" or "host" strings; empty = the system's resolvers. */
@@ -57,6 +66,15 @@ export function createNodeDns(options: NodeDnsOptions): DnsPort & {
     },
     addresses6: (host) => answer(resolver.resolve6(host)),
     reverse: (ip) => answer(resolver.resolvePtr(reverseName(ip))),
+    // The root's NS: every recursive resolver has it from its priming query, so a working one
+    // answers at once, and the question leaks nothing about the lists being verified.
+    resolverHealth: async () => {
+      const outcome = await answer(resolver.resolveNs("."));
+      if (outcome.kind === "timeout") return "timeout";
+      if (outcome.kind === "error" && (outcome.code === "ECONNREFUSED" || outcome.code === "EREFUSED"))
+        return "unavailable";
+      return "answers";
+    },
     close: () => resolver.cancel(),
   };
 }

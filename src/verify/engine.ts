@@ -3,6 +3,16 @@
 // resolution and one SMTP session; concurrent verifyOne calls for one domain join one group.
 import { setMaxListeners } from "node:events";
 import { AbortedError, linkSignals, raceSignal } from "./abort.ts";
+import {
+  checkError,
+  dnsCodeReason,
+  failed,
+  passed,
+  skipped,
+  smtpCheckOf,
+  type Check,
+  type ResultChecks,
+} from "./checks.ts";
 import { settleAddress, type CatchAllVerdict } from "./classify.ts";
 import { createNodeDns } from "./dns.ts";
 import { decideReply, serverEvidenceOf, sessionRecipients, type KnownDomainAnswers } from "./evidence.ts";
@@ -14,7 +24,7 @@ import { isRoleAccount } from "./lists/role-accounts.ts";
 import { defaultEngineOptions, type EngineOptions } from "./options.ts";
 import { noAddressPolicy, systemClock, type EnginePorts } from "./ports.ts";
 import { detectServerType, isFreeProviderDomain, providerTraits, type ServerType } from "./providers.ts";
-import { DomainResolver, type DomainResolution, type NoMailCause } from "./resolve-domain.ts";
+import { DomainResolver, MX_LIMIT_CODE, type DomainResolution, type NoMailCause } from "./resolve-domain.ts";
 import { directConnect } from "./smtp/connect.ts";
 import type { SmtpReply } from "./smtp/reply-reader.ts";
 import { type ReplyVerdict } from "./smtp/replies.ts";
@@ -26,7 +36,7 @@ import { createSocksConnect } from "./smtp/socks-connect.ts";
 import { suggestAddress, type DeadDomainCause } from "./suggest.ts";
 import { checkDomainSyntax, checkSyntax, extractDomainPart, type SyntaxResult } from "./syntax.ts";
 import { TtlCache } from "./ttl-cache.ts";
-import type { UnknownReason, VerificationResult } from "./types.ts";
+import type { DependencyFailure, UnknownReason, VerificationResult } from "./types.ts";
 
 export interface VerifyCallOptions {
   /** Caller's deadline: on abort the engine returns a partial `unknown` result (timeout_dns / timeout_smtp). */
@@ -66,6 +76,9 @@ interface DomainFacts extends KnownDomainAnswers {
   catchAll: Exclude<CatchAllVerdict, "undecided">;
 }
 
+/** The checks a domain's addresses share (syntax passed, and smtp is per address). */
+type DomainChecks = Pick<ResultChecks, "dns" | "mx" | "reverse_dns">;
+
 /** How far a domain's verification got: what a caller whose deadline ran out is told. */
 interface Progress {
   stage: "dns" | "smtp";
@@ -76,7 +89,63 @@ interface Progress {
     hostAddress: string;
     serverType: string;
   };
+  checks: DomainChecks;
 }
+
+/** dns, mx and reverse_dns skipped for one reason; smtp goes with them. */
+const domainSkipped = (reason: string): DomainChecks => ({
+  dns: skipped(reason),
+  mx: skipped(reason),
+  reverse_dns: skipped(reason),
+});
+
+/** What the domain lookup says of the dns and mx checks (reverse_dns waits for a host). */
+function lookupChecks(resolution: DomainResolution, failureReason: string | null): DomainChecks {
+  const noHost = skipped("no_mail_host");
+  switch (resolution.kind) {
+    case "mail_hosts":
+      return {
+        dns: passed(),
+        mx: passed(resolution.hasMxRecords ? "mx_records" : "implicit_mx"),
+        reverse_dns: skipped("not_reached"),
+      };
+    case "no_mail":
+      if (resolution.cause === "nxdomain")
+        return { dns: failed("nxdomain"), mx: skipped("nxdomain"), reverse_dns: noHost };
+      return { dns: passed(), mx: failed(resolution.cause), reverse_dns: noHost };
+    case "dns_error":
+    case "dns_timeout": {
+      const reason =
+        failureReason ??
+        (resolution.kind === "dns_timeout"
+          ? "timeout"
+          : resolution.code === MX_LIMIT_CODE
+            ? "mx_limit"
+            : dnsCodeReason(resolution.code));
+      // The MX answer came back but no host address did: the domain resolves, its hosts don't.
+      if (resolution.hasMxRecords) return { dns: passed(), mx: checkError(reason), reverse_dns: noHost };
+      return { dns: checkError(reason), mx: skipped("dns_error"), reverse_dns: noHost };
+    }
+  }
+}
+
+/** The spec's DEPENDENCY_* kind of our resolvers' or proxy's health, when it is a failure. */
+const dependencyKindOf = (health: string): DependencyFailure["kind"] | null =>
+  health === "timeout"
+    ? "timeout"
+    : health === "unavailable"
+      ? "unavailable"
+      : health === "rate_limit"
+        ? "rate_limit"
+        : null;
+
+// Session failures that a dead proxy also produces (every connection through it fails alike).
+const PROXY_SUSPECT_FAILURES: ReadonlySet<UnknownReason> = new Set([
+  "proxy_error",
+  "port25_blocked",
+  "connection_failed",
+  "connection_dropped",
+]);
 
 const NO_MAIL_EVIDENCE: Readonly<Record<NoMailCause, string>> = {
   nxdomain: "dns: the domain does not exist (NXDOMAIN)",
@@ -139,22 +208,26 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
   function resultOf(
     address: string,
     domain: string,
-    facts: Progress["facts"],
+    progress: Progress,
     c: Pick<
       VerificationResult,
       "status" | "unknownReason" | "isCatchall" | "needsPhysicalVerify" | "evidence" | "retryAfterMs"
     > &
-      Partial<Pick<VerificationResult, "didYouMean" | "isFreeProvider">>,
+      Partial<Pick<VerificationResult, "didYouMean" | "isFreeProvider" | "dependencyFailure">> & {
+        smtp: Check;
+      },
   ): VerificationResult {
+    const { smtp, ...rest } = c;
     return {
       email: address,
       isRoleBased: isRoleAccount(address.slice(0, address.lastIndexOf("@"))),
       isDisposable: isDisposableDomain(domain),
       domainName: domain,
-      ...facts,
+      ...progress.facts,
       didYouMean: null,
       isFreeProvider: isFreeProviderDomain(domain),
-      ...c,
+      ...rest,
+      checks: { syntax: passed(), ...progress.checks, smtp },
       validatedAt: clock.now(),
     };
   }
@@ -172,17 +245,21 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       status: VerificationResult["status"],
       unknownReason: UnknownReason | null,
       evidence: string,
+      smtp: Check,
       dead: DeadDomainCause | null = null,
+      dependencyFailure: DependencyFailure | null = null,
     ): Map<string, VerificationResult> => {
       for (const a of source.take())
         results.set(
           a,
-          resultOf(a, domain, facts, {
+          resultOf(a, domain, progress, {
             status,
             unknownReason,
             isCatchall: false,
             needsPhysicalVerify: false,
             evidence,
+            smtp,
+            ...(dependencyFailure === null ? {} : { dependencyFailure }),
             // A domain that takes no mail is nobody's mailbox provider, whatever a list says.
             ...(dead === null ? {} : { didYouMean: suggestAddress(a, domain, dead), isFreeProvider: false }),
           }),
@@ -190,25 +267,70 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       return results;
     };
 
-    if (isDisposableDomain(domain))
-      return finishAll("disposable_domain", null, "list: disposable domain", "disposable");
+    if (isDisposableDomain(domain)) {
+      progress.checks = domainSkipped("disposable_domain");
+      return finishAll(
+        "disposable_domain",
+        null,
+        "list: disposable domain",
+        skipped("disposable_domain"),
+        "disposable",
+      );
+    }
 
     let resolution: DomainResolution;
     try {
       resolution = await raceSignal(resolver.resolve(domain), signal);
     } catch (error) {
-      if (error instanceof AbortedError)
-        return finishAll("unknown", abortReason("timeout_dns"), "dns: deadline reached");
+      if (error instanceof AbortedError) {
+        progress.checks = { ...domainSkipped("deadline"), dns: checkError("deadline") };
+        return finishAll("unknown", abortReason("timeout_dns"), "dns: deadline reached", skipped("deadline"));
+      }
       throw error;
     }
     facts.hasMxRecords = resolution.hasMxRecords;
+    // A failure that could be our resolvers' own: ask them whether they answer at all.
+    const resolverDown =
+      resolution.kind === "dns_timeout" ||
+      (resolution.kind === "dns_error" &&
+        (resolution.code === "ECONNREFUSED" || resolution.code === "EREFUSED"))
+        ? dependencyKindOf(await resolver.resolverHealth())
+        : null;
+    progress.checks = lookupChecks(resolution, resolverDown === null ? null : `resolver_${resolverDown}`);
+    const resolverFailure: DependencyFailure | null =
+      resolverDown === null
+        ? null
+        : {
+            dependency: "dns_resolver",
+            kind: resolverDown,
+            detail:
+              resolverDown === "timeout"
+                ? "our DNS resolvers did not answer (DNS_SERVERS, after DNS_TRIES tries)"
+                : "our DNS resolvers refused the query or could not be reached (DNS_SERVERS)",
+          };
     switch (resolution.kind) {
-      case "no_mail":
-        return finishAll("invalid", null, NO_MAIL_EVIDENCE[resolution.cause], resolution.cause);
+      case "no_mail": {
+        const skip = skipped(resolution.cause === "nxdomain" ? "nxdomain" : "no_mail_host");
+        return finishAll("invalid", null, NO_MAIL_EVIDENCE[resolution.cause], skip, resolution.cause);
+      }
       case "dns_error":
-        return finishAll("unknown", "dns_error", `dns: lookup failed (${resolution.code})`);
+        return finishAll(
+          "unknown",
+          "dns_error",
+          `dns: lookup failed (${resolution.code})${resolverFailure === null ? "" : `; ${resolverFailure.detail}`}`,
+          skipped("dns_error"),
+          null,
+          resolverFailure,
+        );
       case "dns_timeout":
-        return finishAll("unknown", "dns_timeout", "dns: lookup timed out");
+        return finishAll(
+          "unknown",
+          "dns_timeout",
+          `dns: lookup timed out${resolverFailure === null ? "" : `; ${resolverFailure.detail}`}`,
+          skipped("dns_error"),
+          null,
+          resolverFailure,
+        );
       case "mail_hosts":
         break;
     }
@@ -219,16 +341,25 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
     const hosts = opts.smtpAllowPrivateHosts ? candidates : vetEach(candidates, addressPolicy, refused);
     const first = await hosts.next();
     if (first.done === true) {
-      if (signal.aborted) return finishAll("unknown", abortReason("timeout_dns"), "dns: deadline reached");
-      return finishAll("unknown", "private_host_refused", refusalEvidence(refused));
+      if (signal.aborted) {
+        progress.checks.reverse_dns = skipped("deadline");
+        return finishAll("unknown", abortReason("timeout_dns"), "dns: deadline reached", skipped("deadline"));
+      }
+      progress.checks.reverse_dns = skipped("private_host_refused");
+      return finishAll(
+        "unknown",
+        "private_host_refused",
+        refusalEvidence(refused),
+        skipped("private_host_refused"),
+      );
     }
     progress.stage = "smtp";
 
     const firstAddress = first.value.addresses[0];
     // PTR runs alongside SMTP: it never changes the verdict, so it shouldn't cost a round trip.
-    const firstPtr =
-      firstAddress === undefined ? Promise.resolve(false) : resolver.hasReverseDns(firstAddress);
-    const ptrSeen: { value?: boolean } = {};
+    const firstPtr: Promise<Check> =
+      firstAddress === undefined ? Promise.resolve(skipped("no_address")) : resolver.reverseDns(firstAddress);
+    const ptrSeen: { value?: Check } = {};
     firstPtr.then((v) => (ptrSeen.value = v)).catch(() => undefined);
 
     const known = domainFacts.get(domain);
@@ -281,15 +412,47 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       domainFacts.set(domain, { catchAll, control: server.control, probeRejection: server.probeRejection });
     }
 
-    facts.hasReverseDns = await reverseDnsOf(report, firstAddress, firstPtr, signal, ptrSeen.value);
+    progress.checks.reverse_dns = await reverseDnsOf(report, firstAddress, firstPtr, signal, ptrSeen.value);
+    facts.hasReverseDns = progress.checks.reverse_dns.status === "passed";
     const failure =
       report.failure === null ? null : { ...report.failure, reason: relabelAbort(report.failure.reason) };
     const provider = providerTraits(serverType);
+    const proxyFailure = await proxyFailureOf(report, failure?.reason);
     for (const address of canonicals) {
       const settled = settleAddress({ decided: decided.get(address), failure, catchAll, provider });
-      results.set(address, resultOf(address, domain, facts, settled));
+      const verdict = decided.get(address)?.verdict.kind;
+      const smtp = smtpCheckOf(settled.status, settled.unknownReason, verdict);
+      const dependencyFailure = settled.status === "unknown" && verdict === undefined ? proxyFailure : null;
+      results.set(
+        address,
+        resultOf(address, domain, progress, {
+          ...settled,
+          smtp: dependencyFailure === null ? smtp : checkError(`proxy_${dependencyFailure.kind}`),
+          ...(dependencyFailure === null ? {} : { dependencyFailure }),
+        }),
+      );
     }
     return results;
+  }
+
+  /**
+   * When no mail host could be reached through our SOCKS proxy, whether the proxy itself is the
+   * cause: asked of the proxy's own greeting, so a mail host that is merely down stays a result.
+   */
+  async function proxyFailureOf(
+    report: SessionReport,
+    reason: UnknownReason | undefined,
+  ): Promise<DependencyFailure | null> {
+    if (report.greeted || reason === undefined || !PROXY_SUSPECT_FAILURES.has(reason)) return null;
+    if (connect.dependencyHealth === undefined) return null;
+    const kind = dependencyKindOf(await connect.dependencyHealth());
+    if (kind === null) return null;
+    const detail = {
+      timeout: "our SOCKS proxy did not answer (SMTP_PROXY)",
+      unavailable: "our SOCKS proxy refused us or could not be reached (SMTP_PROXY)",
+      rate_limit: "our SOCKS proxy closed our connections at once: it is throttling us (SMTP_PROXY)",
+    }[kind];
+    return { dependency: "smtp_proxy", kind, detail };
   }
 
   function relabelAbort(reason: UnknownReason): UnknownReason {
@@ -300,17 +463,18 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
   async function reverseDnsOf(
     report: SessionReport,
     firstAddress: string | undefined,
-    firstPtr: Promise<boolean>,
+    firstPtr: Promise<Check>,
     signal: AbortSignal,
-    firstPtrSeen: boolean | undefined,
-  ): Promise<boolean> {
+    firstPtrSeen: Check | undefined,
+  ): Promise<Check> {
     const used = report.hostAddress;
     const sameHost = used === null || used === firstAddress;
-    if (signal.aborted) return sameHost ? (firstPtrSeen ?? false) : false;
+    if (signal.aborted) return (sameHost ? firstPtrSeen : undefined) ?? skipped("deadline");
     try {
-      return await raceSignal(sameHost ? firstPtr : resolver.hasReverseDns(used), signal);
-    } catch {
-      return false;
+      return await raceSignal(sameHost ? firstPtr : resolver.reverseDns(used), signal);
+    } catch (error) {
+      if (error instanceof AbortedError) return skipped("deadline");
+      return checkError("lookup_failed");
     }
   }
 
@@ -329,6 +493,7 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       hostAddress: "",
       serverType: "unknown",
     },
+    checks: domainSkipped("not_reached"),
   });
 
   async function verifyGroup(
@@ -404,13 +569,28 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
         if (own !== undefined) return { ...own };
       }
       const step = progress.stage === "smtp" ? "timeout_smtp" : "timeout_dns";
-      return resultOf(canonical, domain, progress.facts, {
+      // The checks as far as they got; the one running when the deadline came is an error.
+      const cut: Progress = {
+        ...progress,
+        checks:
+          step === "timeout_dns"
+            ? { ...domainSkipped("deadline"), dns: checkError("deadline") }
+            : {
+                ...progress.checks,
+                reverse_dns:
+                  progress.checks.reverse_dns.reason === "not_reached"
+                    ? skipped("deadline")
+                    : progress.checks.reverse_dns,
+              },
+      };
+      return resultOf(canonical, domain, cut, {
         status: "unknown",
         unknownReason: abortReason(step),
         isCatchall: false,
         needsPhysicalVerify: false,
         evidence: `${step === "timeout_dns" ? "dns" : "session"}: deadline reached`,
         retryAfterMs: null,
+        smtp: step === "timeout_dns" ? skipped("deadline") : checkError(abortReason(step)),
       });
     } finally {
       linked.dispose();
@@ -434,6 +614,13 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
       needsPhysicalVerify: false,
       didYouMean: null,
       isFreeProvider: false,
+      checks: {
+        syntax: failed(reason),
+        dns: skipped("invalid_syntax"),
+        mx: skipped("invalid_syntax"),
+        reverse_dns: skipped("invalid_syntax"),
+        smtp: skipped("invalid_syntax"),
+      },
       evidence: `syntax: ${reason}`,
     };
   }
@@ -441,13 +628,19 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
   /** user@[192.0.2.1]: legal SMTP, but probing an arbitrary IP's port 25 is not ours to do. */
   function literalResult(canonical: string, domain: string): VerificationResult {
     return {
-      ...resultOf(canonical, domain, newProgress().facts, {
-        status: "unknown",
-        unknownReason: "address_literal",
-        isCatchall: false,
-        needsPhysicalVerify: false,
-        evidence: "syntax: address literal; not probed by policy",
-      }),
+      ...resultOf(
+        canonical,
+        domain,
+        { ...newProgress(), checks: domainSkipped("address_literal") },
+        {
+          status: "unknown",
+          unknownReason: "address_literal",
+          isCatchall: false,
+          needsPhysicalVerify: false,
+          evidence: "syntax: address literal; not probed by policy",
+          smtp: skipped("address_literal"),
+        },
+      ),
       isDisposable: false,
     };
   }

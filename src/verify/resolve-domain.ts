@@ -1,6 +1,7 @@
 // Domain facts: where a domain's mail goes (RFC 5321 §5.1), cached per engine with a TTL.
 import { AbortedError, raceSignal } from "./abort.ts";
-import type { DnsAnswer, DnsPort } from "./dns.ts";
+import { checkError, dnsCodeReason, failed, passed, type Check } from "./checks.ts";
+import type { DnsAnswer, DnsPort, ResolverHealth } from "./dns.ts";
 import { TtlCache } from "./ttl-cache.ts";
 
 /** An MX target in the order to try. */
@@ -26,6 +27,9 @@ export const MAX_MX_TARGETS = 10;
  * publishes more: we don't look beyond the bound, so we can't call the domain mail-less either.
  */
 export const MX_LIMIT_CODE = "EMXLIMIT";
+
+// How long one answer to "do our resolvers answer?" stands for the failures that follow it.
+const RESOLVER_HEALTH_TTL_MS = 1_000;
 
 export type NoMailCause = "nxdomain" | "no_records" | "null_mx" | "no_host_address";
 
@@ -54,8 +58,9 @@ export type MailHostsResolution = Extract<DomainResolution, { kind: "mail_hosts"
 export class DomainResolver {
   private readonly domains: TtlCache<string, DomainResolution>;
   private readonly hostAddresses: TtlCache<string, DnsAnswer<string[]>>;
-  private readonly ptrs: TtlCache<string, boolean>;
+  private readonly ptrs: TtlCache<string, Check>;
   private readonly inFlight = new Map<string, Promise<DomainResolution>>();
+  private health: { at: number; answer: Promise<ResolverHealth> } | null = null;
   /** The DNS port with host addresses answered from the cache. */
   private readonly dns: DnsPort;
 
@@ -115,23 +120,40 @@ export class DomainResolver {
     return answer;
   }
 
-  /** Whether the IP has a PTR record; a failed lookup counts as "no" and is not cached. */
-  async hasReverseDns(ip: string): Promise<boolean> {
+  /** The reverse DNS check of an IP: a PTR (passed), none (failed), or no answer (error, not cached). */
+  async reverseDns(ip: string): Promise<Check> {
     const cached = this.ptrs.get(ip);
     if (cached !== undefined) return cached;
     const answer = await this.deps.dns.reverse(ip);
     if (answer.kind === "found" || answer.kind === "nodata" || answer.kind === "nxdomain") {
       const has = answer.kind === "found" && answer.records.some((name) => name !== "");
-      this.ptrs.set(ip, has);
-      return has;
+      const check = has ? passed() : failed("no_ptr");
+      this.ptrs.set(ip, check);
+      return check;
     }
-    return false;
+    return checkError(answer.kind === "timeout" ? "timeout" : dnsCodeReason(answer.code));
+  }
+
+  /**
+   * Whether our own resolvers answer at all, asked after a lookup failed in a way that could be
+   * theirs (a timeout, a refusal). One question serves every failure within a second: when the
+   * resolvers are down, hundreds of domains fail at once. A DnsPort without the question (test
+   * doubles) counts as answering.
+   */
+  resolverHealth(): Promise<ResolverHealth> {
+    const dns = this.deps.dns;
+    if (dns.resolverHealth === undefined) return Promise.resolve("answers");
+    const now = this.deps.nowMs();
+    if (this.health === null || now - this.health.at > RESOLVER_HEALTH_TTL_MS)
+      this.health = { at: now, answer: dns.resolverHealth() };
+    return this.health.answer;
   }
 
   clear(): void {
     this.domains.clear();
     this.hostAddresses.clear();
     this.ptrs.clear();
+    this.health = null;
   }
 }
 

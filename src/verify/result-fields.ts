@@ -1,6 +1,7 @@
 // The one table of a verification result's public fields (the spec's "Email verification
 // result"). The stored record, the JSON result, the API schema, the download columns and the CLI
 // are all made from it: a new field is one line here (plus its column in a migration).
+import { CHECK_NAMES, type CheckName, type ResultChecks } from "./checks.ts";
 import type { VerificationResult } from "./types.ts";
 
 /**
@@ -8,20 +9,22 @@ import type { VerificationResult } from "./types.ts";
  * (csv/txt write its text, xlsx keeps booleans typed), the API schema (http/schemas) and the SQL
  * array type (db/queries) all follow from it.
  */
-export type ResultFieldKind = "string" | "status" | "boolean" | "timestamp" | "nullable_string";
+export type ResultFieldKind = "string" | "status" | "boolean" | "timestamp" | "nullable_string" | "checks";
 
 // The kind a value type must have: a field declared with the wrong kind does not compile.
-type KindOf<T> = [T] extends [boolean]
-  ? "boolean"
-  : [T] extends [Date]
-    ? "timestamp"
-    : [T] extends [VerificationResult["status"]]
-      ? "status"
-      : [T] extends [string]
-        ? "string"
-        : [T] extends [string | null]
-          ? "nullable_string"
-          : never;
+type KindOf<T> = [T] extends [ResultChecks]
+  ? "checks"
+  : [T] extends [boolean]
+    ? "boolean"
+    : [T] extends [Date]
+      ? "timestamp"
+      : [T] extends [VerificationResult["status"]]
+        ? "status"
+        : [T] extends [string]
+          ? "string"
+          : [T] extends [string | null]
+            ? "nullable_string"
+            : never;
 
 const field = <K extends keyof VerificationResult, N extends string>(
   key: K,
@@ -71,6 +74,12 @@ export const RESULT_FIELDS = [
     "boolean",
     "The domain is a free (consumer) mailbox provider such as gmail.com, outlook.com or yahoo.com (from the email-providers list). false for a disposable domain and for a domain that cannot receive mail.",
   ),
+  extension(
+    "checks",
+    "checks",
+    "checks",
+    "Per-check status (the spec's per-check status when some checks succeed and others fail): `syntax`, `dns` (the domain's records could be looked up), `mx` (a mail host exists), `reverse_dns` (the mail host's IP has a PTR), `smtp` (what the mail server said about this recipient). Each is `passed`, `failed` (a definite no), `error` (no answer: timeout, SERVFAIL, a refused session) or `skipped` (not run), with a short `reason`. `has_mx_records: false` with `checks.dns.status` `error` means the lookup failed, not that the domain has no MX.",
+  ),
 ] as const;
 
 export type ResultField = (typeof RESULT_FIELDS)[number];
@@ -90,26 +99,68 @@ export type ResultCell = string | boolean;
 
 // `value` is the field's value; the table's KindOf check guarantees it has the kind's type.
 const KINDS = {
-  string: { json: (v) => v, cell: (v) => v as string },
-  status: { json: (v) => v, cell: (v) => v as string },
-  boolean: { json: (v) => v, cell: (v) => v as boolean },
-  timestamp: { json: (v) => (v as Date).toISOString(), cell: (v) => (v as Date).toISOString() },
-  nullable_string: { json: (v) => v, cell: (v) => (v as string | null) ?? "" },
-} satisfies Record<ResultFieldKind, { json(v: unknown): unknown; cell(v: unknown): ResultCell }>;
+  string: { json: (v) => v },
+  status: { json: (v) => v },
+  boolean: { json: (v) => v },
+  timestamp: { json: (v) => (v as Date).toISOString() },
+  nullable_string: { json: (v) => v },
+  checks: { json: (v) => v },
+} satisfies Record<ResultFieldKind, { json(v: unknown): unknown }>;
+
+/** A column of a results file and how its cell is made from a result. */
+export interface ResultColumn {
+  name: ResultColumnName;
+  cell(r: ResultFieldValues): ResultCell;
+}
+
+/** The file column of each check: `check_syntax`, `check_dns`, …; its cell is the check's status. */
+export type CheckColumnName = `check_${CheckName}`;
+export type ResultColumnName = Exclude<ResultFieldName, "checks"> | CheckColumnName;
+
+type ScalarField = Exclude<ResultField, { kind: "checks" }>;
+const isScalar = (f: ResultField): f is ScalarField => f.kind !== "checks";
+
+const scalarCell = (f: ScalarField, v: unknown): ResultCell => {
+  switch (f.kind) {
+    case "boolean":
+      return v as boolean;
+    case "timestamp":
+      return (v as Date).toISOString();
+    case "nullable_string":
+      return (v as string | null) ?? "";
+    default:
+      return v as string;
+  }
+};
+
+const scalarColumn = (f: ScalarField): ResultColumn => ({
+  name: f.name,
+  cell: (r) => scalarCell(f, r[f.key]),
+});
 
 /**
  * The download columns (DESIGN §5): the table's order with timestamps moved to the end
- * (`validated_at` is the last column of a results file, while the API lists it after
- * `is_catchall`). Both orders are public, so neither is changed to match the other.
+ * (`validated_at` after `needs_physical_verify`, while the API lists it after `is_catchall`),
+ * then one column per check (its status; the reasons are in the JSON result). Both orders are
+ * public, so neither is changed to match the other; the check columns came last so that readers
+ * that count columns keep working.
  */
-export const FILE_FIELDS: readonly ResultField[] = [
-  ...RESULT_FIELDS.filter((f) => f.kind !== "timestamp"),
-  ...RESULT_FIELDS.filter((f) => f.kind === "timestamp"),
+export const FILE_COLUMNS: readonly ResultColumn[] = [
+  ...RESULT_FIELDS.filter(isScalar)
+    .filter((f) => f.kind !== "timestamp")
+    .map(scalarColumn),
+  ...RESULT_FIELDS.filter(isScalar)
+    .filter((f) => f.kind === "timestamp")
+    .map(scalarColumn),
+  ...CHECK_NAMES.map((check): ResultColumn => ({
+    name: `check_${check}`,
+    cell: (r) => r.checks[check].status,
+  })),
 ];
 
-/** The fields with these names, in the order given (a view of some columns: txt, the CLI's table). */
-export const fieldsNamed = (names: readonly ResultFieldName[]): ResultField[] =>
-  names.flatMap((name) => RESULT_FIELDS.filter((f) => f.name === name));
+/** The columns with these names, in the order given (a view of some columns: txt, the CLI's table). */
+export const columnsNamed = (names: readonly ResultColumnName[]): ResultColumn[] =>
+  names.flatMap((name) => FILE_COLUMNS.filter((c) => c.name === name));
 
 /** Just the result fields of an engine result or a stored record. */
 export const pickResultFields = (r: ResultFieldValues): ResultFieldValues =>
@@ -119,15 +170,14 @@ export const pickResultFields = (r: ResultFieldValues): ResultFieldValues =>
 export const resultFieldsJson = (r: ResultFieldValues): ResultJson =>
   Object.fromEntries(RESULT_FIELDS.map((f) => [f.name, KINDS[f.kind].json(r[f.key])])) as ResultJson;
 
-/** The file cells of a result, by field. */
-export const resultCells = (r: ResultFieldValues): Record<ResultFieldKey, ResultCell> =>
-  Object.fromEntries(RESULT_FIELDS.map((f) => [f.key, KINDS[f.kind].cell(r[f.key])])) as Record<
-    ResultFieldKey,
-    ResultCell
-  >;
+/** The file cells of a result, by column name. */
+export type ResultCells = Partial<Record<ResultColumnName, ResultCell>>;
 
-/** `cells` laid out as `fields` (FILE_FIELDS by default); a field without a cell is blank. */
+export const resultCells = (r: ResultFieldValues): Record<ResultColumnName, ResultCell> =>
+  Object.fromEntries(FILE_COLUMNS.map((c) => [c.name, c.cell(r)])) as Record<ResultColumnName, ResultCell>;
+
+/** `cells` laid out as `columns` (FILE_COLUMNS by default); a column without a cell is blank. */
 export const cellsInOrder = (
-  cells: Partial<Record<ResultFieldKey, ResultCell>>,
-  fields: readonly ResultField[] = FILE_FIELDS,
-): ResultCell[] => fields.map((f) => cells[f.key] ?? "");
+  cells: ResultCells,
+  columns: readonly ResultColumn[] = FILE_COLUMNS,
+): ResultCell[] => columns.map((c) => cells[c.name] ?? "");

@@ -3,6 +3,7 @@
 // can build and test flows against every result shape. `.invalid` is reserved by RFC 2606 §2 and
 // RFC 6761 §6.4: no real mailbox can ever live under it, so answering it without the network
 // cannot misreport anyone's mail. Billing never charges them (verifications/, tasks/, jobs/).
+import { allSkippedAfterSyntax, passed, smtpCheckOf, type ResultChecks } from "./checks.ts";
 import { isRoleAccount } from "./lists/role-accounts.ts";
 import type { UnknownReason, VerificationResult, VerificationStatus } from "./types.ts";
 
@@ -113,7 +114,20 @@ export function sandboxResult(canonical: string, at: Date): VerificationResult {
     needsPhysicalVerify: box.needsPhysicalVerify,
     didYouMean: null,
     isFreeProvider: false,
+    checks: sandboxChecks(box),
     evidence: `sandbox: ${box.evidence}`,
     retryAfterMs: null,
+  };
+}
+
+/** The checks a real answer of the same kind would carry: a mail host that has MX and PTR. */
+function sandboxChecks(box: SandboxMailbox): ResultChecks {
+  if (!box.reachedSmtp) return allSkippedAfterSyntax("disposable_domain");
+  return {
+    syntax: passed(),
+    dns: passed(),
+    mx: passed("mx_records"),
+    reverse_dns: passed(),
+    smtp: smtpCheckOf(box.status, box.unknownReason, undefined),
   };
 }

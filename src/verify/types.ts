@@ -1,5 +1,6 @@
 // Public types of the verification engine. The engine is a pure library: the outside world
 // (DNS, TCP connections, clock, randomness, per-host politeness gate) comes in through ports.
+import type { ResultChecks } from "./checks.ts";
 
 /** The spec's result statuses, in its order (the API schema's enum follows it). */
 export const VERIFICATION_STATUSES = [
@@ -71,6 +72,8 @@ export interface VerificationResult {
   validatedAt: Date;
   unknownReason: UnknownReason | null;
   needsPhysicalVerify: boolean;
+  /** Per-check status: syntax, dns, mx, reverse_dns, smtp (checks.ts, docs/checks.md). */
+  checks: ResultChecks;
   /**
    * The address with its domain corrected when the domain looks like a typo of a popular mail
    * domain and cannot receive mail itself (verify/suggest.ts); null otherwise.
@@ -85,4 +88,18 @@ export interface VerificationResult {
   evidence: string;
   /** For a temporary unknown: how long the server asked us to wait before retrying, when it said. */
   retryAfterMs?: number | null;
+  /**
+   * Set when the answer is `unknown` because one of our own dependencies failed (our DNS
+   * resolvers or SOCKS proxy did not answer at all), not because of the address's domain: the
+   * realtime API answers 424 instead of this result. Not a public result field.
+   */
+  dependencyFailure?: DependencyFailure | null;
+}
+
+/** Which of our own dependencies failed, and how (the spec's DEPENDENCY_* codes). */
+export interface DependencyFailure {
+  dependency: "dns_resolver" | "smtp_proxy";
+  kind: "timeout" | "unavailable" | "rate_limit";
+  /** One line for the operator and the error message. */
+  detail: string;
 }

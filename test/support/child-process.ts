@@ -3,7 +3,11 @@
 // and awaited until its start line, and a one-shot CLI call.
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
+import { rmSync } from "node:fs";
+import { mkdtemp } from "node:fs/promises";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 
 export async function freePort(): Promise<number> {
@@ -20,6 +24,27 @@ export function inheritedEnv(): NodeJS.ProcessEnv {
   // database belongs to this process, a child gets its own DATABASE_URL or DATA_DIR.
   const { NODE_TEST_CONTEXT: _ctx, TEST_DATABASE_URL: _t, ...inherited } = process.env;
   return inherited;
+}
+
+/**
+ * The environment of a CLI child: this process's, quiet, on loopback, with `vars`; the database
+ * and secret settings it does not set are removed, so it uses its own DATA_DIR or DATABASE_URL.
+ */
+export function cliEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...inheritedEnv(), LOG_LEVEL: "warn", HOST: "127.0.0.1", ...vars };
+  for (const name of ["DATABASE_URL", "REDIS_URL", "ENCRYPTION_KEY", "JWT_SECRET", "ADMIN_TOKEN"])
+    if (!(name in vars)) delete env[name];
+  return env;
+}
+
+/**
+ * A new temporary directory named after `prefix`, removed when the test file's process exits
+ * (after its children: a `serve` started on it may outlive the test that made it).
+ */
+export async function tempDataDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), `${prefix}-`));
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
 }
 
 export interface MailprobeChild {

@@ -4,7 +4,11 @@ export type CreditTransactionType = "grant" | "deduction";
 
 /** Attribution written into every ledger row. */
 export interface CreditMetadata {
-  /** "operator": a grant from the operator console (ADMIN_TOKEN), with its reason. */
+  /**
+   * "operator": a grant an operator made (`mailprobe users create --credits`, `mailprobe credits
+   * grant`, the admin API, the ADMIN_TOKEN console). Missing on legacy rows only: migration 0016
+   * labelled the operator grants written before with `{}`.
+   */
   source?: "api_key" | "frontend" | "operator";
   api_key_id?: string;
   api_key_purpose?: string;

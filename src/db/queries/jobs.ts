@@ -1,4 +1,4 @@
-import type { VerificationResult } from "../../verify/index.ts";
+import { checksOfLegacyResult, isResultChecks, type VerificationResult } from "../../verify/index.ts";
 import type { Queryable } from "../client.ts";
 
 /** `cancelled`: the task was cancelled before the job ran (final, neither billed nor refunded at finish). */
@@ -62,7 +62,14 @@ export const toJob = (r: JobRow): JobRecord => ({
   lastError: r.last_error,
   emailId: r.email_id,
   retryResult: r.retry_result
-    ? { ...r.retry_result, validatedAt: new Date(r.retry_result.validatedAt) }
+    ? {
+        ...r.retry_result,
+        validatedAt: new Date(r.retry_result.validatedAt),
+        // Stored before results had checks (migration 0015): what its other fields prove.
+        checks: isResultChecks(r.retry_result.checks)
+          ? r.retry_result.checks
+          : checksOfLegacyResult(r.retry_result),
+      }
     : null,
   createdAt: r.created_at,
   updatedAt: r.updated_at,

@@ -34,8 +34,8 @@ export interface Grouped<T> {
   byDay: Map<string, T>;
 }
 
-/** Which ledger rows a usage report reads, by `metadata.source`. */
-export type UsageSourceFilter = "all" | "frontend" | "api_key";
+/** Which ledger rows a usage report reads, by `metadata.source` (`operator`: operators' grants). */
+export type UsageSourceFilter = "all" | "frontend" | "api_key" | "operator";
 
 export interface CreditAmounts {
   /** Sum of |amount| over deductions. */
@@ -87,6 +87,7 @@ const SOURCE_PREDICATE: Record<UsageSourceFilter, string> = {
   all: "",
   frontend: "and c.metadata->>'source' = 'frontend'",
   api_key: "and c.metadata->>'source' = 'api_key'",
+  operator: "and c.metadata->>'source' = 'operator'",
 };
 
 const AMOUNTS = `coalesce(sum(-c.amount) filter (where c.amount < 0), 0) as used,
@@ -144,9 +145,9 @@ interface KeyUsageRow {
 
 /**
  * Credits per `metadata.api_key_id` and UTC day, over rows with source `api_key` or no source
- * (legacy); frontend rows (and any other source) are left out. Ids that are missing, null or not
- * canonical UUIDs form the unknown bucket (key id null). Buckets come ordered by key id, the
- * unknown one last; `onlyKeyId` (lowercase) keeps just that key's bucket.
+ * (legacy); frontend and operator rows (and any other source) are left out. Ids that are
+ * missing, null or not canonical UUIDs form the unknown bucket (key id null). Buckets come
+ * ordered by key id, the unknown one last; `onlyKeyId` (lowercase) keeps just that key's bucket.
  *
  * Rows are first summed per raw `api_key_id` text and day; the regex guard and the uuid cast then
  * run once per (raw id, day) group instead of once per row. Bench: the case-insensitive regex

@@ -1,4 +1,6 @@
 import {
+  checksOfLegacyResult,
+  isResultChecks,
   RESULT_FIELDS,
   type ResultField,
   type ResultFieldKind,
@@ -36,10 +38,18 @@ type VerificationRow = { [F in ResultField as F["name"]]: VerificationResult[F["
   created_at: Date;
 };
 
+// A row written before migration 0015 has no checks: read with what its other columns prove.
+const resultFieldsOfRow = (r: VerificationRow): ResultFieldValues => {
+  const fields = Object.fromEntries(
+    RESULT_FIELDS.map((f) => [f.key, r[f.name]]),
+  ) as unknown as ResultFieldValues;
+  return isResultChecks(fields.checks) ? fields : { ...fields, checks: checksOfLegacyResult(fields) };
+};
+
 export const toVerificationRecord = (r: VerificationRow): VerificationRecord => ({
   id: r.id,
   userId: r.user_id,
-  ...(Object.fromEntries(RESULT_FIELDS.map((f) => [f.key, r[f.name]])) as unknown as ResultFieldValues),
+  ...resultFieldsOfRow(r),
   evidence: r.evidence,
   origin: r.origin,
   source: r.source,
@@ -56,7 +66,13 @@ const SQL_TYPE: Record<ResultFieldKind, string> = {
   boolean: "boolean",
   timestamp: "timestamptz",
   nullable_string: "text",
+  checks: "jsonb",
 };
+
+// jsonb goes as its JSON text (cast by the statement), the same way on pg and PGlite, single
+// values and arrays alike; every other kind as its own value.
+const sqlValueOf = (kind: ResultFieldKind, value: unknown): unknown =>
+  kind === "checks" ? JSON.stringify(value) : value;
 
 type Column = readonly [name: string, sqlType: string, value: (v: VerificationRecord) => unknown];
 
@@ -67,7 +83,7 @@ type Column = readonly [name: string, sqlType: string, value: (v: VerificationRe
 const COLUMNS: readonly Column[] = [
   ["id", "uuid", (v) => v.id],
   ["user_id", "uuid", (v) => v.userId],
-  ...RESULT_FIELDS.map((f): Column => [f.name, SQL_TYPE[f.kind], (v) => v[f.key]]),
+  ...RESULT_FIELDS.map((f): Column => [f.name, SQL_TYPE[f.kind], (v) => sqlValueOf(f.kind, v[f.key])]),
   ["origin", "text", (v) => v.origin],
   ["source", "text", (v) => v.source],
   ["api_key_id", "uuid", (v) => v.apiKeyId],
@@ -79,8 +95,8 @@ const COLUMNS: readonly Column[] = [
 ];
 
 const COLUMN_LIST = COLUMNS.map(([name]) => name).join(", ");
-/** `$1, $2, …` */
-const VALUE_LIST = COLUMNS.map((_, i) => `$${String(i + 1)}`).join(", ");
+/** `$1::uuid, $2::uuid, …` */
+const VALUE_LIST = COLUMNS.map(([, type], i) => `$${String(i + 1)}::${type}`).join(", ");
 /** `$1::uuid[], $2::uuid[], $3::text[], …` */
 const ARRAY_LIST = COLUMNS.map(([, type], i) => `$${String(i + 1)}::${type}[]`).join(", ");
 

@@ -1,5 +1,5 @@
 // Download metadata: result columns, content types, file names and Content-Disposition.
-import { FILE_FIELDS, type ResultFieldName } from "../../verify/index.ts";
+import { FILE_COLUMNS, type ResultColumnName } from "../../verify/index.ts";
 
 export { downloadFilename, resultFilename, safeStem } from "./result-filename.ts";
 
@@ -8,8 +8,8 @@ export const EXPORT_FORMATS = ["csv", "txt", "xlsx"] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
 /** Result columns of a download, in order (DESIGN §5), from the result fields table. */
-export const RESULT_COLUMNS: readonly ResultFieldName[] = FILE_FIELDS.map((f) => f.name);
-export type ResultColumn = ResultFieldName;
+export const RESULT_COLUMNS: readonly ResultColumnName[] = FILE_COLUMNS.map((c) => c.name);
+export type ResultColumn = ResultColumnName;
 
 /** The real width of a row: its cells up to the last one that is not blank. */
 export function filledWidth(cells: readonly string[] | null | undefined): number {
@@ -20,7 +20,7 @@ export function filledWidth(cells: readonly string[] | null | undefined): number
 }
 
 /** Columns of a txt download: `email,status` (DESIGN §5). */
-export const TXT_RESULT_COLUMNS = ["email", "status"] as const satisfies readonly ResultFieldName[];
+export const TXT_RESULT_COLUMNS = ["email", "status"] as const satisfies readonly ResultColumnName[];
 
 const CONTENT_TYPES: Record<ExportFormat, string> = {
   csv: "text/csv; charset=utf-8",

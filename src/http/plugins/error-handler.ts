@@ -2,10 +2,13 @@ import { maxHeaderSize, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { mapClientError, mapError } from "../errors.ts";
+import { methodNotAllowed, type RouteMethods } from "./method-not-allowed.ts";
 
 export interface ErrorHandlerOptions {
   /** The storage adapter's "database out of reach" classifier (mapError's isDatabaseOutage). */
   isDatabaseOutage?: (error: unknown) => boolean;
+  /** The declared routes' methods: a known path asked with another method is a 405, not a 404. */
+  routes?: RouteMethods;
 }
 
 export function installErrorHandlers(app: FastifyInstance, opts: ErrorHandlerOptions = {}): void {
@@ -21,11 +24,14 @@ export function installErrorHandlers(app: FastifyInstance, opts: ErrorHandlerOpt
     return reply.status(mapped.status).send(mapped.body);
   });
 
-  app.setNotFoundHandler(async (req, reply) =>
-    reply.status(404).send({
-      error: { code: "NOT_FOUND", message: `Route ${req.method} ${req.url.split("?")[0]} not found` },
-    }),
-  );
+  app.setNotFoundHandler(async (req, reply) => {
+    const path = req.url.split("?")[0] ?? "";
+    const refused = opts.routes ? methodNotAllowed(opts.routes, req.method, path) : null;
+    if (refused) throw refused;
+    return reply.status(404).send({
+      error: { code: "NOT_FOUND", message: `Route ${req.method} ${path} not found` },
+    });
+  });
 }
 
 /**

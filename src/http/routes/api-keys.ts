@@ -6,6 +6,7 @@ import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
 import {
   CreateApiKeyBody,
+  CreateApiKeyBodyDocumented,
   CreatedApiKeyReply,
   ListApiKeysQuery,
   ListApiKeysReply,
@@ -13,7 +14,7 @@ import {
   toCreatedApiKeyReply,
 } from "../schemas/api-keys.ts";
 import { errorResponses, IdParams, ref } from "../schemas/common.ts";
-import { TAG } from "../schemas/openapi.ts";
+import { documentRequest, TAG } from "../schemas/openapi.ts";
 
 export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
   // Key management is for `custom` keys and sessions only (DESIGN §5 "Key scopes"). An onRequest
@@ -35,6 +36,9 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
           ...errorResponses(400, 401, 403, 404, 409, 429, 500),
         },
       },
+      // The purpose is validated as a union of literals (errors.ts names the options); the document
+      // references the ApiKeyPurpose component.
+      config: { swaggerTransform: documentRequest({ body: CreateApiKeyBodyDocumented }) },
     },
     async (req, reply) => {
       const p = principalOf(req);

@@ -7,8 +7,15 @@ import { validationError } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses } from "../schemas/common.ts";
-import { TAG } from "../schemas/openapi.ts";
-import { DownloadParams, DownloadQuery, DownloadReply, statusFilterOf } from "../schemas/downloads.ts";
+import { documentRequest, TAG } from "../schemas/openapi.ts";
+import {
+  DownloadParams,
+  DownloadParamsDocumented,
+  DownloadQuery,
+  DownloadQueryDocumented,
+  DownloadReply,
+  statusFilterOf,
+} from "../schemas/downloads.ts";
 
 /**
  * Waits until the body has its first bytes (or has ended) before any header is sent: a writer
@@ -40,6 +47,12 @@ export const downloadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = asy
         params: DownloadParams,
         querystring: DownloadQuery,
         response: { 200: DownloadReply, ...errorResponses(400, 401, 403, 404, 429, 500) },
+      },
+      config: {
+        swaggerTransform: documentRequest({
+          params: DownloadParamsDocumented,
+          querystring: DownloadQueryDocumented,
+        }),
       },
     },
     async (req, reply) => {

@@ -3,13 +3,16 @@ import { AppError } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses, ref } from "../schemas/common.ts";
-import { TAG } from "../schemas/openapi.ts";
+import { documentRequest, TAG } from "../schemas/openapi.ts";
 import {
   ApiKeyUsageQuery,
+  ApiKeyUsageQueryDocumented,
   ApiKeyUsageReply,
   CreditUsageQuery,
+  CreditUsageQueryDocumented,
   CreditUsageReply,
   MetricsQuery,
+  MetricsQueryDocumented,
   toApiKeyUsageReply,
   toCreditUsageReply,
   toVerificationMetricsReply,
@@ -29,6 +32,7 @@ export const reportRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
         querystring: CreditUsageQuery,
         response: { 200: ref(CreditUsageReply, "The usage report"), ...errorResponses(400, 401, 429, 500) },
       },
+      config: { swaggerTransform: documentRequest({ querystring: CreditUsageQueryDocumented }) },
     },
     async (req) => toCreditUsageReply(await deps.reports.creditUsage(principalOf(req).userId, req.query)),
   );
@@ -48,6 +52,7 @@ export const reportRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
           ...errorResponses(400, 401, 429, 500),
         },
       },
+      config: { swaggerTransform: documentRequest({ querystring: ApiKeyUsageQueryDocumented }) },
     },
     async (req) => {
       const { from, to, api_key_id: apiKeyId } = req.query;
@@ -72,6 +77,7 @@ export const reportRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
           ...errorResponses(400, 401, 429, 500),
         },
       },
+      config: { swaggerTransform: documentRequest({ querystring: MetricsQueryDocumented }) },
     },
     async (req) => {
       const principal = principalOf(req);

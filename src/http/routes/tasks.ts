@@ -12,12 +12,15 @@ import {
   checkWebhookUrl,
   CreatedTaskReply,
   CreateTaskBody,
+  CreateTaskBodyDocumented,
   IdempotencyHeaders,
   JobsQuery,
   JobsReply,
   ListTasksQuery,
+  ListTasksQueryDocumented,
   ListTasksReply,
   SeriesQuery,
+  SeriesQueryDocumented,
   SeriesReply,
   TaskDetail,
   toCreatedTaskReply,
@@ -56,7 +59,9 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
         },
       },
       // The handler reads Idempotency-Key itself (its own 400 wording), so only the document has it.
-      config: { swaggerTransform: documentRequest({ headers: IdempotencyHeaders }) },
+      config: {
+        swaggerTransform: documentRequest({ headers: IdempotencyHeaders, body: CreateTaskBodyDocumented }),
+      },
     },
     async (req, reply) => {
       const webhookUrl = checkWebhookUrl(req.body.webhook_url, settings.allowPrivateWebhooks);
@@ -86,6 +91,7 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
         querystring: ListTasksQuery,
         response: { 200: ref(ListTasksReply, "A page of tasks"), ...errorResponses(400, 401, 429, 500) },
       },
+      config: { swaggerTransform: documentRequest({ querystring: ListTasksQueryDocumented }) },
     },
     async (req) => {
       const q = req.query;
@@ -136,6 +142,7 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
           ...errorResponses(400, 401, 403, 404, 429, 500),
         },
       },
+      config: { swaggerTransform: documentRequest({ querystring: SeriesQueryDocumented }) },
     },
     async (req) => {
       const parsed = parseDateRange(req.query, { required: false });

@@ -15,11 +15,11 @@ import { documentRequest, TAG } from "../schemas/openapi.ts";
 import { checkWebhookUrl, IdempotencyHeaders } from "../schemas/tasks.ts";
 import {
   toUploadAccepted,
-  toUploadStatus,
+  toUploadDetail,
   UploadAccepted,
   UploadForm,
   UploadParams,
-  UploadStatus,
+  UploadDetail,
 } from "../schemas/uploads.ts";
 
 interface UploadForm {
@@ -217,11 +217,11 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
         tags: [TAG.uploads],
         params: UploadParams,
         response: {
-          200: ref(UploadStatus, "The upload"),
+          200: ref(UploadDetail, "The upload"),
           ...errorResponses(400, 401, 403, 404, 429, 500),
         },
       },
     },
-    async (req) => toUploadStatus(await deps.uploads.status(principalOf(req), req.params.upload_id)),
+    async (req) => toUploadDetail(await deps.uploads.status(principalOf(req), req.params.upload_id)),
   );
 };

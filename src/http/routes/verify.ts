@@ -3,8 +3,14 @@ import { AppError } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses, ref } from "../schemas/common.ts";
-import { TAG } from "../schemas/openapi.ts";
-import { TimeoutReply, toVerificationReply, VerificationReply, VerifyBody } from "../schemas/verification.ts";
+import { documentRequest, TAG } from "../schemas/openapi.ts";
+import {
+  TimeoutReply,
+  toVerificationReply,
+  VerificationReply,
+  VerifyBody,
+  VerifyBodyDocumented,
+} from "../schemas/verification.ts";
 
 export const verifyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
   app.post(
@@ -14,7 +20,7 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
         operationId: "verifyEmail",
         summary: "Verify one address",
         description:
-          "Realtime verification of one address. 1 credit unless the result is `unknown` or the same address was paid for in the last 24 hours (answers served from the cache included). Input that is not address-shaped is a 400; address-shaped input that breaks the syntax rules is a result with status `invalid_syntax`.",
+          "Realtime verification of one address. 1 credit unless the result is `unknown` or the same address was paid for in the last 24 hours (answers served from the cache included). When the service's own DNS resolvers or SOCKS proxy do not answer, 424 (DEPENDENCY_TIMEOUT, DEPENDENCY_UNAVAILABLE or DEPENDENCY_RATE_LIMIT), nothing charged; a failure of the address's own domain (its DNS servers time out or SERVFAIL) is a result, `unknown` with `checks.dns` in `error`. Input that is not address-shaped is a 400; address-shaped input that breaks the syntax rules is a result with status `invalid_syntax`.",
         tags: [TAG.verification],
         body: VerifyBody,
         response: {
@@ -23,9 +29,10 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
             TimeoutReply,
             "The deadline passed; `result` holds the partial result (VERIFICATION_TIMEOUT)",
           ),
-          ...errorResponses(400, 401, 402, 404, 429, 500),
+          ...errorResponses(400, 401, 402, 404, 424, 429, 500),
         },
       },
+      config: { swaggerTransform: documentRequest({ body: VerifyBodyDocumented }) },
     },
     async (req) => {
       const outcome = await deps.verifications.verifyRealtime(principalOf(req), req.body.email);

@@ -5,12 +5,13 @@ import { DEFAULT_ROTATION_GRACE_SECONDS } from "../../webhooks/secret.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses, IdParams, ref } from "../schemas/common.ts";
-import { TAG } from "../schemas/openapi.ts";
+import { documentRequest, TAG } from "../schemas/openapi.ts";
 import {
   checkPingUrl,
   ListWebhookDeliveriesQuery,
   RotateWebhookSecretBody,
   SendTestWebhookBody,
+  SendTestWebhookBodyDocumented,
   toWebhookDeliveryItem,
   toWebhookSecretReply,
   WebhookDeliveryListReply,
@@ -68,6 +69,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = asyn
           ...errorResponses(400, 401, 403, 404, 429, 500),
         },
       },
+      config: { swaggerTransform: documentRequest({}, { optionalBody: true }) },
     },
     async (req) => {
       const grace = req.body?.grace_seconds ?? DEFAULT_ROTATION_GRACE_SECONDS;
@@ -135,6 +137,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = asyn
           ...errorResponses(400, 401, 429, 500),
         },
       },
+      config: { swaggerTransform: documentRequest({ body: SendTestWebhookBodyDocumented }) },
     },
     async (req, reply) => {
       const url = checkPingUrl(req.body.url, deps.settings.allowPrivateWebhooks);

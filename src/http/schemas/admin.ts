@@ -1,6 +1,6 @@
 import { Type } from "typebox";
 import type { CreditTransaction } from "../../credits/service.ts";
-import { ApiKeyPurposeSchema, ListApiKeysReply } from "./api-keys.ts";
+import { ListApiKeysReply, PurposeInput } from "./api-keys.ts";
 import type { CreatedUser } from "../../users/service.ts";
 import { Uuid } from "./common.ts";
 
@@ -52,7 +52,7 @@ export const AdminCreateKeyBody = Type.Object(
   {
     user_id: Uuid,
     name: Type.String({ minLength: 1, maxLength: 100 }),
-    purpose: ApiKeyPurposeSchema,
+    purpose: PurposeInput,
   },
   closed,
 );

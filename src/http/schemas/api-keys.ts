@@ -1,9 +1,14 @@
 import { Type } from "typebox";
 import type { ApiKeyListing, CreatedApiKey } from "../../keys/service.ts";
-import { API_KEY_PURPOSES } from "../../keys/service.ts";
-import { DateTime, ref, StringEnum, Uuid } from "./common.ts";
+import { DateTime, documented, ref, Uuid } from "./common.ts";
+import { ApiKeyPurposeSchema } from "./enums.ts";
 
-export const ApiKeyPurposeSchema = Type.Union(
+/**
+ * The purpose a request body may name, as ajv checks it: a union of literals, whose failure
+ * errors.ts words "must be one of zapier, n8n, …" (an enum's would be "must be equal to one of the
+ * allowed values"). The document shows the `ApiKeyPurpose` component instead (CreateApiKeyBodyDocumented).
+ */
+export const PurposeInput = Type.Union(
   [Type.Literal("zapier"), Type.Literal("n8n"), Type.Literal("google sheets"), Type.Literal("custom")],
   { description: "Integration the key is for" },
 );
@@ -11,12 +16,16 @@ export const ApiKeyPurposeSchema = Type.Union(
 export const CreateApiKeyBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 100 }),
-    purpose: ApiKeyPurposeSchema,
+    purpose: PurposeInput,
   },
   { additionalProperties: false },
 );
 
-const Purpose = StringEnum(API_KEY_PURPOSES, "Integration the key is for");
+export const CreateApiKeyBodyDocumented = documented(CreateApiKeyBody, {
+  purpose: ref(ApiKeyPurposeSchema),
+});
+
+const Purpose = ref(ApiKeyPurposeSchema);
 
 export const CreatedApiKeyReply = Type.Object(
   {

@@ -2,6 +2,7 @@ import { Type } from "typebox";
 import { contentTypeFor, EXPORT_FORMATS } from "../../files/index.ts";
 import { validationError } from "../../lib/app-error.ts";
 import { VERIFICATION_STATUSES, type VerificationStatus } from "../../verify/index.ts";
+import { documented, StringEnum } from "./common.ts";
 
 // The id is checked in the handler, not by the schema: `task_id` in the query overrides it, and
 // each names its own field in the VALIDATION_ERROR.
@@ -22,25 +23,44 @@ export const DownloadQuery = Type.Object({
   ),
 });
 
+/**
+ * The parameters as the document states them: the handler checks each (an id, then `format`,
+ * case-insensitively), naming the field in its own words and letting `task_id` override the
+ * path id, so Fastify validates the plain strings above.
+ */
+export const DownloadParamsDocumented = documented(DownloadParams, {
+  id: Type.String({ format: "uuid", description: "The task's id" }),
+});
+export const DownloadQueryDocumented = documented(DownloadQuery, {
+  format: StringEnum(EXPORT_FORMATS, "The file format (default csv); letter case is ignored"),
+  task_id: Type.String({ format: "uuid", description: "Overrides the path id" }),
+});
+
 const FileBody = Type.Unsafe<NodeJS.ReadableStream>({ type: "string", format: "binary" });
 
 /**
- * The 200 of a download: a file body per format's media type (csv → text/csv, txt → text/plain,
- * xlsx → the spreadsheetml type; the Content-Type header adds `charset=utf-8` to the text ones).
- * A body per media type keeps the route's error responses in JSON in the document; the handler
- * streams the file, so none of these schemas serialises anything.
+ * The 200 of a download: `application/octet-stream` first, then a file body per format's media
+ * type (csv → text/csv, txt → text/plain, xlsx → the spreadsheetml type; the Content-Type header
+ * adds `charset=utf-8` to the text ones). Generators read the body as the first media type they
+ * know: a `text/*` one first made openapi-python-client decode the file as text and then fail to
+ * wrap it as bytes, and @hey-api/openapi-ts parse it as text; octet-stream makes both return the
+ * bytes, whichever format was asked for. A body per media type keeps the route's error responses
+ * in JSON in the document; the handler streams the file, so none of these schemas serialises
+ * anything.
  */
 export const DownloadReply = {
-  description: "The results file, as an attachment",
+  description:
+    "The results file, as an attachment. The Content-Type header names its format (text/csv, text/plain or the xlsx type, as listed); `application/octet-stream` stands for any of them read as bytes.",
   headers: {
     "Content-Disposition": {
       type: "string",
       description: "`attachment; filename=\"<ascii name>\"; filename*=UTF-8''<name>`",
     },
   },
-  content: Object.fromEntries(
-    EXPORT_FORMATS.map((f) => [contentTypeFor(f).split(";")[0]!, { schema: FileBody }]),
-  ) as Record<string, { schema: typeof FileBody }>,
+  content: Object.fromEntries([
+    ["application/octet-stream", { schema: FileBody }],
+    ...EXPORT_FORMATS.map((f) => [contentTypeFor(f).split(";")[0]!, { schema: FileBody }]),
+  ]) as Record<string, { schema: typeof FileBody }>,
 };
 
 /** `?status=valid,catchall` → the statuses to keep; null keeps every row. */

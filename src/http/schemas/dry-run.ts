@@ -14,7 +14,10 @@ export const DryRunQuery = Type.Object({
 
 const quoteProperties = {
   dry_run: Type.Literal(true),
-  email_count: Type.Integer({ description: "Distinct addresses that would be queued; = unique_count" }),
+  email_count: Type.Integer({
+    description:
+      "As the real call's reply: for a JSON task the entries submitted (= submitted_count), for an upload the distinct addresses that would be queued (= unique_count)",
+  }),
   submitted_count: Type.Integer({ description: "Addresses submitted, duplicates included" }),
   unique_count: Type.Integer({ description: "Distinct canonical addresses: the jobs that would be queued" }),
   duplicate_count: Type.Integer({ description: "Entries repeating an earlier address (verified once)" }),
@@ -53,7 +56,8 @@ export const UploadDryRunReply = Type.Object(
 
 export const toTaskDryRunReply = (q: TaskQuote) => ({
   dry_run: true as const,
-  email_count: q.uniqueCount,
+  // The same email_count as the real reply: a JSON task's is "emails submitted" (spec).
+  email_count: q.submittedCount,
   submitted_count: q.submittedCount,
   unique_count: q.uniqueCount,
   duplicate_count: q.submittedCount - q.uniqueCount,
@@ -67,6 +71,8 @@ export const toTaskDryRunReply = (q: TaskQuote) => ({
 
 export const toUploadDryRunReply = (filename: string, q: UploadQuote) => ({
   ...toTaskDryRunReply(q),
+  // An upload's email_count is "emails queued" (spec): the distinct addresses.
+  email_count: q.uniqueCount,
   filename,
   skipped_count: q.skippedCount,
 });

@@ -33,8 +33,9 @@ import {
   TaskSummary,
 } from "./tasks.ts";
 import { TaskDryRunReply, UploadDryRunReply } from "./dry-run.ts";
-import { UploadAccepted, UploadStatus } from "./uploads.ts";
-import { TimeoutReply, VerificationReply } from "./verification.ts";
+import { ENUM_COMPONENTS } from "./enums.ts";
+import { UploadAccepted, UploadDetail } from "./uploads.ts";
+import { CheckSchema, ResultChecksSchema, TimeoutReply, VerificationReply } from "./verification.ts";
 import {
   PingEvent,
   TaskCompletedEvent,
@@ -48,8 +49,11 @@ import {
  * routes through ref(), and emitted as `#/components/schemas/<its $id>`.
  */
 export const COMPONENTS = [
+  ...ENUM_COMPONENTS,
   ErrorBodySchema,
   VerificationReply,
+  CheckSchema,
+  ResultChecksSchema,
   TimeoutReply,
   CreatedTaskReply,
   MetricsSchema,
@@ -62,7 +66,7 @@ export const COMPONENTS = [
   JobSchema,
   JobsReply,
   UploadAccepted,
-  UploadStatus,
+  UploadDetail,
   TaskDryRunReply,
   UploadDryRunReply,
   BalanceReply,
@@ -124,13 +128,25 @@ const TAG_DESCRIPTIONS: Record<TagName, string> = {
   Sample: "The spec's sample endpoint: bearer authentication and its own flat error body.",
 };
 
+/** Marks an operation whose body may be left out (finishDocument turns it into `required: false`). */
+const OPTIONAL_BODY = "x-mailprobe-optional-body";
+
 /**
- * A route's `config.swaggerTransform` for request parts Fastify must not validate but the
- * document should show: the multipart form of an upload, a header the handler reads itself.
+ * A route's `config.swaggerTransform` for request parts the document shows otherwise than
+ * Fastify validates them: parts Fastify must not validate (the multipart form of an upload, a
+ * header the handler reads itself), and rules the handler enforces with its own reasons
+ * (common.ts documented()). `optionalBody`: the route accepts a request without a body (Fastify
+ * needs one whenever a body schema is set, so swagger always says `required: true`).
  */
 export const documentRequest =
-  (parts: Pick<FastifySchema, "body" | "headers">): SwaggerTransform =>
-  ({ schema, url }) => ({ schema: { ...schema, ...parts }, url });
+  (
+    parts: Pick<FastifySchema, "body" | "headers" | "querystring" | "params">,
+    opts: { optionalBody?: boolean } = {},
+  ): SwaggerTransform =>
+  ({ schema, url }) => ({
+    schema: { ...schema, ...parts, ...(opts.optionalBody ? { [OPTIONAL_BODY]: true } : {}) },
+    url,
+  });
 
 /** X-Request-ID (plugins/request-id.ts): the caller's value when it is sane, else a new UUID. */
 const REQUEST_ID_PARAMETER = {
@@ -159,7 +175,32 @@ const webhookHeader = (name: string, description: string, example: string) => ({
   example,
 });
 
-/** The task-completion callback, as webhooks/payload.ts, signing.ts and deliver.ts send it. */
+/** The signature headers of every delivery (webhooks/signing.ts). */
+const WEBHOOK_HEADERS = [
+  webhookHeader(
+    "webhook-id",
+    "The delivery id: the same on every retry of this delivery, so receivers can deduplicate",
+    "0b6e3c1e-8a43-4d0a-9a4e-2f0f3c1d5b7a",
+  ),
+  webhookHeader(
+    "webhook-timestamp",
+    "Unix time in seconds of this attempt (signed); reject values far from your clock",
+    "1767225600",
+  ),
+  webhookHeader(
+    "webhook-signature",
+    '`v1,` then the base64 HMAC-SHA256, keyed by the base64-decoded part of the `whsec_` secret, of `"{webhook-id}.{webhook-timestamp}.{raw body}"`',
+    "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
+  ),
+  webhookHeader("user-agent", "Identifies mailprobe's deliveries", WEBHOOK_USER_AGENT),
+];
+
+const webhookBody = (component: string) => ({
+  required: true,
+  content: { "application/json": { schema: { $ref: `#/components/schemas/${component}` } } },
+});
+
+/** The callbacks, as webhooks/payload.ts, ping.ts, signing.ts and deliver.ts send them. */
 const WEBHOOKS = {
   "task.completed": {
     post: {
@@ -174,30 +215,25 @@ const WEBHOOKS = {
       ].join(" "),
       tags: [TAG.webhooks],
       security: [],
-      parameters: [
-        webhookHeader(
-          "webhook-id",
-          "The delivery id: the same on every retry of this delivery, so receivers can deduplicate",
-          "0b6e3c1e-8a43-4d0a-9a4e-2f0f3c1d5b7a",
-        ),
-        webhookHeader(
-          "webhook-timestamp",
-          "Unix time in seconds of this attempt (signed); reject values far from your clock",
-          "1767225600",
-        ),
-        webhookHeader(
-          "webhook-signature",
-          '`v1,` then the base64 HMAC-SHA256, keyed by the base64-decoded part of the `whsec_` secret, of `"{webhook-id}.{webhook-timestamp}.{raw body}"`',
-          "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
-        ),
-        webhookHeader("user-agent", "Identifies mailprobe's deliveries", WEBHOOK_USER_AGENT),
-      ],
-      requestBody: {
-        required: true,
-        content: { "application/json": { schema: { $ref: "#/components/schemas/TaskCompletedEvent" } } },
-      },
+      parameters: WEBHOOK_HEADERS,
+      requestBody: webhookBody("TaskCompletedEvent"),
       responses: {
         "2XX": { description: `Delivered: any 2xx status ends the deliveries. ${WEBHOOK_RETRIES}` },
+      },
+    },
+  },
+  ping: {
+    post: {
+      operationId: "pingWebhook",
+      summary: "A test delivery",
+      description:
+        "POSTed to the `url` of `POST /api/v1/webhooks/test`, signed like every delivery (see `task.completed`): check a receiver's signature verification before real tasks rely on it. One attempt, not retried; redeliver it to try again.",
+      tags: [TAG.webhooks],
+      security: [],
+      parameters: WEBHOOK_HEADERS,
+      requestBody: webhookBody("PingEvent"),
+      responses: {
+        "2XX": { description: "Delivered: the delivery log shows it as delivered" },
       },
     },
   },
@@ -271,8 +307,10 @@ function withSharedHeaders(op: Operation): Operation {
       },
     ]),
   );
+  const { [OPTIONAL_BODY]: isBodyOptional, ...rest } = op;
   return {
-    ...op,
+    ...rest,
+    ...(isBodyOptional === true ? { requestBody: { ...(op.requestBody as Json), required: false } } : {}),
     parameters: [
       ...(op.parameters ?? []).map(optionalWhenDefaulted),
       { $ref: "#/components/parameters/RequestId" },

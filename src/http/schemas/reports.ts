@@ -2,7 +2,8 @@ import { Type } from "typebox";
 import type { ApiKeyUsageBucket, ApiKeyUsageReport } from "../../reports/api-key-usage.ts";
 import type { CreditUsageReport, UsagePoint, UsageTotals } from "../../reports/credit-usage.ts";
 import type { MetricsCounts, VerificationMetricsReport } from "../../reports/verification-metrics.ts";
-import { DateTime, ref, Uuid } from "./common.ts";
+import { DateTime, documented, ref, Uuid } from "./common.ts";
+import { ApiKeyPurposeSchema } from "./enums.ts";
 
 // Query strings carry from/to as plain strings: reports/date-range.ts owns the RFC 3339, order and
 // 90-day rules, so every date problem gets the same field-named reasons.
@@ -15,19 +16,30 @@ const To = Type.String({
   examples: ["2026-01-31T00:00:00Z"],
 });
 
+// As the document states them: parseRfc3339 accepts exactly the RFC 3339 date-time (with an offset).
+const FromDocumented = Type.String({ ...From, format: "date-time" });
+const ToDocumented = Type.String({ ...To, format: "date-time" });
+const documentedRange = { from: FromDocumented, to: ToDocumented };
+
 export const CreditUsageQuery = Type.Object(
   {
     from: From,
     to: To,
     source: Type.Optional(
-      Type.Enum(["all", "frontend", "api_key"], {
+      Type.Enum(["all", "frontend", "api_key", "operator"], {
         default: "all",
-        description: "all: every ledger row; frontend / api_key: rows whose metadata.source is that value",
+        description:
+          "all: every ledger row; frontend / api_key / operator: rows whose metadata.source is that value (operator: grants made by the service's operator)",
       }),
     ),
   },
   { additionalProperties: false },
 );
+
+export const CreditUsageQueryDocumented = documented(CreditUsageQuery, {
+  ...documentedRange,
+  source: Type.Unsafe({ ...CreditUsageQuery.properties.source, type: "string" }),
+});
 
 export const ApiKeyUsageQuery = Type.Object(
   {
@@ -38,6 +50,8 @@ export const ApiKeyUsageQuery = Type.Object(
   { additionalProperties: false },
 );
 
+export const ApiKeyUsageQueryDocumented = documented(ApiKeyUsageQuery, documentedRange);
+
 export const MetricsQuery = Type.Object(
   {
     from: Type.Optional(From),
@@ -45,6 +59,8 @@ export const MetricsQuery = Type.Object(
   },
   { additionalProperties: false },
 );
+
+export const MetricsQueryDocumented = documented(MetricsQuery, documentedRange);
 
 const Count = Type.Integer({ minimum: 0 });
 
@@ -82,7 +98,8 @@ export const ApiKeyUsageBucketSchema = Type.Object(
   {
     api_key_id: Type.Optional(Uuid),
     api_key_name: Type.Optional(Type.String()),
-    api_key_purpose: Type.Optional(Type.String()),
+    // Typed string like KnownKeyFacts; the keys table's check keeps it one of the purposes.
+    api_key_purpose: Type.Optional(Type.Unsafe<string>(ref(ApiKeyPurposeSchema))),
     is_active: Type.Optional(Type.Boolean()),
     is_unknown: Type.Boolean({
       description: "true for the one bucket of rows without a valid api_key_id (it has no key fields)",

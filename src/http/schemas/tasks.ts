@@ -11,9 +11,11 @@ import {
 } from "../../tasks/service.ts";
 import type { UploadRecord } from "../../uploads/service.ts";
 import { VERIFICATION_STATUSES } from "../../verify/index.ts";
+import { MAX_EMAIL_INPUT_LENGTH } from "../../lib/address-shape.ts";
 import { MAX_RETRY_WINDOW_MINUTES, MAX_TASK_EMAILS } from "../../tasks/task-input.ts";
 import { webhookUrlProblem } from "../../webhooks/url-policy.ts";
-import { DateTime, MAX_OFFSET, ref, StringEnum, Uuid } from "./common.ts";
+import { DateTime, documented, MAX_OFFSET, ref, StringEnum, Uuid, WebhookUrlDocumented } from "./common.ts";
+import { JOB_STATUSES, JobStatusSchema, TaskSourceSchema, UploadStatusSchema } from "./enums.ts";
 import { UploadCounts, uploadCounts } from "./uploads.ts";
 import { toVerificationReply, VerificationReply } from "./verification.ts";
 import { isUnknownReason } from "../../verify/index.ts";
@@ -25,19 +27,31 @@ const RetryWindowMinutes = Type.Integer({
     "Minutes after the task starts during which addresses a server deferred (greylisting, 4xx) or that were unreachable are retried; a retry that would come later is not made and the address is settled as `unknown` (refunded). Default: the server's TASK_RETRY_WINDOW_MINUTES (60)",
 });
 
+const EMAILS_DESCRIPTION = "1 to 10,000 addresses; duplicates are verified and billed once";
+export const WEBHOOK_URL_DESCRIPTION = "Absolute http(s) URL called when the task completes";
+
 export const CreateTaskBody = Type.Object(
   {
-    emails: Type.Array(Type.String(), {
-      maxItems: MAX_TASK_EMAILS,
-      description: "1 to 10,000 addresses; duplicates are verified and billed once",
-    }),
-    webhook_url: Type.Optional(
-      Type.String({ description: "Absolute http(s) URL called when the task completes" }),
-    ),
+    emails: Type.Array(Type.String(), { maxItems: MAX_TASK_EMAILS, description: EMAILS_DESCRIPTION }),
+    webhook_url: Type.Optional(Type.String({ description: WEBHOOK_URL_DESCRIPTION })),
     retry_window_minutes: Type.Optional(RetryWindowMinutes),
   },
   { additionalProperties: false },
 );
+
+/**
+ * The body as the document states it: checkTaskEmails refuses an empty list and entries that are
+ * blank or longer than 320 characters, checkWebhookUrl what is not an absolute http(s) URL, each
+ * naming the entry in its own words.
+ */
+export const CreateTaskBodyDocumented = documented(CreateTaskBody, {
+  emails: Type.Array(Type.String({ minLength: 1, maxLength: MAX_EMAIL_INPUT_LENGTH }), {
+    minItems: 1,
+    maxItems: MAX_TASK_EMAILS,
+    description: EMAILS_DESCRIPTION,
+  }),
+  webhook_url: WebhookUrlDocumented(WEBHOOK_URL_DESCRIPTION),
+});
 
 /**
  * The optional Idempotency-Key of `POST /api/v1/tasks`, for the OpenAPI document only: the route
@@ -56,16 +70,7 @@ export const IdempotencyHeaders = Type.Object({
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 
-const TaskSource = StringEnum(
-  ["frontend", "api_key"],
-  "Origin: `api_key` (an API key) or `frontend` (a dashboard session)",
-);
-const JOB_STATUSES = ["pending", "processing", "completed", "failed", "cancelled"] as const;
-const JobStatus = StringEnum(JOB_STATUSES);
-const UploadStatusValue = StringEnum(
-  ["processing", "completed", "failed", "cancelled"],
-  "Follows the task: `processing` until it finishes, then `completed` (`cancelled` when the task was cancelled)",
-);
+const TaskSource = ref(TaskSourceSchema);
 
 export const CreatedTaskReply = Type.Object(
   {
@@ -75,10 +80,14 @@ export const CreatedTaskReply = Type.Object(
     source: TaskSource,
     created_at: DateTime,
     email_count: Type.Integer({
-      description: "Distinct addresses queued (= credits reserved); = unique_count",
+      description:
+        "Emails submitted (the spec's definition): every entry of `emails`, duplicates and `invalid_syntax` addresses included; = submitted_count. The distinct, billed count is unique_count",
     }),
-    submitted_count: Type.Integer({ description: "Entries submitted, duplicates included" }),
-    unique_count: Type.Integer({ description: "Distinct canonical addresses: the jobs queued" }),
+    submitted_count: Type.Integer({ description: "Entries submitted, duplicates included; = email_count" }),
+    unique_count: Type.Integer({
+      description:
+        "Distinct canonical addresses: the jobs queued and the credits reserved (sandbox addresses excepted)",
+    }),
     domain_count: Type.Integer(),
   },
   { $id: "CreatedTask", description: "A batch task as created by `POST /api/v1/tasks`" },
@@ -138,7 +147,7 @@ export const FileSchema = Type.Object(
     task_id: Uuid,
     filename: Type.String({ description: "Original file name" }),
     ...UploadCounts,
-    status: UploadStatusValue,
+    status: ref(UploadStatusSchema),
     created_at: DateTime,
     updated_at: DateTime,
   },
@@ -186,6 +195,12 @@ export const ListTasksQuery = Type.Object({
   created_before: Type.Optional(Type.String({ description: "RFC 3339" })),
 });
 
+/** The dates are parsed by the handler (reports/date-range.ts parseRfc3339), with its reasons. */
+export const ListTasksQueryDocumented = documented(ListTasksQuery, {
+  created_after: Type.String({ format: "date-time", description: "RFC 3339, with an offset" }),
+  created_before: Type.String({ format: "date-time", description: "RFC 3339, with an offset" }),
+});
+
 export const ListTasksReply = Type.Object(
   {
     tasks: Type.Array(ref(TaskSummary)),
@@ -200,6 +215,12 @@ export const ListTasksReply = Type.Object(
 export const SeriesQuery = Type.Object({
   from: Type.Optional(Type.String({ description: "RFC 3339; with `to`" })),
   to: Type.Optional(Type.String({ description: "RFC 3339; with `from`" })),
+});
+
+/** The range is checked by the handler (reports/date-range.ts parseDateRange), with its reasons. */
+export const SeriesQueryDocumented = documented(SeriesQuery, {
+  from: Type.String({ format: "date-time", description: "RFC 3339, with an offset; with `to`" }),
+  to: Type.String({ format: "date-time", description: "RFC 3339, with an offset; with `from`" }),
 });
 
 export const SeriesPointSchema = Type.Object(
@@ -243,7 +264,7 @@ export const JobSchema = Type.Object(
     id: Uuid,
     task_id: Uuid,
     email_address: Type.String(),
-    status: JobStatus,
+    status: ref(JobStatusSchema),
     attempts: Type.Integer({ description: "Verification attempts made so far" }),
     unknown_reason: Type.Union([Type.String(), Type.Null()], {
       description: "While pending after an attempt: why the last one did not settle it (e.g. greylisted)",
@@ -323,7 +344,9 @@ export const toJobReply = ({ job, result }: JobView) => ({
 
 export const toCreatedTaskReply = (t: TaskRecord) => ({
   ...toTaskCore(t),
-  email_count: t.emailCount,
+  // The spec: "email_count | Creation response only: emails submitted". The task row's
+  // email_count column is the distinct count (jobs, billing); unique_count carries it here.
+  email_count: t.submittedCount,
   submitted_count: t.submittedCount,
   unique_count: t.emailCount,
   domain_count: t.domainCount,

@@ -1,7 +1,8 @@
 import { Type } from "typebox";
 import type { TaskRecord } from "../../tasks/service.ts";
 import type { UploadRecord } from "../../uploads/service.ts";
-import { StringEnum, Uuid } from "./common.ts";
+import { ref, Uuid, WebhookUrlDocumented } from "./common.ts";
+import { UploadStatusSchema } from "./enums.ts";
 
 /** Additions to the spec's upload object (DESIGN §5 "Billing units"): every row accounted for. */
 export const UploadCounts = {
@@ -24,18 +25,13 @@ export const uploadCounts = (u: UploadRecord) => ({
   skipped_count: u.skippedCount,
 });
 
-const UploadStatusValue = StringEnum(
-  ["processing", "completed", "failed", "cancelled"],
-  "Follows the task: `processing` until it finishes, then `completed` (`cancelled` when the task was cancelled)",
-);
-
 export const UploadAccepted = Type.Object(
   {
     upload_id: Uuid,
     task_id: Uuid,
     filename: Type.String({ description: "Original file name" }),
     ...UploadCounts,
-    status: UploadStatusValue,
+    status: ref(UploadStatusSchema),
     message: Type.String(),
     uploaded_at: Type.String({ format: "date-time" }),
   },
@@ -44,14 +40,15 @@ export const UploadAccepted = Type.Object(
 
 export const UploadParams = Type.Object({ upload_id: Uuid });
 
-export const UploadStatus = Type.Object(
+/** `UploadDetail`, not `UploadStatus`: that name is the status enum's (enums.ts). */
+export const UploadDetail = Type.Object(
   {
     upload_id: Uuid,
     task_id: Uuid,
     filename: Type.String({ description: "Original file name" }),
     ...UploadCounts,
     user_id: Type.Optional(Uuid),
-    status: UploadStatusValue,
+    status: ref(UploadStatusSchema),
     created_at: Type.String({ format: "date-time" }),
     updated_at: Type.String({ format: "date-time" }),
     task: Type.Object({
@@ -62,7 +59,7 @@ export const UploadStatus = Type.Object(
       updated_at: Type.String({ format: "date-time" }),
     }),
   },
-  { $id: "UploadStatus", description: "An upload and the task processing it" },
+  { $id: "UploadDetail", description: "An upload and the task processing it" },
 );
 
 /**
@@ -75,9 +72,7 @@ export const UploadForm = Type.Object({
     description:
       "The list: .txt (one address per line), .csv or .xlsx; at most 10,000 addresses and MAX_UPLOAD_BYTES (default 10 MiB)",
   }),
-  webhook_url: Type.Optional(
-    Type.String({ description: "Absolute http(s) URL called when the task completes" }),
-  ),
+  webhook_url: Type.Optional(WebhookUrlDocumented("Absolute http(s) URL called when the task completes")),
   email_column: Type.Optional(
     Type.String({
       description:
@@ -116,7 +111,7 @@ export const toUploadAccepted = ({ upload, task }: { upload: UploadRecord; task:
   uploaded_at: upload.createdAt.toISOString(),
 });
 
-export const toUploadStatus = ({ upload, task }: { upload: UploadRecord; task: TaskRecord }) => ({
+export const toUploadDetail = ({ upload, task }: { upload: UploadRecord; task: TaskRecord }) => ({
   upload_id: upload.id,
   task_id: upload.taskId,
   filename: upload.filename,

@@ -1,28 +1,58 @@
-import { Type, type TLiteral, type TLiteralValue, type TOptional, type TSchema } from "typebox";
+import { Type, type TOptional, type TSchema } from "typebox";
 import {
+  CHECK_NAMES,
+  CHECK_STATUSES,
   RESULT_FIELDS,
   resultFieldsJson,
-  VERIFICATION_STATUSES,
   type ResultField,
   type ResultFieldKind,
   type ResultFieldValues,
 } from "../../verify/index.ts";
-import { DateTime, ErrorBodySchema, ref, Uuid } from "./common.ts";
+import { DateTime, documented, ErrorBodySchema, ref, StringEnum, Uuid } from "./common.ts";
+import { VerificationStatusSchema } from "./enums.ts";
 
 export const VerifyBody = Type.Object(
   { email: Type.String({ maxLength: 320, description: "Address to verify (at most 320 characters)" }) },
   { additionalProperties: false },
 );
 
-type Literals<T extends readonly TLiteralValue[]> = {
-  -readonly [I in keyof T]: T[I] extends TLiteralValue ? TLiteral<T[I]> : never;
-};
+/** As the document states it: readRealtimeEmail answers an empty (or blank) email with its own reason. */
+export const VerifyBodyDocumented = documented(VerifyBody, {
+  email: Type.String({ ...VerifyBody.properties.email, minLength: 1 }),
+});
 
-// anyOf of one const per status; the tuple type keeps the static type the union of the statuses.
-const statusSchema = () =>
-  Type.Union(
-    VERIFICATION_STATUSES.map((s) => Type.Literal(s)) as unknown as Literals<typeof VERIFICATION_STATUSES>,
-  );
+// The named `VerificationStatus` enum (not an anyOf of one-value enums, which generators turn
+// into a union of single-value types); it serialises to the same string.
+const statusSchema = () => ref(VerificationStatusSchema);
+
+/** One check's outcome (verify/checks.ts; the reasons are docs/checks.md). */
+export const CheckSchema = Type.Object(
+  {
+    status: StringEnum(
+      CHECK_STATUSES,
+      "`passed`: ran, answer yes; `failed`: ran, a definite no; `error`: ran, no answer (timeout, SERVFAIL, refused session); `skipped`: not run",
+    ),
+    reason: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "Why, as a short snake_case word (e.g. `nxdomain`, `null_mx`, `timeout`, `mailbox_missing`); null when nothing needs saying",
+    }),
+  },
+  { $id: "Check", additionalProperties: false, description: "The outcome of one check of a verification" },
+);
+
+/** The five checks of a result, in the order they run. */
+export const ResultChecksSchema = Type.Object(
+  Object.fromEntries(CHECK_NAMES.map((name) => [name, ref(CheckSchema)])) as Record<
+    (typeof CHECK_NAMES)[number],
+    ReturnType<typeof ref<typeof CheckSchema>>
+  >,
+  {
+    $id: "ResultChecks",
+    additionalProperties: false,
+    description:
+      "Per-check status: `syntax`, `dns` (the domain's records could be looked up), `mx` (a mail host exists), `reverse_dns` (the mail host's IP has a PTR record), `smtp` (what the mail server said about this recipient)",
+  },
+);
 
 /** The API schema of each kind of result field (verify/result-fields.ts). */
 const SCHEMA_OF_KIND = {
@@ -31,6 +61,7 @@ const SCHEMA_OF_KIND = {
   boolean: () => Type.Boolean(),
   timestamp: () => DateTime,
   nullable_string: () => Type.Union([Type.String(), Type.Null()]),
+  checks: () => ref(ResultChecksSchema),
 } satisfies Record<ResultFieldKind, () => unknown>;
 
 type KindSchema<F extends ResultField> = ReturnType<(typeof SCHEMA_OF_KIND)[F["kind"]]>;

@@ -3,7 +3,8 @@ import { validationError } from "../../lib/app-error.ts";
 import type { WebhookDelivery, WebhookSecretView } from "../../webhooks/service.ts";
 import { MAX_ROTATION_GRACE_SECONDS, DEFAULT_ROTATION_GRACE_SECONDS } from "../../webhooks/secret.ts";
 import { webhookUrlProblem } from "../../webhooks/url-policy.ts";
-import { DateTime, MAX_OFFSET, ref, StringEnum, Uuid } from "./common.ts";
+import { DateTime, documented, MAX_OFFSET, ref, StringEnum, Uuid, WebhookUrlDocumented } from "./common.ts";
+import { WebhookDeliveryStatusSchema } from "./enums.ts";
 import { MetricsSchema } from "./tasks.ts";
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T, description: string) =>
@@ -54,10 +55,7 @@ export const WebhookDeliverySchema = Type.Object(
     }),
     event_type: Type.String({ description: "`task.completed`, or `ping` for a test delivery" }),
     url: Type.String({ description: "Where it is sent, as stored" }),
-    status: StringEnum(
-      ["pending", "delivering", "delivered", "failed"] as const,
-      "pending (waiting for its next attempt), delivering (an attempt is running), delivered (a 2xx answer), failed (given up)",
-    ),
+    status: ref(WebhookDeliveryStatusSchema),
     attempts: Type.Integer({ description: "Attempts made so far, redeliveries included" }),
     last_status_code: Type.Union([Type.Integer(), Type.Null()], {
       description: "HTTP status of the last attempt; null before the first or when no answer came",
@@ -117,6 +115,11 @@ export const SendTestWebhookBody = Type.Object(
   },
   { additionalProperties: false },
 );
+
+/** The ping body as the document states it: checkPingUrl refuses what is not an absolute URL. */
+export const SendTestWebhookBodyDocumented = documented(SendTestWebhookBody, {
+  url: WebhookUrlDocumented("Where to send the ping: the same rules as a task's `webhook_url`"),
+});
 
 /** The ping's `url`: the rules of a task's webhook_url (400 VALIDATION_ERROR naming `url`). */
 export function checkPingUrl(url: string, allowPrivate: boolean): string {

@@ -1,9 +1,9 @@
 // SOCKS5 egress (`smtpProxy: socks5://[user:pass@]host:port`): deployments whose own IP can't
 // speak on port 25 send probes through a proxy with a clean, PTR-equipped address.
-import type net from "node:net";
+import net from "node:net";
 import { SocksClient } from "socks";
 import { AbortedError } from "../abort.ts";
-import { ConnectError, type ConnectPort, type ConnectFailureKind } from "./connect.ts";
+import { ConnectError, type ConnectPort, type ConnectFailureKind, type ProxyHealth } from "./connect.ts";
 
 export interface SocksProxyConfig {
   host: string;
@@ -37,10 +37,71 @@ function socksFailureKind(message: string): ConnectFailureKind {
   return "proxy";
 }
 
+// How long one answer to "does our proxy answer?" stands for the failures that follow it.
+const PROXY_HEALTH_TTL_MS = 1_000;
+
+/**
+ * The proxy's own greeting (RFC 1928 §3) and, when it asks for them, our credentials (RFC 1929):
+ * a proxy that takes both is there and would work for us. Nothing is connected through it, so
+ * the answer says nothing about any mail host.
+ */
+export function probeSocksProxy(proxy: SocksProxyConfig, timeoutMs: number): Promise<ProxyHealth> {
+  const methods = proxy.userId === undefined ? [0x00] : [0x00, 0x02];
+  let stage: "greeting" | "auth" = "greeting";
+  return new Promise<ProxyHealth>((resolve) => {
+    const socket = net.connect({ host: proxy.host, port: proxy.port });
+    let settled = false;
+    const settle = (health: ProxyHealth): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(health);
+    };
+    const timer = setTimeout(() => settle("timeout"), timeoutMs);
+    timer.unref();
+    let connected = false;
+    socket.once("connect", () => {
+      connected = true;
+      socket.write(Buffer.from([0x05, methods.length, ...methods]));
+    });
+    socket.on("data", (data: Buffer) => {
+      if (stage === "auth") {
+        // RFC 1929 §2: status 0 is success; anything else means our credentials are refused.
+        settle(data.length >= 2 && data[1] === 0x00 ? "answers" : "unavailable");
+        return;
+      }
+      if (data.length < 2 || data[0] !== 0x05 || data[1] === 0xff) {
+        settle("unavailable"); // no acceptable method: our credentials or its configuration
+        return;
+      }
+      if (data[1] !== 0x02) {
+        settle("answers");
+        return;
+      }
+      stage = "auth";
+      const user = Buffer.from(proxy.userId ?? "");
+      const password = Buffer.from(proxy.password ?? "");
+      socket.write(
+        Buffer.concat([Buffer.from([0x01, user.length]), user, Buffer.from([password.length]), password]),
+      );
+    });
+    socket.once("error", () => settle(connected ? "rate_limit" : "unavailable"));
+    socket.once("close", () => settle(connected ? "rate_limit" : "unavailable"));
+  });
+}
+
 /** A ConnectPort that tunnels every connection through a SOCKS5 proxy. */
 export function createSocksConnect(proxyUrl: string, timeoutMs: number): ConnectPort {
   const proxy = parseSocksUrl(proxyUrl);
+  let health: { at: number; answer: Promise<ProxyHealth> } | null = null;
   return {
+    dependencyHealth() {
+      const now = Date.now();
+      if (health === null || now - health.at > PROXY_HEALTH_TTL_MS)
+        health = { at: now, answer: probeSocksProxy(proxy, timeoutMs) };
+      return health.answer;
+    },
     connect(host, port, signal): Promise<net.Socket> {
       if (signal.aborted) return Promise.reject(new AbortedError());
       return new Promise<net.Socket>((resolve, reject) => {

@@ -110,7 +110,7 @@ describe("transactions", () => {
         amount: 25,
         balance_after: 25,
         reason: "initial_grant",
-        metadata: {},
+        metadata: { source: "operator" },
         created_at: "",
       },
     );

@@ -148,14 +148,15 @@ describe("unknown routes", () => {
     assertError(res, 404, "NOT_FOUND", null);
   });
 
-  test("a known path with an unsupported method → 404 NOT_FOUND", async () => {
+  test("a known path with an unsupported method → 405 METHOD_NOT_ALLOWED with Allow", async () => {
     const u = await ctx.createUser();
     const res = await ctx.app.inject({
       method: "PUT",
       url: "/api/v1/credits/balance",
       headers: ctx.bearer(u.apiKey),
     });
-    assertError(res, 404, "NOT_FOUND", null);
+    assertError(res, 405, "METHOD_NOT_ALLOWED", null);
+    assert.equal(res.headers.allow, "GET, HEAD");
   });
 });
 

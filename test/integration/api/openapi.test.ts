@@ -150,6 +150,7 @@ describe("GET /openapi.json", () => {
       "Job",
       "JobList",
       "Upload",
+      "UploadDetail",
       "UploadStatus",
       "CreditBalance",
       "CreditTransaction",
@@ -263,6 +264,7 @@ describe("GET /openapi.json", () => {
   test("downloads are binary bodies per media type; their errors stay JSON", () => {
     const ok = doc.paths["/api/v1/tasks/{id}/download"]?.get?.responses?.["200"];
     assert.deepEqual(Object.keys(ok?.content ?? {}), [
+      "application/octet-stream",
       "text/csv",
       "text/plain",
       "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",

@@ -226,7 +226,8 @@ describe("grants", () => {
          from credit_transactions where user_id = $1 and metadata->>'source' = 'operator'`,
       [u.userId],
     );
-    assert.deepEqual(rows[0], { n: 1, sum: "40", balance: "50" });
+    // The opening 10 credits are an operator grant too (issue 23, rule 4).
+    assert.deepEqual(rows[0], { n: 2, sum: "50", balance: "50" });
     // The ledger still sums to the balance.
     const sum = await ctx.db.query<{ s: string }>(
       "select sum(amount)::text as s from credit_transactions where user_id = $1",

@@ -141,6 +141,13 @@ describe("results", () => {
         needs_physical_verify: false,
         did_you_mean: null,
         is_free_provider: false,
+        checks: {
+          syntax: { status: "passed", reason: null },
+          dns: { status: "passed", reason: null },
+          mx: { status: "passed", reason: "mx_records" },
+          reverse_dns: { status: "passed", reason: null },
+          smtp: { status: "passed", reason: "accepted" },
+        },
       },
     );
     assert.equal(r.validated_at, clock.now().toISOString());

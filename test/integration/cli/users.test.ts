@@ -2,11 +2,8 @@
 // (direct), embedded through a running `serve` (loopback admin API), and PostgreSQL (direct).
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { freePort, inheritedEnv } from "../../support/child-process.ts";
+import { cliEnv, freePort, tempDataDir } from "../../support/child-process.ts";
 import { createTestContext } from "../../support/test-app.ts";
 import { testDatabaseUrl } from "../../support/test-db.ts";
 
@@ -15,24 +12,9 @@ const PG_URL = process.env.TEST_DATABASE_URL;
 const COMMAND_TIMEOUT_MS = 120_000;
 
 const children = new Set<ChildProcess>();
-const dirs: string[] = [];
-after(async () => {
+after(() => {
   for (const child of children) child.kill("SIGKILL");
-  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
 });
-
-async function tempDataDir(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "mailprobe-users-"));
-  dirs.push(dir);
-  return dir;
-}
-
-function cliEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...inheritedEnv(), LOG_LEVEL: "warn", HOST: "127.0.0.1", ...vars };
-  for (const name of ["DATABASE_URL", "REDIS_URL", "ENCRYPTION_KEY", "JWT_SECRET", "ADMIN_TOKEN"])
-    if (!(name in vars)) delete env[name];
-  return env;
-}
 
 interface Outcome {
   code: number | null;
@@ -175,7 +157,7 @@ describe(
   { skip: PG_URL ? "runs on the PGlite pass only" : false },
   () => {
     test("without a server: list, show and deactivate open the directory directly; usage errors are one line", async () => {
-      const env = cliEnv({ DATA_DIR: await tempDataDir(), PORT: String(await freePort()) });
+      const env = cliEnv({ DATA_DIR: await tempDataDir("mailprobe-users"), PORT: String(await freePort()) });
       await operatorRound(env);
       assertCleanFailure(
         await run(["users", "show", "not-a-user"], env),
@@ -186,7 +168,7 @@ describe(
 
     test("with `serve` running: the commands go through its admin API and the deactivated key stops working", async () => {
       const port = await freePort();
-      const env = cliEnv({ DATA_DIR: await tempDataDir(), PORT: String(port) });
+      const env = cliEnv({ DATA_DIR: await tempDataDir("mailprobe-users"), PORT: String(port) });
       const server = start(["serve"], env);
       let seen = "";
       await new Promise<void>((resolve, reject) => {
@@ -222,7 +204,7 @@ describe("PostgreSQL (DATABASE_URL): direct", { skip: PG_URL ? false : "needs th
     const ctx = await createTestContext();
     try {
       const env = cliEnv({
-        DATA_DIR: await tempDataDir(),
+        DATA_DIR: await tempDataDir("mailprobe-users"),
         PORT: String(await freePort()),
         DATABASE_URL: testDatabaseUrl(ctx.db)!,
         ENCRYPTION_KEY: "ab".repeat(32),

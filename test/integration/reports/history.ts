@@ -6,7 +6,7 @@ import { deductCredits, grantCredits } from "../../../src/credits/ledger.ts";
 import type { Database } from "../../../src/db/client.ts";
 import type { CreditMetadata } from "../../../src/db/queries/credit-transactions.ts";
 import { insertVerification } from "../../../src/db/queries/verifications.ts";
-import type { VerificationStatus } from "../../../src/verify/index.ts";
+import { checksOfLegacyResult, type VerificationStatus } from "../../../src/verify/index.ts";
 import { newId } from "../../../src/lib/ids.ts";
 
 export interface LedgerRow {
@@ -82,6 +82,14 @@ export async function insertVerificationRow(
     needsPhysicalVerify: false,
     didYouMean: null,
     isFreeProvider: v.isFreeProvider ?? false,
+    checks: checksOfLegacyResult({
+      status: v.status,
+      unknownReason: v.status === "unknown" ? "greylisted" : null,
+      hasMxRecords: true,
+      hasReverseDns: true,
+      hostName: "mx.example.test",
+      isDisposable: v.isDisposable ?? false,
+    }),
     evidence: null,
     validatedAt: new Date(v.validatedAt ?? v.createdAt),
     origin: v.origin ?? "realtime",

@@ -13,6 +13,7 @@ import {
   uploadTaskFile,
   waitForTask,
   type MailprobeClient,
+  type VerificationResult,
 } from "../../../sdk/src/index.ts";
 import { worldEnv } from "../../support/batch.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
@@ -31,6 +32,8 @@ before(async () => {
         hosts: [{ name: "mx1.acme.test", kind: "postfix" }],
         mailboxes: ["alice", "bob", "carol"],
       },
+      // Its banner comes after the realtime budget of the 408 test's server has run out.
+      { name: "slow.test", hosts: [{ name: "mx.slow.test", bannerDelayMs: 3000 }], mailboxes: ["sam"] },
     ],
   });
   ctx = await createTestContext({ env: worldEnv(world) });
@@ -179,6 +182,28 @@ describe("errors surface as MailprobeError with the spec's code", () => {
     assert.ok(!isMailprobeError(error, "FORBIDDEN"));
   });
 
+  test("408 VERIFICATION_TIMEOUT: the partial result is on the error's body, typed, and not billed", async (t) => {
+    // A second server on the same database whose realtime budget ends before slow.test's banner.
+    const slow = await createTestContext({ env: worldEnv(world, { VERIFY_TIMEOUT_MS: "400" }), db: ctx.db });
+    t.after(() => slow.close());
+    await slow.app.listen({ port: 0, host: "127.0.0.1" });
+    const user = await ctx.createUser(2);
+    const client = createMailprobeClient({
+      baseUrl: `http://127.0.0.1:${(slow.app.server.address() as AddressInfo).port}`,
+      apiKey: user.apiKey,
+    });
+    const error = await caught(unwrap(client.POST("/api/v1/verify", { body: { email: "sam@slow.test" } })));
+    assert.equal(error.status, 408);
+    assert.ok(isMailprobeError(error, "VERIFICATION_TIMEOUT"));
+    // No cast: the code types the body (this line does not compile if `body` stays unknown).
+    const partial: VerificationResult = error.body.result;
+    assert.equal(partial.email, "sam@slow.test");
+    assert.equal(partial.status, "unknown");
+    assert.equal(partial.host_name, "mx.slow.test");
+    assert.equal(error.body.error.code, "VERIFICATION_TIMEOUT");
+    assert.equal((await unwrap(client.GET("/api/v1/credits/balance"))).balance, 2);
+  });
+
   test("401 for a client with no credential at all", async () => {
     const client = createMailprobeClient({ baseUrl });
     const error = await caught(unwrap(client.GET("/api/v1/credits/balance")));
@@ -242,7 +267,8 @@ describe("batch tasks", () => {
       ),
     );
     assert.equal(created.source, "api_key");
-    assert.equal(created.email_count, 2, "duplicates are queued once");
+    assert.equal(created.email_count, 3, "email_count is the emails submitted (spec)");
+    assert.equal(created.unique_count, 2, "duplicates are queued once");
     assert.equal(created.domain_count, 1);
 
     const read = await unwrap(client.GET("/api/v1/tasks/{id}", { params: { path: { id: created.id } } }));

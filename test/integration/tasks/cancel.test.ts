@@ -47,6 +47,18 @@ function resultOf(email: string): VerificationResult {
     needsPhysicalVerify: false,
     didYouMean: null,
     isFreeProvider: false,
+    checks: {
+      syntax: { status: "passed", reason: null },
+      dns: { status: "passed", reason: null },
+      mx: { status: "passed", reason: "mx_records" },
+      reverse_dns: { status: "passed", reason: null },
+      smtp:
+        status === "unknown"
+          ? { status: "error", reason: kind === "g" ? "greylisted" : "policy_rejection" }
+          : status === "valid"
+            ? { status: "passed", reason: "accepted" }
+            : { status: "failed", reason: "mailbox_missing" },
+    },
     evidence: "scripted",
   };
 }

@@ -129,6 +129,8 @@ interface CreatedTask {
   source: string;
   created_at: string;
   email_count: number;
+  submitted_count: number;
+  unique_count: number;
   domain_count: number;
 }
 
@@ -303,7 +305,9 @@ describe("POST /api/v1/tasks: creation", () => {
       "A..B@acme.test",
     ];
     const task = await newTask(user, emails);
-    assert.equal(task.email_count, 5, "alice, bob, kim, jo@bücher, a..b");
+    assert.equal(task.email_count, 10, "the spec's email_count: emails submitted");
+    assert.equal(task.submitted_count, 10);
+    assert.equal(task.unique_count, 5, "alice, bob, kim, jo@bücher, a..b");
     assert.equal(task.domain_count, 3, "acme.test, catch.test, xn--bcher-kva.test (not the invalid address)");
     assert.equal(await balanceOf(user), 5);
     const reservations = await transactionsOf(user, "task_reservation");
@@ -1079,6 +1083,13 @@ describe("GET /api/v1/tasks/{id}/jobs", () => {
       needs_physical_verify: false,
       did_you_mean: null,
       is_free_provider: false,
+      checks: {
+        syntax: { status: "passed", reason: null },
+        dns: { status: "passed", reason: null },
+        mx: { status: "passed", reason: "mx_records" },
+        reverse_dns: { status: "passed", reason: null },
+        smtp: { status: "passed", reason: "accepted" },
+      },
     });
     const stored = await ctx.db.query<{ task_id: string }>(
       "select task_id from email_verifications where id = $1",

@@ -38,7 +38,16 @@ const RESULT_COLUMNS = [
   "did_you_mean",
   "is_free_provider",
   "validated_at",
+  "check_syntax",
+  "check_dns",
+  "check_mx",
+  "check_reverse_dns",
+  "check_smtp",
 ];
+
+/** The check columns' cells: each check's status, in the columns' order. */
+const checkCells = (checks: Verdict["checks"]): string[] =>
+  (["syntax", "dns", "mx", "reverse_dns", "smtp"] as const).map((name) => checks[name].status);
 
 /** The result columns beside a list that has its own `email` or `status` column (README: Downloads). */
 const PREFIXED = RESULT_COLUMNS.map((c) => `mailprobe_${c}`);
@@ -194,6 +203,7 @@ interface Verdict {
   did_you_mean: string | null;
   is_free_provider: boolean;
   validated_at: Date;
+  checks: Record<"syntax" | "dns" | "mx" | "reverse_dns" | "smtp", { status: string; reason: string | null }>;
 }
 
 /** The stored result of every job of the task, by the job's address. */
@@ -219,7 +229,7 @@ const esc = (s: string): string =>
 /** The result cells of a row without an address (DESIGN §5: every row has a status). */
 const SKIPPED = ["", "skipped", ...RESULT_COLUMNS.slice(2).map(() => "")];
 
-/** The 15 result cells of an address as csv text. */
+/** The 20 result cells of an address as csv text. */
 function resultText(v: Verdict | undefined, escape: boolean): string[] {
   if (!v) return [...SKIPPED];
   return [
@@ -238,10 +248,11 @@ function resultText(v: Verdict | undefined, escape: boolean): string[] {
     v.did_you_mean ?? "",
     String(v.is_free_provider),
     v.validated_at.toISOString(),
+    ...checkCells(v.checks),
   ];
 }
 
-/** The 15 result cells of an address as xlsx values: booleans stay booleans, text never escaped. */
+/** The 20 result cells of an address as xlsx values: booleans stay booleans, text never escaped. */
 function resultTyped(v: Verdict | undefined): XlsxValue[] {
   if (!v) return [...SKIPPED];
   return [
@@ -260,6 +271,7 @@ function resultTyped(v: Verdict | undefined): XlsxValue[] {
     v.did_you_mean ?? "",
     v.is_free_provider,
     v.validated_at.toISOString(),
+    ...checkCells(v.checks),
   ];
 }
 

@@ -54,12 +54,18 @@ void test("the destination refusing behind the proxy is the host's failure, not 
   const r = await engine.verifyOne("bob@refusing.test");
   await engine.close();
   assert.equal(r.unknownReason, "connection_failed");
+  // The proxy itself answered its health question: the result stands, no dependency failure.
+  assert.equal(r.dependencyFailure ?? null, null);
+  assert.deepEqual(r.checks.smtp, { status: "error", reason: "connection_failed" });
 });
 
-void test("a proxy that rejects our credentials → unknown proxy_error", async () => {
+void test("a proxy that rejects our credentials → unknown proxy_error, our dependency unavailable", async () => {
   const engine = engineFor(world, { smtpProxy: `socks5://probe:wrong@127.0.0.1:${proxy.port.toString()}` });
   const r = await engine.verifyOne("bob@proxied.test");
   await engine.close();
+  assert.equal(r.dependencyFailure?.dependency, "smtp_proxy");
+  assert.equal(r.dependencyFailure?.kind, "unavailable");
+  assert.deepEqual(r.checks.smtp, { status: "error", reason: "proxy_unavailable" });
   assert.deepEqual(
     facts(r),
     expected({
@@ -81,6 +87,52 @@ void test("an unreachable proxy → unknown proxy_error", async () => {
   await engine.close();
   assert.equal(r.status, "unknown");
   assert.equal(r.unknownReason, "proxy_error");
+  assert.equal(r.dependencyFailure?.kind, "unavailable");
+});
+
+/** A loopback listener that does `onSocket` to every connection; closed with the returned function. */
+async function listener(
+  onSocket: (socket: net.Socket) => void,
+): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on("error", () => undefined);
+    socket.on("close", () => sockets.delete(socket));
+    onSocket(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+void test("a proxy that closes every connection at once is throttling us → rate_limit", async () => {
+  const closing = await listener((socket) => socket.end());
+  const engine = engineFor(world, { smtpProxy: `socks5://127.0.0.1:${closing.port.toString()}` });
+  const r = await engine.verifyOne("bob@proxied.test");
+  await engine.close();
+  await closing.close();
+  assert.equal(r.status, "unknown");
+  assert.equal(r.dependencyFailure?.dependency, "smtp_proxy");
+  assert.equal(r.dependencyFailure?.kind, "rate_limit");
+});
+
+void test("a proxy that accepts and never answers → timeout", async () => {
+  const silent = await listener(() => undefined);
+  const engine = engineFor(world, {
+    smtpProxy: `socks5://127.0.0.1:${silent.port.toString()}`,
+    smtpConnectTimeoutMs: 300,
+  });
+  const r = await engine.verifyOne("bob@proxied.test");
+  await engine.close();
+  await silent.close();
+  assert.equal(r.status, "unknown");
+  assert.equal(r.dependencyFailure?.kind, "timeout");
 });
 
 void test("a server demanding STARTTLS (530 5.7.0) gets it, and the RCPTs are then answered", async () => {

@@ -326,6 +326,11 @@ void test("round trip: parse an upload, write results as csv/xlsx/txt, read them
           null,
           false,
           "2024-01-01T00:00:00Z",
+          "failed",
+          "skipped",
+          "skipped",
+          "skipped",
+          "skipped",
         ]
       : [
           email,
@@ -343,6 +348,11 @@ void test("round trip: parse an upload, write results as csv/xlsx/txt, read them
           null,
           true,
           "2024-01-01T00:00:00Z",
+          "passed",
+          "passed",
+          "passed",
+          "passed",
+          "passed",
         ];
   const header = buildResultHeader(list.header, list.columnCount);
   // The list has its own "Email" column: the result columns are prefixed, no name is there twice.
@@ -397,7 +407,7 @@ void test("contentTypeFor and RESULT_COLUMNS", () => {
   assert.equal(contentTypeFor("xlsx"), "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet");
   assert.deepEqual(
     [...RESULT_COLUMNS],
-    "email,status,is_role_based,is_disposable,has_mx_records,has_reverse_dns,domain_name,host_name,server_type,is_catchall,unknown_reason,needs_physical_verify,did_you_mean,is_free_provider,validated_at".split(
+    "email,status,is_role_based,is_disposable,has_mx_records,has_reverse_dns,domain_name,host_name,server_type,is_catchall,unknown_reason,needs_physical_verify,did_you_mean,is_free_provider,validated_at,check_syntax,check_dns,check_mx,check_reverse_dns,check_smtp".split(
       ",",
     ),
   );

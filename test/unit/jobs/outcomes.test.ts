@@ -7,7 +7,7 @@ import {
   outcomesOfUnrecorded,
   settleRetryPastEnd,
 } from "../../../src/jobs/outcomes.ts";
-import type { VerificationResult } from "../../../src/verify/index.ts";
+import { allSkippedAfterSyntax, type VerificationResult } from "../../../src/verify/index.ts";
 
 const now = new Date("2026-01-01T00:00:00Z");
 const job = (attempts: number, retries: { deferred?: number; unreachable?: number } = {}): JobRecord => ({
@@ -44,6 +44,7 @@ const result = (over: Partial<VerificationResult>): VerificationResult => ({
   needsPhysicalVerify: false,
   didYouMean: null,
   isFreeProvider: false,
+  checks: allSkippedAfterSyntax("scripted"),
   evidence: "",
   ...over,
 });
@@ -70,6 +71,25 @@ void test("greylisted: retried on the server's hint, else the schedule; then the
   const plain = outcomeOfResult(job(2, { deferred: 1 }), { ...grey, retryAfterMs: null }, now, schedules);
   assert.equal(plain.kind === "retry" && plain.runAfter.getTime() - now.getTime(), 900_000);
   assert.equal(outcomeOfResult(job(3, { deferred: 2 }), grey, now, schedules).kind, "result");
+});
+
+void test("our own resolvers or proxy failing: the patient (deferred) schedule, not the short one; then the unknown stands", () => {
+  const down = result({
+    status: "unknown",
+    unknownReason: "dns_timeout",
+    dependencyFailure: { dependency: "dns_resolver", kind: "timeout", detail: "resolvers silent" },
+  });
+  const delayOf = (o: ReturnType<typeof outcomeOfResult>) =>
+    o.kind === "retry" ? [o.runAfter.getTime() - now.getTime(), o.schedule] : o.kind;
+  assert.deepEqual(delayOf(outcomeOfResult(job(1), down, now, schedules)), [300_000, "deferred"]);
+  assert.deepEqual(delayOf(outcomeOfResult(job(2, { deferred: 1 }), down, now, schedules)), [
+    900_000,
+    "deferred",
+  ]);
+  assert.equal(delayOf(outcomeOfResult(job(3, { deferred: 2 }), down, now, schedules)), "result");
+  // The same unknown from the target's own DNS takes the short unreachable schedule.
+  const theirs = result({ status: "unknown", unknownReason: "dns_timeout" });
+  assert.deepEqual(delayOf(outcomeOfResult(job(1), theirs, now, schedules)), [30_000, "unreachable"]);
 });
 
 void test("the schedule is indexed by the retries of its cause, not by claims (issue 11 item 9)", () => {

@@ -251,8 +251,8 @@ void test("the cache answers repeats until the TTL passes; failures are not cach
   await resolver.resolve("sf.test");
   assert.equal(calls.filter((c) => c === "mx sf.test").length, 2);
 
-  assert.equal(await resolver.hasReverseDns("127.0.1.1"), true);
-  assert.equal(await resolver.hasReverseDns("127.0.1.1"), true);
-  assert.equal(await resolver.hasReverseDns("127.0.9.9"), false);
+  assert.deepEqual(await resolver.reverseDns("127.0.1.1"), { status: "passed", reason: null });
+  assert.deepEqual(await resolver.reverseDns("127.0.1.1"), { status: "passed", reason: null });
+  assert.deepEqual(await resolver.reverseDns("127.0.9.9"), { status: "failed", reason: "no_ptr" });
   assert.equal(calls.filter((c) => c === "ptr 127.0.1.1").length, 1);
 });

@@ -3,8 +3,8 @@ import { test } from "node:test";
 import { VerificationReply } from "../../../src/http/schemas/verification.ts";
 import {
   cellsInOrder,
-  FILE_FIELDS,
-  fieldsNamed,
+  columnsNamed,
+  FILE_COLUMNS,
   pickResultFields,
   RESULT_FIELDS,
   resultCells,
@@ -28,12 +28,19 @@ const result: VerificationResult = {
   needsPhysicalVerify: true,
   didYouMean: null,
   isFreeProvider: false,
+  checks: {
+    syntax: { status: "passed", reason: null },
+    dns: { status: "passed", reason: null },
+    mx: { status: "passed", reason: "mx_records" },
+    reverse_dns: { status: "failed", reason: "no_ptr" },
+    smtp: { status: "error", reason: "greylisted" },
+  },
   evidence: "450 4.2.0 greylisted",
   retryAfterMs: 300_000,
 };
 
 /** The engine's properties that are not public result fields. */
-const INTERNAL = ["evidence", "retryAfterMs"];
+const INTERNAL = ["evidence", "retryAfterMs", "dependencyFailure"];
 
 const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
@@ -56,16 +63,16 @@ void test("each field's name is its key in snake_case", () => {
 void test("the table follows the spec's result field order (the API's JSON order), then the extensions", () => {
   assert.deepEqual(
     RESULT_FIELDS.map((f) => f.name),
-    "email,status,is_role_based,is_disposable,has_mx_records,has_reverse_dns,domain_name,host_name,server_type,is_catchall,validated_at,unknown_reason,needs_physical_verify,did_you_mean,is_free_provider".split(
+    "email,status,is_role_based,is_disposable,has_mx_records,has_reverse_dns,domain_name,host_name,server_type,is_catchall,validated_at,unknown_reason,needs_physical_verify,did_you_mean,is_free_provider,checks".split(
       ",",
     ),
   );
 });
 
-void test("download columns are DESIGN §5's list plus the extensions: validated_at last", () => {
+void test("download columns are DESIGN §5's list plus the extensions, validated_at, then one column per check", () => {
   assert.deepEqual(
-    FILE_FIELDS.map((f) => f.name),
-    "email,status,is_role_based,is_disposable,has_mx_records,has_reverse_dns,domain_name,host_name,server_type,is_catchall,unknown_reason,needs_physical_verify,did_you_mean,is_free_provider,validated_at".split(
+    FILE_COLUMNS.map((c) => c.name),
+    "email,status,is_role_based,is_disposable,has_mx_records,has_reverse_dns,domain_name,host_name,server_type,is_catchall,unknown_reason,needs_physical_verify,did_you_mean,is_free_provider,validated_at,check_syntax,check_dns,check_mx,check_reverse_dns,check_smtp".split(
       ",",
     ),
   );
@@ -93,6 +100,7 @@ void test("resultFieldsJson: snake_case keys in table order, RFC 3339 time, null
     needs_physical_verify: true,
     did_you_mean: null,
     is_free_provider: false,
+    checks: result.checks,
   });
   assert.equal(resultFieldsJson({ ...result, unknownReason: null }).unknown_reason, null);
   assert.equal(resultFieldsJson({ ...result, didYouMean: "ann@gmail.com" }).did_you_mean, "ann@gmail.com");
@@ -119,15 +127,20 @@ void test("file cells: booleans stay typed, a null reason is blank, missing cell
       "ann@gmail.com",
       true,
       "2024-05-06T07:08:09.010Z",
+      "passed",
+      "passed",
+      "passed",
+      "failed",
+      "error",
     ],
   );
-  assert.deepEqual(cellsInOrder({ email: "x@y.test", status: "pending" }, fieldsNamed(["status", "email"])), [
-    "pending",
-    "x@y.test",
-  ]);
+  assert.deepEqual(
+    cellsInOrder({ email: "x@y.test", status: "pending" }, columnsNamed(["status", "email"])),
+    ["pending", "x@y.test"],
+  );
   assert.deepEqual(
     cellsInOrder({}),
-    FILE_FIELDS.map(() => ""),
+    FILE_COLUMNS.map(() => ""),
   );
 });
 
@@ -149,7 +162,7 @@ void test("the API schema is id plus the table's fields, the spec's required, th
   ]);
   assert.deepEqual(
     RESULT_FIELDS.filter((f) => f.extension !== null).map((f) => f.name),
-    ["did_you_mean", "is_free_provider"],
+    ["did_you_mean", "is_free_provider", "checks"],
   );
   assert.match(
     String((VerificationReply.properties.did_you_mean as { description?: unknown }).description),
@@ -159,8 +172,10 @@ void test("the API schema is id plus the table's fields, the spec's required, th
   assert.deepEqual(VerificationReply.properties.unknown_reason, {
     anyOf: [{ type: "string" }, { type: "null" }],
   });
-  assert.deepEqual(
-    VerificationReply.properties.status.anyOf.map((s) => s.const),
-    ["valid", "invalid", "catchall", "invalid_syntax", "disposable_domain", "unknown"],
-  );
+  // One named enum component (VerificationStatus), not a union of single-value enums.
+  assert.deepEqual(VerificationReply.properties.status, { $ref: "VerificationStatus#" });
+  assert.deepEqual(VerificationReply.properties.checks, {
+    $ref: "ResultChecks#",
+    description: RESULT_FIELDS.find((f) => f.name === "checks")?.extension?.description,
+  });
 });

@@ -11,6 +11,45 @@ import { formatDateTime } from "../lib/format.ts";
 
 const yesNo = (b: boolean): string => (b ? "Yes" : "No");
 
+type Checks = NonNullable<VerificationResult["checks"]>;
+
+/** The checks in the order they run, with the words the card shows for each. */
+const CHECK_LABELS: ReadonlyArray<[keyof Checks, string]> = [
+  ["syntax", "Syntax"],
+  ["dns", "Domain lookup"],
+  ["mx", "Mail host"],
+  ["reverse_dns", "Reverse DNS"],
+  ["smtp", "Mail server's answer"],
+];
+
+const CHECK_STATUS_LABEL: Record<Checks["syntax"]["status"], string> = {
+  passed: "Passed",
+  failed: "Failed",
+  error: "No answer",
+  skipped: "Not run",
+};
+
+/** Each check's outcome: tells a failed lookup (no answer) from a domain without a mail host. */
+function CheckList({ checks }: { checks: Checks }) {
+  return (
+    <section class="checks" aria-label="Checks">
+      <h3 class="checks-title">Checks</h3>
+      <ul>
+        {CHECK_LABELS.map(([name, label]) => {
+          const check = checks[name];
+          return (
+            <li key={name} class={`check check-${check.status}`}>
+              <span class="check-name">{label}</span>{" "}
+              <span class="check-status">{CHECK_STATUS_LABEL[check.status]}</span>
+              {check.reason && <span class="check-reason"> ({check.reason.replaceAll("_", " ")})</span>}
+            </li>
+          );
+        })}
+      </ul>
+    </section>
+  );
+}
+
 export function StatusBadge({ status }: { status: string }) {
   return <span class={`badge badge-${status}`}>{statusLabel(status)}</span>;
 }
@@ -77,6 +116,7 @@ export function ResultCard({ result, cost }: { result: VerificationResult; cost?
           </div>
         ))}
       </dl>
+      {result.checks && <CheckList checks={result.checks} />}
     </article>
   );
 }

@@ -69,7 +69,11 @@ function netText(net: number): string {
   return net > 0 ? `Down ${n}: more used than granted` : `Up ${n}: more granted than used`;
 }
 
-const SOURCE_TEXT: Record<string, string> = { frontend: "Dashboard", api_key: "API key" };
+const SOURCE_TEXT: Record<string, string> = {
+  frontend: "Dashboard",
+  api_key: "API key",
+  operator: "Operator",
+};
 
 const rangeDays = (r: Range): number => (Date.parse(r.to) - Date.parse(r.from)) / 86_400_000 + 1;
 
@@ -106,7 +110,7 @@ export function CreditsPage() {
 function UsageSection() {
   const [preset, setPreset] = useState("30");
   const [custom, setCustom] = useState<Range>(lastDays(30));
-  const [source, setSource] = useState<"all" | "frontend" | "api_key">("all");
+  const [source, setSource] = useState<"all" | "frontend" | "api_key" | "operator">("all");
   const [range, setRange] = useState<Range>(lastDays(30));
   const [rangeError, setRangeError] = useState<string | null>(null);
 
@@ -193,6 +197,7 @@ function UsageSection() {
             <option value="all">Everything</option>
             <option value="frontend">This dashboard</option>
             <option value="api_key">API keys</option>
+            <option value="operator">Operator grants</option>
           </select>
         </div>
         <div class="filter-actions">
@@ -290,7 +295,7 @@ function UsageSection() {
                   <tr key={k.api_key_id ?? "unknown"}>
                     <th scope="row">
                       {k.is_unknown
-                        ? "No key (operator grants, older rows)"
+                        ? "No key recorded (older rows)"
                         : (k.api_key_name ?? k.api_key_id ?? "—")}
                       {k.is_active === false && <span class="muted small"> (revoked)</span>}
                     </th>
