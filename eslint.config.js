@@ -23,6 +23,7 @@ const ALLOWED = {
   db: ["lib", "verify"],
   // A format library (rows in, bytes out): no storage.
   files: ["lib", "verify"],
+  doctor: ["lib", "verify"],
   keys: [...DOMAIN_BASE],
   credits: [...DOMAIN_BASE],
   reports: [...DOMAIN_BASE],

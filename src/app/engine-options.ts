@@ -2,30 +2,31 @@ import type { VerifyConfig } from "../config/index.ts";
 import { defaultEngineOptions, type EngineOptions, type EnginePorts } from "../verify/index.ts";
 import { classifyAddress } from "../webhooks/address-policy.ts";
 
+/** VerifyConfig's fields that are not engine options: the realtime service's and the doctor's. */
+type NotEngineOption = "smtpHeloNameSource" | "verifyTimeoutMs" | "resultCacheTtlMs" | "maxInFlightPerUser";
+
+/** Engine options that are no setting (the engine's defaults hold): not in VerifyConfig. */
+type UnconfiguredOption = "hostEvidenceTtlMs" | "microBatchWindowMs";
+
+// config/ and verify/ may not import each other, so each declares its fields; these two checks
+// keep them one list: every other VerifyConfig field is an engine option of the same type, and
+// every engine option but the unconfigured ones is configured (a compile error otherwise).
+type ConfiguredOptions = Omit<VerifyConfig, NotEngineOption>;
+const sameFields: [
+  Exclude<keyof ConfiguredOptions, keyof EngineOptions>,
+  Exclude<keyof EngineOptions, keyof ConfiguredOptions | UnconfiguredOption>,
+] extends [never, never]
+  ? true
+  : never = true;
+void sameFields;
+
 /** The engine never reads configuration itself; this is the one mapping from Config to it. */
 export function engineOptionsFrom(v: Readonly<VerifyConfig>): EngineOptions {
-  return {
-    dnsServers: v.dnsServers,
-    dnsTimeoutMs: v.dnsTimeoutMs,
-    dnsTries: v.dnsTries,
-    dnsCacheTtlMs: v.dnsCacheTtlMs,
-    smtpPort: v.smtpPort,
-    smtpHeloName: v.smtpHeloName,
-    smtpMailFrom: v.smtpMailFrom,
-    smtpConnectTimeoutMs: v.smtpConnectTimeoutMs,
-    smtpGreetingTimeoutMs: v.smtpGreetingTimeoutMs,
-    smtpCommandTimeoutMs: v.smtpCommandTimeoutMs,
-    smtpMaxRcpt: v.smtpMaxRcpt,
-    smtpErrorBudget: v.smtpErrorBudget,
-    smtpStartTls: v.smtpStartTls,
-    maxSessionsPerHost: v.maxSessionsPerHost,
-    smtpIdleReuseMs: v.smtpIdleReuseMs,
-    hostEvidenceTtlMs: defaultEngineOptions.hostEvidenceTtlMs,
-    microBatchWindowMs: defaultEngineOptions.microBatchWindowMs,
-    catchallCacheTtlMs: v.catchallCacheTtlMs,
-    smtpProxy: v.smtpProxy,
-    smtpAllowPrivateHosts: v.smtpAllowPrivateHosts,
-  };
+  const { smtpHeloNameSource, verifyTimeoutMs, resultCacheTtlMs, maxInFlightPerUser, ...configured } = v;
+  void [smtpHeloNameSource, verifyTimeoutMs, resultCacheTtlMs, maxInFlightPerUser];
+  // The unconfigured options keep their defaults; the spread checks each configured field's type.
+  const options: EngineOptions = { ...defaultEngineOptions, ...configured };
+  return options;
 }
 
 /**

@@ -18,7 +18,7 @@ export interface ServeOptions {
 
 /**
  * What the first-key hint must set for the CLI to reach this server's data: without the server's
- * DATA_DIR the CLI silently created a second, empty database in ./data (issue 11).
+ * DATA_DIR the CLI silently created a second, empty database in ./data.
  */
 function cliEnvPrefix(config: Readonly<Config>): string {
   if (config.databaseUrl !== null || config.dataDir === resolve(DEFAULT_DATA_DIR)) return "";

@@ -1,13 +1,7 @@
 import { guardPorts } from "../app/engine-options.ts";
 import type { Config } from "../config/index.ts";
-import {
-  createDoctorDns,
-  createSocksConnect,
-  directConnect,
-  runDoctor,
-  type DoctorCheck,
-  type DoctorReport,
-} from "../verify/index.ts";
+import { createDoctorDns, runDoctor, type DoctorCheck, type DoctorReport } from "../doctor/doctor.ts";
+import { createSocksConnect, directConnect } from "../verify/index.ts";
 
 /**
  * `mailprobe doctor [--mx HOST|DOMAIN]`: checks the operator's set-up (resolvers, HELO name,

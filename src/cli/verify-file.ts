@@ -18,7 +18,10 @@ import {
 } from "../files/index.ts";
 import {
   cellsInOrder,
+  chunkGroups,
   createEngine,
+  groupByDomain,
+  groupDomainOf,
   columnsNamed,
   resultCells,
   type ResultCells,
@@ -44,11 +47,6 @@ import { createProgress, formatDuration } from "./progress.ts";
 export const LOCAL_MAX_EMAILS = 100_000;
 /** Largest list file read (the whole file is read into memory, as an upload is). */
 export const LOCAL_MAX_FILE_BYTES = 100 * 1024 * 1024;
-/**
- * Addresses of one domain verified in one engine call (one SMTP session, transactions of
- * SMTP_MAX_RCPT): the batch workers' claim size (CLAIM_GROUP_MAX in jobs/runner.ts).
- */
-export const LOCAL_GROUP_MAX = 200;
 /** Status of a row without an address: the download's. */
 export { SKIPPED_STATUS };
 
@@ -87,28 +85,6 @@ async function parseList(file: string, data: Buffer, column: string | undefined)
   return parsed.list;
 }
 
-interface Chunk {
-  domain: string;
-  emails: string[];
-}
-
-/** Distinct addresses grouped by domain (first-occurrence order), cut into engine calls. */
-function planChunks(emails: readonly string[], domainOf: (email: string) => string): Chunk[] {
-  const byDomain = new Map<string, string[]>();
-  for (const email of emails) {
-    const domain = domainOf(email);
-    const list = byDomain.get(domain) ?? [];
-    list.push(email);
-    byDomain.set(domain, list);
-  }
-  const chunks: Chunk[] = [];
-  for (const [domain, list] of byDomain) {
-    for (let i = 0; i < list.length; i += LOCAL_GROUP_MAX)
-      chunks.push({ domain, emails: list.slice(i, i + LOCAL_GROUP_MAX) });
-  }
-  return chunks;
-}
-
 type Cells = ResultCells;
 
 /**
@@ -125,11 +101,9 @@ async function verifyDistinct(
   const cells = new Map<string, Cells>();
   const failures: string[] = [];
   try {
-    const chunks = planChunks(emails, (email) => {
-      const syntax = engine.checkSyntax(email);
-      // Addresses that fail syntax need no SMTP: one group, answered without the network.
-      return syntax.ok ? syntax.domain : "";
-    });
+    // Distinct addresses grouped by domain (first-occurrence order), cut into engine calls.
+    const groups = groupByDomain(emails, (email) => groupDomainOf(engine.checkSyntax(email)));
+    const chunks = chunkGroups(groups).map((c) => ({ domain: c.domain, emails: c.items }));
     let next = 0;
     const lane = async (): Promise<void> => {
       while (next < chunks.length && !signal.aborted) {

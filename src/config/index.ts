@@ -47,7 +47,7 @@ export interface Config {
   rateLimitPerSecond: number;
   /** Requests a credential may burst above the sustained rate. */
   rateLimitBurst: number;
-  /** Per-node memory of the realtime path (issue 14): authenticated keys and recent results. */
+  /** Per-node memory of the realtime path: authenticated keys and recent results. */
   hotCache: { authTtlMs: number; resultMaxEntries: number; resultMaxBytes: number };
   /** Redis for cluster-wide rate-limit counters; null → PostgreSQL (cluster) or memory (embedded). */
   redisUrl: string | null;

@@ -73,7 +73,7 @@ export function openPostgres(
     }
     // The pool listens for errors only on idle clients. A checked-out client whose connection
     // drops (a server restart: 57P01, then "Connection terminated unexpectedly") emits 'error',
-    // and with no listener that kills the process (issue 11: 6 of 6 restart rounds).
+    // and with no listener that kills the process (it did in 6 of 6 restart rounds).
     let broken: Error | undefined;
     const onClientError = (e: Error): void => {
       broken ??= e;

@@ -28,7 +28,7 @@ export interface ErrorBody {
 
 /**
  * Most `details` one error response lists; `error.details_truncated` counts the rest. Before this
- * cap a 5 MB body of 2.6 M non-strings answered a 140 MB error listing every item (issue 11).
+ * cap a 5 MB body of 2.6 M non-strings answered a 140 MB error listing every item.
  */
 export const MAX_ERROR_DETAILS = 20;
 

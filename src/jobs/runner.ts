@@ -79,7 +79,7 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
   const recordRetryDelaysMs = deps.recordRetryDelaysMs ?? RECORD_RETRY_DELAYS_MS;
   // Jobs claimed by this pool and not yet recorded or handed back: the only ones the heartbeat
   // renews. Renewing "every job locked by this worker" kept a group whose write had failed
-  // `processing` for as long as the process ran (issue 11 item 8).
+  // `processing` for as long as the process ran.
   const inFlight = new Set<string>();
   let loop: Promise<void> | null = null;
   // PGlite runs every statement on this thread and its promises settle without a turn of the

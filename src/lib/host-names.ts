@@ -1,5 +1,5 @@
 // Host-name syntax as a receiving MTA judges our EHLO name and our sender's domain. One home for
-// the rule: config/ validates SMTP_HELO_NAME and SMTP_MAIL_FROM with it, verify/doctor.ts reports
+// the rule: config/ validates SMTP_HELO_NAME and SMTP_MAIL_FROM with it, doctor/doctor.ts reports
 // with it.
 import { isIPv4, isIPv6 } from "node:net";
 

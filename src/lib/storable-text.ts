@@ -1,5 +1,5 @@
 // Text PostgreSQL cannot store as sent: NUL (a `text` column refuses it with SQLSTATE 22021,
-// jsonb with 22P05; before issue 11 that surfaced as a 500 on ten request paths) and unpaired
+// jsonb with 22P05; unguarded, that surfaced as a 500 on ten request paths) and unpaired
 // UTF-16 surrogates (the drivers silently store U+FFFD instead, so the stored value is not the
 // one sent). With the `u` flag a well-formed surrogate pair is one code point, so \p{Cs} matches
 // only the unpaired halves.

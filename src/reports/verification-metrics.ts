@@ -39,7 +39,7 @@ export interface MetricsCounts {
   totalCatchall: number;
   totalRoleBased: number;
   totalDisposableDomainEmails: number;
-  /** Beyond the spec (issue 13): results whose domain is a free mailbox provider. */
+  /** Beyond the spec: results whose domain is a free mailbox provider. */
   totalFreeProviderEmails: number;
 }
 

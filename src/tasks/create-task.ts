@@ -16,7 +16,7 @@ import { AppError, notFound, validationError } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
 import { yieldToEventLoop } from "../lib/sleep.ts";
-import { isSandboxAddress, type Engine } from "../verify/index.ts";
+import { groupDomainOf, isSandboxAddress, type Engine } from "../verify/index.ts";
 
 /** How long an Idempotency-Key is remembered (Stripe keeps them 24 h too). */
 const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -72,8 +72,7 @@ export function planJobs(engine: Pick<Engine, "checkSyntax">, emails: string[]):
     const canonical = syntax.ok ? syntax.canonical : email.toLowerCase();
     if (seen.has(canonical)) continue;
     seen.add(canonical);
-    // Addresses that fail syntax need no SMTP; the empty domain keeps them out of real groups.
-    const domain = syntax.ok ? syntax.domain : "";
+    const domain = groupDomainOf(syntax);
     if (domain) domains.add(domain);
     if (!syntax.ok) invalidSyntaxCount += 1;
     if (isSandboxAddress(canonical)) sandboxCount += 1;

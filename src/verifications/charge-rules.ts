@@ -19,3 +19,30 @@ export function realtimeChargeKey(canonicalEmail: string, now: Date): string {
   const window = Math.floor(now.getTime() / CHARGE_DEDUP_WINDOW_MS);
   return `realtime:${sha256Hex(canonicalEmail).slice(0, 32)}:${window}`;
 }
+
+/** What a realtime request owes: nothing (a free repeat or an unknown result), 1 credit, or a refusal. */
+export type RealtimeChargeDecision = "free" | "charge" | "refuse";
+
+export interface RealtimeChargeFacts {
+  now: Date;
+  /** When the user last paid for this address, if known. */
+  lastChargedAt: Date | undefined;
+  /** The result's status once the engine has run; absent before it (and for a cached answer). */
+  status?: string;
+  /** The user's balance, when it is checked before the engine runs. */
+  balance?: number;
+}
+
+/**
+ * The spec's realtime billing rules in one place: a repeat within the free-repeat window (rule 3)
+ * and an `unknown` result are free; otherwise a caller with less than 1 credit is refused and
+ * anyone else charged. The balance is asked only before the engine runs: the charge itself is one
+ * statement that refuses on its own when the balance ran out meanwhile.
+ */
+export function decideRealtimeCharge(facts: RealtimeChargeFacts): RealtimeChargeDecision {
+  const { now, lastChargedAt, status, balance } = facts;
+  if (lastChargedAt !== undefined && lastChargedAt > freeRepeatWindowStart(now)) return "free";
+  if (status === "unknown") return "free";
+  if (balance !== undefined && balance < 1) return "refuse";
+  return "charge";
+}

@@ -9,16 +9,17 @@ import {
   insertVerification,
   type VerificationRecord,
 } from "../db/queries/verifications.ts";
-import { AppError, dependencyFailed, notFound } from "../lib/app-error.ts";
+import { notFound } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
 import {
   decidedByEvidence,
   isSandboxAddress,
+  type DependencyFailure,
   type Engine,
   type VerificationResult,
 } from "../verify/index.ts";
-import { freeRepeatWindowStart, realtimeChargeKey } from "./charge-rules.ts";
+import { decideRealtimeCharge, freeRepeatWindowStart, realtimeChargeKey } from "./charge-rules.ts";
 import { createInFlightLimiter } from "./in-flight.ts";
 import { readRealtimeEmail } from "./realtime-input.ts";
 import { recordOfResult, resultOfRecord } from "./record-of-result.ts";
@@ -45,9 +46,22 @@ export interface RealtimeVerificationOptions {
   isHostBusy?: (error: unknown) => boolean;
 }
 
-/** A finished verification, or one cut short by the deadline (its partial, unbilled record). */
+/**
+ * A finished verification, one cut short by the deadline (its partial, unbilled record), or a
+ * refusal: the caller cannot pay, has too many addresses in flight, or our own resolvers or proxy
+ * failed (nothing charged, nothing stored). The HTTP route maps each to its status code.
+ */
 export type RealtimeOutcome =
-  { kind: "done"; record: VerificationRecord } | { kind: "timed_out"; record: VerificationRecord };
+  | { kind: "done"; record: VerificationRecord }
+  | { kind: "timed_out"; record: VerificationRecord }
+  | { kind: "insufficient_credits" }
+  | { kind: "too_many_in_flight"; limit: number; retryAfterSeconds: number }
+  | { kind: "dependency_failed"; failure: DependencyFailure };
+
+/** The refusals of RealtimeOutcome. */
+type Refusal = Exclude<RealtimeOutcome, { record: VerificationRecord }>;
+
+const INSUFFICIENT: Refusal = { kind: "insufficient_credits" };
 
 export interface VerificationsService {
   /** Verifies one address for the caller and bills it per the spec's rules. */
@@ -71,16 +85,16 @@ export function createVerificationsService(
   const inFlight = createInFlightLimiter(opts.maxInFlightPerUser);
   const { recent } = opts;
 
-  const insufficient = (): AppError =>
-    new AppError("INSUFFICIENT_CREDITS", "Insufficient credits: a verification costs 1 credit");
-
-  /** Did the user pay for this address after `windowStart`? From memory, else one indexed read. */
-  async function paidSince(userId: string, email: string, windowStart: Date): Promise<boolean> {
+  /**
+   * When the user last paid for this address: from memory when that falls after `windowStart`,
+   * else one indexed read.
+   */
+  async function lastPaidAt(userId: string, email: string, windowStart: Date): Promise<Date | undefined> {
     const known = recent.lastCharge(userId, email);
-    if (known !== undefined && known > windowStart) return true;
+    if (known !== undefined && known > windowStart) return known;
     const last = await lastChargeOf(db, userId, email);
     if (last) recent.rememberCharge(userId, email, last);
-    return last !== null && last > windowStart;
+    return last ?? undefined;
   }
 
   /**
@@ -124,7 +138,7 @@ export function createVerificationsService(
     email: string,
     record: VerificationRecord,
     fresh: boolean,
-  ): Promise<VerificationRecord | null> {
+  ): Promise<VerificationRecord | null | Refusal> {
     const at = record.createdAt;
     const outcome = await chargeRealtime(db, {
       userId: principal.userId,
@@ -139,7 +153,7 @@ export function createVerificationsService(
     });
     switch (outcome.kind) {
       case "insufficient":
-        throw insufficient();
+        return INSUFFICIENT;
       case "charged":
         recent.rememberCharge(principal.userId, email, at);
         return outcome.record;
@@ -180,13 +194,14 @@ export function createVerificationsService(
     email: string,
     cached: VerificationRecord,
     lastChargedAt: Date | undefined,
-  ): Promise<VerificationRecord> {
+  ): Promise<VerificationRecord | Refusal> {
     const now = clock.now();
-    if (lastChargedAt !== undefined && lastChargedAt > freeRepeatWindowStart(now)) return cached;
+    if (decideRealtimeCharge({ now, lastChargedAt }) === "free") return cached;
     const mark = recent.mark();
     const record = recordOfResult(resultOfRecord(cached), contextOf(principal, true, now));
     const charged = await charge(principal, email, record, false);
     if (!charged) return cached;
+    if (isRefusal(charged)) return charged;
     recent.rememberResult(email, charged, mark);
     return charged;
   }
@@ -196,22 +211,21 @@ export function createVerificationsService(
     principal: Principal,
     input: string,
     email: string,
-  ): Promise<VerificationRecord> {
+  ): Promise<VerificationRecord | Refusal> {
     const { userId } = principal;
     const user = await findUser(db, userId);
     if (!user) throw notFound("User");
     // Everything but a free repeat would end in a refused charge: refuse before the SMTP session.
-    if (user.balance < 1 && !(await paidSince(userId, email, freeRepeatWindowStart(clock.now()))))
-      throw insufficient();
+    // When the user last paid matters only to a caller who cannot pay: only then is it looked up.
+    const before = clock.now();
+    const lastChargedAt =
+      user.balance < 1 ? await lastPaidAt(userId, email, freeRepeatWindowStart(before)) : undefined;
+    if (decideRealtimeCharge({ now: before, lastChargedAt, balance: user.balance }) === "refuse")
+      return INSUFFICIENT;
     const release = inFlight.tryAcquire(userId, email);
     if (!release) {
-      throw new AppError(
-        "RATE_LIMITED",
-        `Too many verifications in progress: at most ${opts.maxInFlightPerUser.toString()} addresses per account ` +
-          "at once (VERIFY_MAX_IN_FLIGHT_PER_USER); retry when one has finished",
-        undefined,
-        { headers: { "retry-after": IN_FLIGHT_RETRY_AFTER_SECONDS.toString() } },
-      );
+      const limit = opts.maxInFlightPerUser;
+      return { kind: "too_many_in_flight", limit, retryAfterSeconds: IN_FLIGHT_RETRY_AFTER_SECONDS };
     }
     let result: VerificationResult;
     try {
@@ -221,18 +235,19 @@ export function createVerificationsService(
     }
     // Our own resolvers or proxy failed, not the address's domain: the spec's 424, before any
     // charge or stored result, so a retry once they are back verifies afresh.
-    if (result.dependencyFailure) throw dependencyFailed(result.dependencyFailure);
+    if (result.dependencyFailure) return { kind: "dependency_failed", failure: result.dependencyFailure };
     if (decidedByEvidence(result.evidence)) opts.onEvidenceDecision?.(result);
 
     const now = clock.now();
     const mark = recent.mark();
     const record = recordOfResult(result, contextOf(principal, false, now));
-    let stored: VerificationRecord;
-    // Unknown results are never charged; a known recent payment makes this one free.
+    // Unknown results are never charged; a payment known to this node makes this one free.
     const known = recent.lastCharge(userId, email);
-    if (result.status === "unknown" || (known !== undefined && known > freeRepeatWindowStart(now)))
-      stored = await insertVerification(db, record);
-    else stored = (await charge(principal, email, record, true))!;
+    const stored =
+      decideRealtimeCharge({ now, lastChargedAt: known, status: result.status }) === "free"
+        ? await insertVerification(db, record)
+        : (await charge(principal, email, record, true))!;
+    if (isRefusal(stored)) return stored;
     recent.rememberResult(email, stored, mark);
     return stored;
   }
@@ -243,7 +258,7 @@ export function createVerificationsService(
       // Parsed once: the canonical form keys the cache, the free-repeat window and the charge.
       const syntax = engine.checkSyntax(input);
       const email = syntax.ok ? syntax.canonical : input.toLowerCase();
-      let stored: VerificationRecord;
+      let stored: VerificationRecord | Refusal;
       if (isSandboxAddress(email)) {
         // Sandbox addresses (verify/sandbox.ts) are free and answered without the network: no
         // balance needed, no cache, no in-flight slot, never a ledger row.
@@ -259,8 +274,12 @@ export function createVerificationsService(
           ? await serveCached(principal, email, cached.record, cached.lastChargedAt)
           : await verifyFresh(principal, input, email);
       }
+      if (isRefusal(stored)) return stored;
       const timedOut = stored.unknownReason !== null && TIMEOUT_REASONS.has(stored.unknownReason);
       return { kind: timedOut ? "timed_out" : "done", record: stored };
     },
   };
 }
+
+// A record always has an id; a refusal never does.
+const isRefusal = (x: VerificationRecord | Refusal): x is Refusal => !("id" in x);

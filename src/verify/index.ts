@@ -2,15 +2,14 @@
 export { createEngine, createIdleConnections, type Engine, type VerifyCallOptions } from "./engine.ts";
 export { IdleConnections, type IdleConnection, type ConnectionState } from "./smtp/idle-connections.ts";
 export { KeyedSemaphore, createLocalHostGate } from "./host-limit.ts";
+export { DOMAIN_GROUP_MAX, chunkGroups, groupByDomain, groupDomainOf } from "./group-by-domain.ts";
 export { decidedByEvidence } from "./evidence.ts";
 export { defaultEngineOptions, type EngineOptions } from "./options.ts";
 export {
   noAddressPolicy,
   openHostGate,
-  systemClock,
   type AddressPolicy,
   type AddressVerdict,
-  type ClockPort,
   type EnginePorts,
   type HostGate,
 } from "./ports.ts";
@@ -18,14 +17,6 @@ export { createNodeDns, type DnsAnswer, type DnsPort, type MxRecord, type NodeDn
 export type { DomainResolution, MailHost, MxTarget, NoMailCause } from "./resolve-domain.ts";
 export { directConnect, ConnectError, type ConnectPort, type ConnectFailureKind } from "./smtp/connect.ts";
 export { createSocksConnect, parseSocksUrl } from "./smtp/socks-connect.ts";
-export {
-  createDoctorDns,
-  runDoctor,
-  type DoctorCheck,
-  type DoctorDnsPort,
-  type DoctorOptions,
-  type DoctorReport,
-} from "./doctor.ts";
 export { checkSyntax, checkDomainSyntax, type SyntaxResult, type SyntaxFailureReason } from "./syntax.ts";
 export { isRoleAccount } from "./lists/role-accounts.ts";
 export {

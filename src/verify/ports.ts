@@ -1,11 +1,8 @@
 // The outside world as the engine sees it. Every port has a default; tests replace them.
+import type { Clock } from "../lib/clock.ts";
 import type { DnsPort } from "./dns.ts";
 import type { ConnectPort } from "./smtp/connect.ts";
 import type { IdleConnections } from "./smtp/idle-connections.ts";
-
-export interface ClockPort {
-  now(): Date;
-}
 
 /**
  * Cluster-wide politeness: the batch workers plug a per-server concurrency limit in here. The
@@ -33,7 +30,8 @@ export type AddressPolicy = (ip: string) => AddressVerdict;
 export interface EnginePorts {
   dns: DnsPort;
   connect: ConnectPort;
-  clock: ClockPort;
+  /** The service's clock (lib/clock.ts): one notion of "now" for tests to move. */
+  clock: Clock;
   /** Uniform in [0, 1), like Math.random. */
   random: () => number;
   hostGate: HostGate;
@@ -41,8 +39,6 @@ export interface EnginePorts {
   /** Idle connections to share between the engines of one process (realtime and batch). */
   idleConnections: IdleConnections;
 }
-
-export const systemClock: ClockPort = { now: () => new Date() };
 
 /**
  * The default guard when none is plugged in: nothing is known to be public, so nothing is

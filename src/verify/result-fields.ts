@@ -61,7 +61,7 @@ export const RESULT_FIELDS = [
   field("validatedAt", "validated_at", "timestamp"),
   field("unknownReason", "unknown_reason", "nullable_string"),
   field("needsPhysicalVerify", "needs_physical_verify", "boolean"),
-  // Beyond the spec (issue 13), after its fields so that their order stays as it is.
+  // Beyond the spec, after its fields so that their order stays as it is.
   extension(
     "didYouMean",
     "did_you_mean",

@@ -1,8 +1,9 @@
-// Sandbox addresses (issue 13 item 4): a documented set of addresses under a reserved domain
+// Sandbox addresses: a documented set of addresses under a reserved domain
 // that get fixed answers with no DNS and no SMTP, so integrations (n8n, Zapier, Sheets, scripts)
 // can build and test flows against every result shape. `.invalid` is reserved by RFC 2606 §2 and
 // RFC 6761 §6.4: no real mailbox can ever live under it, so answering it without the network
 // cannot misreport anyone's mail. Billing never charges them (verifications/, tasks/, jobs/).
+import { baseResult } from "./base-result.ts";
 import { allSkippedAfterSyntax, passed, smtpCheckOf, type ResultChecks } from "./checks.ts";
 import { isRoleAccount } from "./lists/role-accounts.ts";
 import type { UnknownReason, VerificationResult, VerificationStatus } from "./types.ts";
@@ -99,22 +100,17 @@ export function sandboxResult(canonical: string, at: Date): VerificationResult {
   const local = canonical.slice(0, canonical.lastIndexOf("@"));
   const box = sandboxMailboxOf(local);
   return {
-    email: canonical,
+    ...baseResult(canonical, SANDBOX_DOMAIN, at, sandboxChecks(box)),
     status: box.status,
     isRoleBased: isRoleAccount(local),
     isDisposable: box.isDisposable,
     hasMxRecords: box.reachedSmtp,
     hasReverseDns: box.reachedSmtp,
-    domainName: SANDBOX_DOMAIN,
     hostName: box.reachedSmtp ? SANDBOX_HOST : "",
     serverType: box.reachedSmtp ? SANDBOX_SERVER_TYPE : "unknown",
     isCatchall: box.isCatchall,
-    validatedAt: at,
     unknownReason: box.unknownReason,
     needsPhysicalVerify: box.needsPhysicalVerify,
-    didYouMean: null,
-    isFreeProvider: false,
-    checks: sandboxChecks(box),
     evidence: `sandbox: ${box.evidence}`,
     retryAfterMs: null,
   };

@@ -1,4 +1,4 @@
-// did_you_mean (issue 13): "user@gmial.com" → "user@gmail.com". The candidate comes from
+// did_you_mean: "user@gmial.com" → "user@gmail.com". The candidate comes from
 // @zootools/email-spell-checker (mailcheck's algorithm, maintained), restricted to popular
 // consumer mail domains and to the domain part; the gate on top is ours and decides from what DNS
 // and the disposable list said about the typed domain. A domain that receives mail is never

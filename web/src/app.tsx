@@ -8,7 +8,7 @@ import { SignIn } from "./pages/sign-in.tsx";
 import { VerifyPage } from "./pages/verify.tsx";
 import { ListsPage } from "./pages/lists.tsx";
 import { TasksPage } from "./pages/tasks.tsx";
-import { TaskPage } from "./pages/task.tsx";
+import { TaskPage } from "./pages/task/index.tsx";
 import { CreditsPage } from "./pages/credits.tsx";
 import { KeysPage } from "./pages/keys.tsx";
 import { WebhooksPage } from "./pages/webhooks.tsx";

@@ -1,4 +1,5 @@
 import type { Database, Queryable } from "../client.ts";
+import { countsByVerificationStatus } from "./task-metrics.ts";
 
 // The report aggregations (GET /credits/usage, /credits/usage/api-keys, /metrics/verifications).
 // Every sum and count happens here, in SQL that runs unchanged on PGlite and PostgreSQL:
@@ -308,12 +309,7 @@ export async function countVerifications(
     `${f.with}
      select ${f.date} as date,
             count(*) as total,
-            count(*) filter (where t.status = 'valid') as valid,
-            count(*) filter (where t.status = 'invalid') as invalid,
-            count(*) filter (where t.status = 'catchall') as catchall,
-            count(*) filter (where t.status = 'invalid_syntax') as invalid_syntax,
-            count(*) filter (where t.status = 'disposable_domain') as disposable_domain,
-            count(*) filter (where t.status = 'unknown') as unknown,
+            ${countsByVerificationStatus("t")},
             count(*) filter (where t.is_catchall) as catchall_domain,
             count(*) filter (where t.is_role_based) as role_based,
             count(*) filter (where t.is_disposable) as disposable,

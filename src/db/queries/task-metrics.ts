@@ -1,20 +1,25 @@
-import { SANDBOX_DOMAIN } from "../../verify/index.ts";
+import { SANDBOX_DOMAIN, VERIFICATION_STATUSES, type VerificationStatus } from "../../verify/index.ts";
 import type { Queryable } from "../client.ts";
+
+/** Jobs by state. */
+type JobCounts = {
+  pending: number;
+  processing: number;
+  completed: number;
+  failed: number;
+  cancelled: number;
+};
+/** Results by verification status plus the two flags the spec counts beside them. */
+type VerificationCounts = Record<VerificationStatus, number> & {
+  role_based: number;
+  disposable_domain_emails: number;
+};
 
 /** The spec's batch metrics object, computed in SQL over a task's jobs and their results. */
 export interface TaskMetrics {
   totalEmailAddresses: number;
-  jobStatus: { pending: number; processing: number; completed: number; failed: number; cancelled: number };
-  verificationStatus: {
-    valid: number;
-    invalid: number;
-    catchall: number;
-    invalid_syntax: number;
-    disposable_domain: number;
-    unknown: number;
-    role_based: number;
-    disposable_domain_emails: number;
-  };
+  jobStatus: JobCounts;
+  verificationStatus: VerificationCounts;
   lastVerificationRequestedAt: Date | null;
   lastVerificationCompletedAt: Date | null;
   /**
@@ -30,21 +35,9 @@ export interface TaskMetrics {
   };
 }
 
-export interface MetricsRow {
+/** One row of METRICS_COLUMNS: the counts under their SQL names, flat. */
+export interface MetricsRow extends JobCounts, VerificationCounts {
   total: number;
-  pending: number;
-  processing: number;
-  completed: number;
-  failed: number;
-  cancelled: number;
-  valid: number;
-  invalid: number;
-  catchall: number;
-  invalid_syntax: number;
-  disposable_domain: number;
-  unknown: number;
-  role_based: number;
-  disposable_domain_emails: number;
   last_requested: Date | null;
   last_completed: Date | null;
   retry_pending: number;
@@ -52,6 +45,13 @@ export interface MetricsRow {
   last_retry_at: Date | null;
   retries_end_at: Date | null;
 }
+
+/**
+ * One `count(*) filter (...) as <status>` column per verification status, over `alias`.status:
+ * the task metrics and the verification report count the same list, so it is written once.
+ */
+export const countsByVerificationStatus = (alias: string): string =>
+  VERIFICATION_STATUSES.map((s) => `count(*) filter (where ${alias}.status = '${s}') as ${s}`).join(",\n  ");
 
 /**
  * Aggregate columns shared by the per-task and per-day metric queries (j = email_jobs, v = results,
@@ -64,12 +64,7 @@ export const METRICS_COLUMNS = `
   count(*) filter (where j.status = 'completed') as completed,
   count(*) filter (where j.status = 'failed') as failed,
   count(*) filter (where j.status = 'cancelled') as cancelled,
-  count(*) filter (where v.status = 'valid') as valid,
-  count(*) filter (where v.status = 'invalid') as invalid,
-  count(*) filter (where v.status = 'catchall') as catchall,
-  count(*) filter (where v.status = 'invalid_syntax') as invalid_syntax,
-  count(*) filter (where v.status = 'disposable_domain') as disposable_domain,
-  count(*) filter (where v.status = 'unknown') as unknown,
+  ${countsByVerificationStatus("v")},
   count(*) filter (where v.is_role_based) as role_based,
   count(*) filter (where v.is_disposable) as disposable_domain_emails,
   max(j.created_at) as last_requested,

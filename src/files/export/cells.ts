@@ -24,7 +24,7 @@ const SIGN = /^[+\-\uFF0B\uFF0D]/u;
 // a number in exponent notation. Without a letter, ':' or '!' there is no function, cell
 // reference, DDE call or link, so at worst a spreadsheet does arithmetic on the user's own
 // digits; escaping these put an apostrophe in front of every international phone number
-// ("+1 555 6330", "+44 (0)20 7946 0958") and negative number ("-42") of a list (issue 21).
+// ("+1 555 6330", "+44 (0)20 7946 0958") and negative number ("-42") of a list.
 const NUMBER_OR_PHONE = /^(?:[\d \u00A0.,()/+-]*|[\d.]*\d[eE][+-]?\d+)$/u;
 
 /**

@@ -1,6 +1,6 @@
 // Uploaded lists are parsed on worker threads, not on the thread that answers HTTP. Parsing is
 // CPU work on untrusted bytes: a 5 MB csv is ~300 ms of synchronous work, a row of a million
-// empty cells ~450 ms, and three such uploads at once held /healthz for ~1 s (issue 11). On a
+// empty cells ~450 ms, and three such uploads at once held /healthz for ~1 s. On a
 // worker the event loop stays free, and each parse gets hard limits the in-process budgets
 // cannot give: a heap cap (the worker dies with ERR_WORKER_OUT_OF_MEMORY, not the server) and a
 // wall-time cap (the worker is terminated). Both answer as a refused file, like every other

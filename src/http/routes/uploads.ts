@@ -22,7 +22,8 @@ import {
   UploadDetail,
 } from "../schemas/uploads.ts";
 
-interface UploadForm {
+/** The multipart body as read off the wire; `UploadForm` (schemas/uploads.ts) is its documented shape. */
+interface ReceivedForm {
   file: { filename: string; data: Buffer } | null;
   fields: Map<string, string>;
 }
@@ -52,8 +53,8 @@ function unstorablePartProblem(part: Multipart): AppError | null {
 }
 
 /** Reads the whole form; the file is buffered (bounded by MAX_UPLOAD_BYTES) because it must be validated before 202. */
-async function readForm(req: FastifyRequest, maxBytes: number): Promise<UploadForm> {
-  const form: UploadForm = { file: null, fields: new Map() };
+async function readForm(req: FastifyRequest, maxBytes: number): Promise<ReceivedForm> {
+  const form: ReceivedForm = { file: null, fields: new Map() };
   try {
     for await (const part of req.parts()) {
       const problem = unstorablePartProblem(part);
@@ -100,7 +101,7 @@ async function readForm(req: FastifyRequest, maxBytes: number): Promise<UploadFo
  * `dry_run` may also come as a form field (clients that build the form and not the URL); an
  * unread field would be ignored and the upload billed, so a value other than true/false is a 400.
  */
-function isDryRunField(form: UploadForm): boolean {
+function isDryRunField(form: ReceivedForm): boolean {
   const value = form.fields.get("dry_run");
   if (value === undefined) return false;
   if (value === "true" || value === "false") return value === "true";

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { AppError } from "../../lib/app-error.ts";
+import { AppError, dependencyFailed } from "../../lib/app-error.ts";
+import type { RealtimeOutcome } from "../../verifications/service.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses, ref } from "../schemas/common.ts";
@@ -36,6 +37,7 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     },
     async (req) => {
       const outcome = await deps.verifications.verifyRealtime(principalOf(req), req.body.email);
+      if (!("record" in outcome)) throw refusalError(outcome);
       const reply = toVerificationReply(outcome.record);
       if (outcome.kind === "timed_out") {
         throw new AppError(
@@ -51,3 +53,21 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     },
   );
 };
+
+/** The service's refusals as the spec's 402, 429 and 424 answers. */
+function refusalError(refusal: Exclude<RealtimeOutcome, { record: unknown }>): AppError {
+  switch (refusal.kind) {
+    case "insufficient_credits":
+      return new AppError("INSUFFICIENT_CREDITS", "Insufficient credits: a verification costs 1 credit");
+    case "too_many_in_flight":
+      return new AppError(
+        "RATE_LIMITED",
+        `Too many verifications in progress: at most ${refusal.limit.toString()} addresses per account ` +
+          "at once (VERIFY_MAX_IN_FLIGHT_PER_USER); retry when one has finished",
+        undefined,
+        { headers: { "retry-after": refusal.retryAfterSeconds.toString() } },
+      );
+    case "dependency_failed":
+      return dependencyFailed(refusal.failure);
+  }
+}

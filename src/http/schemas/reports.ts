@@ -143,7 +143,7 @@ const metricsCounters = {
   total_catchall: Count,
   total_role_based: Count,
   total_disposable_domain_emails: Count,
-  // Beyond the spec (issue 13): optional for clients made from an older document, always sent.
+  // Beyond the spec: optional for clients made from an older document, always sent.
   total_free_provider_emails: Type.Optional(
     Type.Integer({
       minimum: 0,

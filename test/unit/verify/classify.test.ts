@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { classifyMailbox, type MailboxEvidence } from "../../../src/verify/classify.ts";
-import { decideCatchAll } from "../../../src/verify/engine.ts";
+import { decideCatchAll } from "../../../src/verify/verify-domain.ts";
 import { PROVIDER_TRAITS } from "../../../src/verify/providers.ts";
 
 const base: MailboxEvidence = {

@@ -3,7 +3,7 @@ import type { CreditTransaction } from "@mailprobe/client";
 import { client, request } from "../api.ts";
 import { BarChart } from "../components/bar-chart.tsx";
 import { Empty, ErrorMessage, Loading } from "../components/feedback.tsx";
-import { Pager } from "../components/pager.tsx";
+import { PagedTable } from "../components/paged-table.tsx";
 import { useApi, useTitle } from "../hooks.ts";
 import {
   daysAgo,
@@ -351,63 +351,61 @@ function LedgerSection() {
       )}
       {ledger.data && ledger.data.total > 0 && (
         <>
-          <div class="table-scroll" tabIndex={0} role="region" aria-label="Ledger table">
-            <table class="cards">
-              <caption class="visually-hidden">Credit transactions</caption>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">What</th>
-                  <th scope="col" class="num">
-                    Change
+          <PagedTable
+            region="Ledger table"
+            caption="Credit transactions"
+            head={
+              <>
+                <th scope="col">When</th>
+                <th scope="col">What</th>
+                <th scope="col" class="num">
+                  Change
+                </th>
+                <th scope="col" class="num">
+                  Balance after
+                </th>
+                <th scope="col">Made through</th>
+              </>
+            }
+            page={{
+              offset: offset,
+              limit: LEDGER_PAGE,
+              total: ledger.data.total,
+              label: "Ledger pages",
+              onChange: setOffset,
+            }}
+          >
+            {ledger.data.transactions.map((t) => {
+              const taskId = metaString(t, "task_id");
+              const source = metaString(t, "source");
+              const purpose = metaString(t, "api_key_purpose");
+              return (
+                <tr key={t.id}>
+                  <td data-label="When">{formatDateTime(t.created_at)}</td>
+                  <th scope="row">
+                    {reasonText(t)}
+                    {taskId && (
+                      <>
+                        {" · "}
+                        <a href={hrefOf.task(taskId)}>view task</a>
+                      </>
+                    )}
                   </th>
-                  <th scope="col" class="num">
-                    Balance after
-                  </th>
-                  <th scope="col">Made through</th>
+                  <td data-label="Change" class={t.amount < 0 ? "num neg" : "num pos"}>
+                    {t.amount > 0 ? "+" : ""}
+                    {formatNumber(t.amount)}
+                  </td>
+                  <td data-label="Balance after" class="num">
+                    {formatNumber(t.balance_after)}
+                  </td>
+                  <td data-label="Made through">
+                    {source ? (SOURCE_TEXT[source] ?? source) : "—"}
+                    {purpose ? ` (${purpose})` : ""}
+                  </td>
                 </tr>
-              </thead>
-              <tbody>
-                {ledger.data.transactions.map((t) => {
-                  const taskId = metaString(t, "task_id");
-                  const source = metaString(t, "source");
-                  const purpose = metaString(t, "api_key_purpose");
-                  return (
-                    <tr key={t.id}>
-                      <td data-label="When">{formatDateTime(t.created_at)}</td>
-                      <th scope="row">
-                        {reasonText(t)}
-                        {taskId && (
-                          <>
-                            {" · "}
-                            <a href={hrefOf.task(taskId)}>view task</a>
-                          </>
-                        )}
-                      </th>
-                      <td data-label="Change" class={t.amount < 0 ? "num neg" : "num pos"}>
-                        {t.amount > 0 ? "+" : ""}
-                        {formatNumber(t.amount)}
-                      </td>
-                      <td data-label="Balance after" class="num">
-                        {formatNumber(t.balance_after)}
-                      </td>
-                      <td data-label="Made through">
-                        {source ? (SOURCE_TEXT[source] ?? source) : "—"}
-                        {purpose ? ` (${purpose})` : ""}
-                      </td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
-          <Pager
-            offset={offset}
-            limit={LEDGER_PAGE}
-            total={ledger.data.total}
-            label="Ledger pages"
-            onChange={setOffset}
-          />
+              );
+            })}
+          </PagedTable>
         </>
       )}
     </section>

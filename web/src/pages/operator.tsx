@@ -4,7 +4,8 @@
 import { useState } from "preact/hooks";
 import { MailprobeError } from "@mailprobe/client";
 import { Empty, ErrorMessage, Loading } from "../components/feedback.tsx";
-import { Pager } from "../components/pager.tsx";
+import { SecretField } from "../components/secret-field.tsx";
+import { PagedTable } from "../components/paged-table.tsx";
 import { announce, useApi, useInterval, useTitle } from "../hooks.ts";
 import { formatDateTime, formatNumber } from "../lib/format.ts";
 
@@ -152,24 +153,18 @@ function OperatorSignIn({ expired, onSignedIn }: { expired: boolean; onSignedIn:
         </p>
       )}
       <form onSubmit={(e) => void submit(e)} class="card stack">
-        <div class="field">
-          <label for="admin-token">Admin token</label>
-          <input
-            id="admin-token"
-            name="admin-token"
-            type="password"
-            autoComplete="off"
-            spellcheck={false}
-            required
-            value={value}
-            onInput={(e) => setValue(e.currentTarget.value)}
-            aria-describedby="admin-token-help"
-          />
-          <p id="admin-token-help" class="help">
-            The server's <code>ADMIN_TOKEN</code>. It stays in this tab only and is forgotten when the tab
-            closes. Without <code>ADMIN_TOKEN</code> set on the server the console is off.
-          </p>
-        </div>
+        <SecretField
+          id="admin-token"
+          label="Admin token"
+          value={value}
+          onInput={setValue}
+          help={
+            <>
+              The server's <code>ADMIN_TOKEN</code>. It stays in this tab only and is forgotten when the tab
+              closes. Without <code>ADMIN_TOKEN</code> set on the server the console is off.
+            </>
+          }
+        />
         {error !== null && <ErrorMessage error={error} title="Could not sign in to the console" />}
         <div>
           <button type="submit" disabled={busy}>
@@ -373,14 +368,16 @@ function UsersSection({ token, onUnauthorized }: { token: string; onUnauthorized
         <ErrorMessage error={users.error} title="Could not load users" onRetry={users.reload} />
       )}
       {users.loading && !users.data && <Loading label="Loading users…" />}
-      {users.data && users.data.users.length === 0 && <Empty title="No user matches." />}
-      {users.data && users.data.users.length > 0 && (
-        <table class="cards">
-          <caption class="visually-hidden">
-            Users, newest first, with balance and usage over the last {users.data.users[0]!.usage.days} days
-          </caption>
-          <thead>
-            <tr>
+      {users.data && (
+        <PagedTable
+          instead={users.data.users.length === 0 ? <Empty title="No user matches." /> : undefined}
+          caption={
+            <>
+              Users, newest first, with balance and usage over the last {users.data.users[0]?.usage.days} days
+            </>
+          }
+          head={
+            <>
               <th scope="col">User</th>
               <th scope="col" class="num">
                 Balance
@@ -398,52 +395,49 @@ function UsersSection({ token, onUnauthorized }: { token: string; onUnauthorized
               <th scope="col">
                 <span class="visually-hidden">Actions</span>
               </th>
+            </>
+          }
+          page={{
+            offset,
+            limit: USERS_PAGE,
+            total: users.data.total,
+            label: "Users pages",
+            onChange: setOffset,
+          }}
+        >
+          {users.data.users.map((u) => (
+            <tr key={u.user_id}>
+              <th scope="row">
+                {u.email ?? <span class="muted">(no email)</span>}
+                <br />
+                <code class="small">{u.user_id}</code>
+              </th>
+              <td data-label="Balance" class="num">
+                {formatNumber(u.balance)}
+              </td>
+              <td data-label="State">{u.is_active ? "Active" : "Deactivated"}</td>
+              <td data-label="Active keys" class="num">
+                {formatNumber(u.active_keys)}
+              </td>
+              <td data-label="Verified (30 d)" class="num">
+                {formatNumber(u.usage.verifications)}
+              </td>
+              <td data-label="Charged (30 d)" class="num">
+                {formatNumber(u.usage.credits_charged)}
+              </td>
+              <td data-label="" class="actions">
+                <button
+                  type="button"
+                  class="secondary"
+                  aria-label={`Grant credits to ${u.email ?? u.user_id}`}
+                  onClick={() => setGranting(u)}
+                >
+                  Grant credits
+                </button>
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {users.data.users.map((u) => (
-              <tr key={u.user_id}>
-                <th scope="row">
-                  {u.email ?? <span class="muted">(no email)</span>}
-                  <br />
-                  <code class="small">{u.user_id}</code>
-                </th>
-                <td data-label="Balance" class="num">
-                  {formatNumber(u.balance)}
-                </td>
-                <td data-label="State">{u.is_active ? "Active" : "Deactivated"}</td>
-                <td data-label="Active keys" class="num">
-                  {formatNumber(u.active_keys)}
-                </td>
-                <td data-label="Verified (30 d)" class="num">
-                  {formatNumber(u.usage.verifications)}
-                </td>
-                <td data-label="Charged (30 d)" class="num">
-                  {formatNumber(u.usage.credits_charged)}
-                </td>
-                <td data-label="" class="actions">
-                  <button
-                    type="button"
-                    class="secondary"
-                    aria-label={`Grant credits to ${u.email ?? u.user_id}`}
-                    onClick={() => setGranting(u)}
-                  >
-                    Grant credits
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-      {users.data && (
-        <Pager
-          offset={offset}
-          limit={USERS_PAGE}
-          total={users.data.total}
-          label="Users pages"
-          onChange={setOffset}
-        />
+          ))}
+        </PagedTable>
       )}
       {granting && (
         <GrantForm

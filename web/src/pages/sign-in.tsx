@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { fetchSessionPolicy, openSession, type SessionPolicy } from "../api.ts";
 import { ErrorMessage, Loading } from "../components/feedback.tsx";
+import { SecretField } from "../components/secret-field.tsx";
 import { announce, useApi, useTitle } from "../hooks.ts";
 import { formatDuration, plural } from "../lib/format.ts";
 import { startSession, useSession, type SignedOutReason } from "../session.ts";
@@ -64,25 +65,19 @@ export function SignIn({ reason }: { reason: SignedOutReason }) {
         </p>
       )}
       <form onSubmit={(e) => void submit(e)} class="card stack">
-        <div class="field">
-          <label for="api-key">API key</label>
-          <input
-            id="api-key"
-            name="api-key"
-            type="password"
-            autoComplete="off"
-            spellcheck={false}
-            required
-            value={key}
-            onInput={(e) => setKey(e.currentTarget.value)}
-            aria-describedby="api-key-help"
-          />
-          <p id="api-key-help" class="help">
-            A <code>custom</code> key (your first key is one). It is exchanged once for {lifetimeText(policy)}
-            , shared by the tabs of this browser. The key is not kept by the browser; when the session ends
-            you are asked again.
-          </p>
-        </div>
+        <SecretField
+          id="api-key"
+          label="API key"
+          value={key}
+          onInput={setKey}
+          help={
+            <>
+              A <code>custom</code> key (your first key is one). It is exchanged once for{" "}
+              {lifetimeText(policy)}, shared by the tabs of this browser. The key is not kept by the browser;
+              when the session ends you are asked again.
+            </>
+          }
+        />
         {error !== null && <ErrorMessage error={error} title="Could not sign in" />}
         <div>
           <button type="submit" disabled={busy}>

@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import type { Task } from "@mailprobe/client";
 import { client, request } from "../api.ts";
 import { Empty, ErrorMessage, Loading } from "../components/feedback.tsx";
-import { Pager } from "../components/pager.tsx";
+import { PagedTable } from "../components/paged-table.tsx";
 import { ProgressBar } from "../components/progress.tsx";
 import { takeFlash } from "../flash.ts";
 import { useApi, useInterval, useTitle } from "../hooks.ts";
@@ -142,72 +142,66 @@ export function TasksPage() {
       )}
       {tasks.data && tasks.data.tasks.length > 0 && (
         <>
-          <div class="table-scroll" tabIndex={0} role="region" aria-label="Tasks table">
-            <table class="tasks cards">
-              <caption class="visually-hidden">
-                Tasks, newest first: the result columns and Not verified add up to Addresses
-              </caption>
-              <thead>
-                <tr>
-                  <th scope="col">Task</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Source</th>
-                  <th scope="col" class="num">
-                    Addresses
+          <PagedTable
+            region="Tasks table"
+            tableClass="tasks cards"
+            caption="Tasks, newest first: the result columns and Not verified add up to Addresses"
+            head={
+              <>
+                <th scope="col">Task</th>
+                <th scope="col">Created</th>
+                <th scope="col">Source</th>
+                <th scope="col" class="num">
+                  Addresses
+                </th>
+                <th scope="col">Progress</th>
+                {RESULT_STATUSES.map((s) => (
+                  <th key={s} scope="col" class="num">
+                    {STATUS_LABEL[s]}
                   </th>
-                  <th scope="col">Progress</th>
+                ))}
+                <th scope="col" class="num">
+                  Not verified
+                </th>
+              </>
+            }
+            page={{
+              offset: offset,
+              limit: PAGE_SIZE,
+              total: tasks.data.count,
+              label: "Tasks pages",
+              onChange: setOffset,
+            }}
+          >
+            {tasks.data.tasks.map((t) => {
+              const state = taskState(t);
+              const v = t.metrics.verification_status;
+              return (
+                <tr key={t.id}>
+                  <th scope="row">
+                    <a href={hrefOf.task(t.id)}>{taskName(t)}</a>
+                  </th>
+                  <td data-label="Created">{formatDateTime(t.created_at)}</td>
+                  <td data-label="Source">{sourceLabel(t.source)}</td>
+                  <td data-label="Addresses" class="num">
+                    {formatNumber(t.metrics.total_email_addresses)}
+                  </td>
+                  <td data-label="Progress">
+                    <ProgressBar percent={t.metrics.progress_percent} label={`Progress of ${taskName(t)}`} />
+                    <span class="small muted">{TASK_STATE_LABEL[state]}</span>
+                  </td>
                   {RESULT_STATUSES.map((s) => (
-                    <th key={s} scope="col" class="num">
-                      {STATUS_LABEL[s]}
-                    </th>
+                    <td key={s} data-label={STATUS_LABEL[s]} class="num">
+                      {formatNumber(v[s])}
+                    </td>
                   ))}
-                  <th scope="col" class="num">
-                    Not verified
-                  </th>
+                  <td data-label="Not verified" class="num">
+                    {formatNumber(notVerified(t))}
+                  </td>
                 </tr>
-              </thead>
-              <tbody>
-                {tasks.data.tasks.map((t) => {
-                  const state = taskState(t);
-                  const v = t.metrics.verification_status;
-                  return (
-                    <tr key={t.id}>
-                      <th scope="row">
-                        <a href={hrefOf.task(t.id)}>{taskName(t)}</a>
-                      </th>
-                      <td data-label="Created">{formatDateTime(t.created_at)}</td>
-                      <td data-label="Source">{sourceLabel(t.source)}</td>
-                      <td data-label="Addresses" class="num">
-                        {formatNumber(t.metrics.total_email_addresses)}
-                      </td>
-                      <td data-label="Progress">
-                        <ProgressBar
-                          percent={t.metrics.progress_percent}
-                          label={`Progress of ${taskName(t)}`}
-                        />
-                        <span class="small muted">{TASK_STATE_LABEL[state]}</span>
-                      </td>
-                      {RESULT_STATUSES.map((s) => (
-                        <td key={s} data-label={STATUS_LABEL[s]} class="num">
-                          {formatNumber(v[s])}
-                        </td>
-                      ))}
-                      <td data-label="Not verified" class="num">
-                        {formatNumber(notVerified(t))}
-                      </td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
-          <Pager
-            offset={offset}
-            limit={PAGE_SIZE}
-            total={tasks.data.count}
-            label="Tasks pages"
-            onChange={setOffset}
-          />
+              );
+            })}
+          </PagedTable>
         </>
       )}
     </section>

@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import type { WebhookDelivery } from "@mailprobe/client";
 import { client, errorMessage, request } from "../api.ts";
 import { Empty, ErrorMessage, Loading } from "../components/feedback.tsx";
-import { Pager } from "../components/pager.tsx";
+import { PagedTable } from "../components/paged-table.tsx";
 import { announce, useApi, useInterval, useTitle } from "../hooks.ts";
 import { formatDateTime } from "../lib/format.ts";
 import { hrefOf } from "../router.ts";
@@ -260,85 +260,83 @@ function DeliveriesSection() {
       )}
       {log.data && log.data.count > 0 && (
         <>
-          <div class="table-scroll" tabIndex={0} role="region" aria-label="Deliveries table">
-            <table class="cards">
-              <caption class="visually-hidden">Webhook deliveries, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Event</th>
-                  <th scope="col">Status</th>
-                  <th scope="col" class="num">
-                    Attempts
+          <PagedTable
+            region="Deliveries table"
+            caption="Webhook deliveries, newest first"
+            head={
+              <>
+                <th scope="col">Event</th>
+                <th scope="col">Status</th>
+                <th scope="col" class="num">
+                  Attempts
+                </th>
+                <th scope="col">Last answer</th>
+                <th scope="col">When</th>
+                <th scope="col">
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              </>
+            }
+            page={{
+              offset: offset,
+              limit: DELIVERIES_PAGE,
+              total: log.data.count,
+              label: "Deliveries pages",
+              onChange: setOffset,
+            }}
+          >
+            {list.map((d) => {
+              const nameId = `delivery-${d.id}`;
+              return (
+                <tr key={d.id}>
+                  <th scope="row" id={nameId}>
+                    <code>{d.event_type}</code>
+                    {d.task_id && (
+                      <>
+                        {" "}
+                        <a href={hrefOf.task(d.task_id)}>task</a>
+                      </>
+                    )}
+                    <div class="muted small addr">{d.url}</div>
                   </th>
-                  <th scope="col">Last answer</th>
-                  <th scope="col">When</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
+                  <td data-label="Status">
+                    <span class={DELIVERY_BADGE[d.status]}>{DELIVERY_LABEL[d.status]}</span>
+                  </td>
+                  <td data-label="Attempts" class="num">
+                    {d.attempts}
+                  </td>
+                  <td data-label="Last answer" class="small">
+                    {lastAnswer(d)}
+                  </td>
+                  <td data-label="When" class="small">
+                    {d.delivered_at
+                      ? `Delivered ${formatDateTime(d.delivered_at)}`
+                      : d.next_attempt_at
+                        ? `Next attempt ${formatDateTime(d.next_attempt_at)}`
+                        : `Created ${formatDateTime(d.created_at)}`}
+                  </td>
+                  <td class="actions">
+                    {d.status !== "delivering" && (
+                      <button
+                        type="button"
+                        class="secondary"
+                        aria-describedby={nameId}
+                        disabled={redelivering === d.id}
+                        onClick={() => void redeliver(d)}
+                      >
+                        Redeliver
+                      </button>
+                    )}
+                    {rowError?.id === d.id && (
+                      <p class="error small" role="alert">
+                        {errorMessage(rowError.error)}
+                      </p>
+                    )}
+                  </td>
                 </tr>
-              </thead>
-              <tbody>
-                {list.map((d) => {
-                  const nameId = `delivery-${d.id}`;
-                  return (
-                    <tr key={d.id}>
-                      <th scope="row" id={nameId}>
-                        <code>{d.event_type}</code>
-                        {d.task_id && (
-                          <>
-                            {" "}
-                            <a href={hrefOf.task(d.task_id)}>task</a>
-                          </>
-                        )}
-                        <div class="muted small addr">{d.url}</div>
-                      </th>
-                      <td data-label="Status">
-                        <span class={DELIVERY_BADGE[d.status]}>{DELIVERY_LABEL[d.status]}</span>
-                      </td>
-                      <td data-label="Attempts" class="num">
-                        {d.attempts}
-                      </td>
-                      <td data-label="Last answer" class="small">
-                        {lastAnswer(d)}
-                      </td>
-                      <td data-label="When" class="small">
-                        {d.delivered_at
-                          ? `Delivered ${formatDateTime(d.delivered_at)}`
-                          : d.next_attempt_at
-                            ? `Next attempt ${formatDateTime(d.next_attempt_at)}`
-                            : `Created ${formatDateTime(d.created_at)}`}
-                      </td>
-                      <td class="actions">
-                        {d.status !== "delivering" && (
-                          <button
-                            type="button"
-                            class="secondary"
-                            aria-describedby={nameId}
-                            disabled={redelivering === d.id}
-                            onClick={() => void redeliver(d)}
-                          >
-                            Redeliver
-                          </button>
-                        )}
-                        {rowError?.id === d.id && (
-                          <p class="error small" role="alert">
-                            {errorMessage(rowError.error)}
-                          </p>
-                        )}
-                      </td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
-          <Pager
-            offset={offset}
-            limit={DELIVERIES_PAGE}
-            total={log.data.count}
-            label="Deliveries pages"
-            onChange={setOffset}
-          />
+              );
+            })}
+          </PagedTable>
         </>
       )}
     </section>

@@ -3,16 +3,15 @@
 import assert from "node:assert/strict";
 import net from "node:net";
 import { after, describe, test } from "node:test";
-import type { DnsAnswer, MxRecord } from "../../../src/verify/dns.ts";
+import { reverseName, type DnsAnswer, type MxRecord } from "../../../src/verify/dns.ts";
 import {
-  reverseName,
   runDoctor,
   type CheckId,
   type DoctorCheck,
   type DoctorDnsPort,
   type DoctorOptions,
   type DoctorReport,
-} from "../../../src/verify/doctor.ts";
+} from "../../../src/doctor/doctor.ts";
 import { ConnectError, directConnect, type ConnectPort } from "../../../src/verify/smtp/connect.ts";
 import { classifyAddress } from "../../../src/webhooks/address-policy.ts";
 

@@ -9,16 +9,20 @@
 // only to the RCPT: checking EHLO alone would pass exactly the set-up this command exists to catch.
 import { isIP, isIPv4, isIPv6 } from "node:net";
 import { classifyHostName, normaliseHostName, type HeloNameSource } from "../lib/host-names.ts";
-import { AbortedError } from "./abort.ts";
-import { createNodeDns, expandIpv6, reverseName, type DnsAnswer, type DnsPort } from "./dns.ts";
-import type { AddressPolicy } from "./ports.ts";
-import { resolveMailHosts, type DomainResolution } from "./resolve-domain.ts";
-import { ConnectError, type ConnectPort } from "./smtp/connect.ts";
-import { SmtpClosedError, SmtpConnection, SmtpTimeoutError } from "./smtp/connection.ts";
-import { SmtpProtocolError, type SmtpReply } from "./smtp/reply-reader.ts";
-import { classifyReply } from "./smtp/replies.ts";
-
-export { reverseName };
+import { AbortedError } from "../verify/abort.ts";
+import {
+  createNodeDns,
+  expandIpv6,
+  type DnsAnswer,
+  type DnsPort,
+  type NodeDnsOptions,
+} from "../verify/dns.ts";
+import type { AddressPolicy } from "../verify/ports.ts";
+import { resolveMailHosts, type DomainResolution } from "../verify/resolve-domain.ts";
+import { ConnectError, type ConnectPort } from "../verify/smtp/connect.ts";
+import { SmtpClosedError, SmtpConnection, SmtpTimeoutError } from "../verify/smtp/connection.ts";
+import { SmtpProtocolError, type SmtpReply } from "../verify/smtp/reply-reader.ts";
+import { classifyReply } from "../verify/smtp/replies.ts";
 
 export type CheckStatus = "ok" | "warn" | "fail";
 
@@ -646,18 +650,9 @@ function boundedDns(dns: DoctorDnsPort, stepMs: number): DoctorDnsPort {
   };
 }
 
-/** 32 hex digits of an IPv6 address ("2001:db8::1" → "20010db8000…0001"). */
-
 // ---- the default DNS port -----------------------------------------------------------------------
 
-export interface DoctorDnsOptions {
-  /** "host" or "host:port" strings; empty = the system's resolvers. */
-  servers: readonly string[];
-  timeoutMs: number;
-  tries: number;
-}
-
 /** The doctor's DnsPort: the engine's own (PTRs asked of DNS, never /etc/hosts). */
-export function createDoctorDns(options: DoctorDnsOptions): DoctorDnsPort & { close(): void } {
+export function createDoctorDns(options: NodeDnsOptions): DoctorDnsPort & { close(): void } {
   return createNodeDns(options);
 }
