@@ -33,8 +33,12 @@ const ALLOWED = {
   verifications: [...DOMAIN_BASE, "auth", "credits"],
   tasks: [...DOMAIN_BASE, "auth", "credits", "files", "verifications", "webhooks"],
   uploads: [...DOMAIN_BASE, "auth", "files", "tasks"],
-  jobs: [...DOMAIN_BASE, "config", "tasks", "verifications"],
-  webhooks: [...DOMAIN_BASE, "config", "jobs"],
+  // The outbound address guard: a pure function of an address, for webhooks and mail hosts.
+  net: ["lib"],
+  // The per-MX-host session slots (smtp_host_slots), for the worker pool and realtime alike.
+  hostslots: ["lib", "db", "verify"],
+  jobs: [...DOMAIN_BASE, "config", "hostslots", "verifications"],
+  webhooks: [...DOMAIN_BASE, "config", "net"],
   // The domain through HttpDeps (http/deps.ts): never db/, config/, jobs/, app/ or cli/.
   http: [
     ...["lib", "observability", "verify", "auth", "credits", "files", "keys", "ratelimit"],
@@ -53,6 +57,28 @@ const ALLOWED = {
       ...allowed.filter((to) => !SRC_FOLDERS.includes(to)).map((to) => `${f} allows unknown ${to}`),
     ]),
   ];
+  // Arrows point down (DESIGN.md §4): no folder may reach itself through the rows, so a new edge
+  // that closes a cycle fails here, before any file is linted.
+  const cycleThrough = (start) => {
+    const path = [start];
+    const walk = (at) => {
+      for (const to of ALLOWED[at] ?? []) {
+        if (to === start) return [...path, to];
+        if (path.includes(to)) continue;
+        path.push(to);
+        const found = walk(to);
+        if (found) return found;
+        path.pop();
+      }
+      return null;
+    };
+    return walk(start);
+  };
+  const cycles = Object.keys(ALLOWED).flatMap((f) => {
+    const cycle = cycleThrough(f);
+    return cycle ? [`cycle ${cycle.join(" → ")}`] : [];
+  });
+  problems.push(...cycles.slice(0, 1));
   if (problems.length > 0) throw new Error(`eslint.config.js layer allow-list: ${problems.join("; ")}`);
 }
 

@@ -204,7 +204,7 @@ ok "podman build ($(($(date +%s) - t)) s; image $size_mb MB, base $(($(podman im
 [[ "$(podman image inspect -f '{{json .Config.Volumes}}' "$IMAGE")" == *'"/data"'* ]] || die "no /data volume"
 # Only what `npm start` runs: no tests, benches, docs, dashboard sources or dev dependencies.
 extra=$(podman run --rm --no-healthcheck --network none --entrypoint sh "$IMAGE" -c \
-  'cd /app && ls -d src test bench docs scripts web/src node_modules/tsx node_modules/typescript node_modules/vite node_modules/eslint node_modules/playwright-core 2>/dev/null || true')
+  'cd /app && ls -d src test bench docs scripts web/src node_modules/tsx node_modules/typescript node_modules/vite node_modules/eslint node_modules/playwright-core node_modules/@mailprobe/client/src 2>/dev/null || true')
 [[ -z $extra ]] || die "the image holds more than the runtime: $(echo $extra)"
 ok "non-root user, HEALTHCHECK, /data volume, runtime files only"
 
@@ -235,6 +235,14 @@ reply=$(api POST /api/v1/verify "$key" '{"email":"valid@sandbox.mailprobe.invali
 reply=$(api POST /api/v1/verify "$key" '{"email":"invalid@sandbox.mailprobe.invalid"}')
 [[ "$(json "$reply" status)" == invalid ]] || die "sandbox invalid: $reply"
 ok "embedded: a user made with the CLI in the container; sandbox valid/invalid verified"
+
+# `mailprobe client` in the image: the compiled CLI on the SDK (@mailprobe/client in node_modules).
+client=(podman exec -e MAILPROBE_URL="http://127.0.0.1:$port" -e MAILPROBE_KEY="$key" "$RUN_ID-embedded" mailprobe client)
+reply=$("${client[@]}" credits 2>&1) || die "mailprobe client credits in the container: $reply"
+[[ $reply == "balance: 5" ]] || die "mailprobe client credits in the container: $reply"
+reply=$("${client[@]}" verify --json catchall@sandbox.mailprobe.invalid 2>&1) || die "mailprobe client verify: $reply"
+[[ "$(json "$reply" status)" == catchall ]] || die "mailprobe client verify in the container: $reply"
+ok "embedded: mailprobe client (on the SDK) in the container: credits, verify"
 
 # A list upload: parsed on a worker thread (the compiled thread entry), run by serve's own workers.
 accepted=$(printf 'email\nvalid@sandbox.mailprobe.invalid\ncatchall@sandbox.mailprobe.invalid\n' |

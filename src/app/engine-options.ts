@@ -1,9 +1,16 @@
 import type { VerifyConfig } from "../config/index.ts";
-import { defaultEngineOptions, type EngineOptions, type EnginePorts } from "../verify/index.ts";
-import { classifyAddress } from "../webhooks/address-policy.ts";
+import {
+  DEFAULT_EGRESS,
+  defaultEngineOptions,
+  egressName,
+  type EngineOptions,
+  type EnginePorts,
+} from "../verify/index.ts";
+import { classifyAddress } from "../net/address-policy.ts";
 
 /** VerifyConfig's fields that are not engine options: the realtime service's and the doctor's. */
-type NotEngineOption = "smtpHeloNameSource" | "verifyTimeoutMs" | "resultCacheTtlMs" | "maxInFlightPerUser";
+type NotEngineOption =
+  "smtpHeloNameSource" | "verifyTimeoutMs" | "resultCacheTtlMs" | "maxInFlightPerUser" | "smtpEgressRestMs";
 
 /** Engine options that are no setting (the engine's defaults hold): not in VerifyConfig. */
 type UnconfiguredOption = "hostEvidenceTtlMs" | "microBatchWindowMs";
@@ -22,8 +29,15 @@ void sameFields;
 
 /** The engine never reads configuration itself; this is the one mapping from Config to it. */
 export function engineOptionsFrom(v: Readonly<VerifyConfig>): EngineOptions {
-  const { smtpHeloNameSource, verifyTimeoutMs, resultCacheTtlMs, maxInFlightPerUser, ...configured } = v;
-  void [smtpHeloNameSource, verifyTimeoutMs, resultCacheTtlMs, maxInFlightPerUser];
+  const {
+    smtpHeloNameSource,
+    verifyTimeoutMs,
+    resultCacheTtlMs,
+    maxInFlightPerUser,
+    smtpEgressRestMs,
+    ...configured
+  } = v;
+  void [smtpHeloNameSource, verifyTimeoutMs, resultCacheTtlMs, maxInFlightPerUser, smtpEgressRestMs];
   // The unconfigured options keep their defaults; the spread checks each configured field's type.
   const options: EngineOptions = { ...defaultEngineOptions, ...configured };
   return options;
@@ -36,3 +50,12 @@ export function engineOptionsFrom(v: Readonly<VerifyConfig>): EngineOptions {
 export const guardPorts: Pick<EnginePorts, "addressPolicy"> = Object.freeze({
   addressPolicy: classifyAddress,
 });
+
+/**
+ * What a host gate must know of the egress identities (SMTP_EGRESS): their names, as the
+ * engine's sessions name them, and how long a refused one rests.
+ */
+export function gateEgressFrom(v: Readonly<VerifyConfig>): { egress: string[]; restMs: number } {
+  const egress = v.smtpEgress.length === 0 ? [DEFAULT_EGRESS] : v.smtpEgress.map(egressName);
+  return { egress, restMs: v.smtpEgressRestMs };
+}

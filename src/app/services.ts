@@ -20,7 +20,7 @@ import { createTasksService, type TasksService } from "../tasks/service.ts";
 import { createUploadAdmission } from "../uploads/admission.ts";
 import { createUploadsService, type UploadsService } from "../uploads/service.ts";
 import { createWebhooksService, type WebhooksService } from "../webhooks/service.ts";
-import { createPgHostGate, HostBusyError } from "../jobs/host-gate.ts";
+import { createPgHostGate, HostBusyError } from "../hostslots/host-gate.ts";
 import { newWorkerId } from "../jobs/runner.ts";
 import {
   createEngine,
@@ -29,7 +29,7 @@ import {
   type EnginePorts,
   type IdleConnections,
 } from "../verify/index.ts";
-import { engineOptionsFrom, guardPorts } from "./engine-options.ts";
+import { engineOptionsFrom, gateEgressFrom, guardPorts } from "./engine-options.ts";
 
 /** Everything a request handler or a worker may call. Built once per process (or per test). */
 export interface Services {
@@ -107,6 +107,9 @@ export function buildServices(opts: ServiceOptions): Services {
     leaseMs: Math.max(config.worker.leaseMs, config.verify.verifyTimeoutMs + 30_000),
     maxWaitMs: config.verify.verifyTimeoutMs,
     waitLocally: true,
+    // A request has no later to defer to: with every identity resting, the server answers.
+    ...gateEgressFrom(config.verify),
+    whenAllResting: "try",
   });
   // One set of idle SMTP connections per process, shared by the realtime and the batch engine:
   // both reach the same server IPs, and a connection one leaves idle serves the other's next domain.

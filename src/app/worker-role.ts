@@ -1,10 +1,11 @@
 import type { Services } from "./services.ts";
-import { createPgHostGate } from "../jobs/host-gate.ts";
+import { createPgHostGate } from "../hostslots/host-gate.ts";
+import { taskSettlement } from "../tasks/groups-recorded.ts";
 import { createWorkerPool, newWorkerId, type WorkerPool } from "../jobs/runner.ts";
 import { createRetentionSweeper, type RetentionSweeper } from "../tasks/retention.ts";
 import { createEngine } from "../verify/index.ts";
 import { createWebhookDispatcher, type WebhookDispatcher } from "../webhooks/dispatcher.ts";
-import { engineOptionsFrom, guardPorts } from "./engine-options.ts";
+import { engineOptionsFrom, gateEgressFrom, guardPorts } from "./engine-options.ts";
 
 export interface WorkerRole {
   pool: WorkerPool;
@@ -34,6 +35,9 @@ export function createWorkerRole(
     // Only another process can hold the slot we wait for (local contenders are refused at
     // once), so a short wait usually ends with the slot; past it, the group is requeued.
     maxWaitMs: 5_000,
+    // Every identity resting for a provider: its groups go back to the queue, unbilled.
+    ...gateEgressFrom(config.verify),
+    whenAllResting: "defer",
   });
   const engine = createEngine(engineOptionsFrom(config.verify), {
     clock,
@@ -48,6 +52,7 @@ export function createWorkerRole(
     engine,
     gate,
     config: config.worker,
+    onGroupsRecorded: taskSettlement,
     workerId,
     recordRetryDelaysMs: opts.recordRetryDelaysMs,
     // The background must not write into a full disk either: no new group below the threshold.

@@ -1,11 +1,25 @@
 // `mailprobe client …`: the command-line client of a running server, over its public API with an
-// API key (MAILPROBE_URL, MAILPROBE_KEY). Plain fetch, no SDK. A server error is printed as
-// `mailprobe: <code>: <message>` (the spec's error envelope) and exits 1.
+// API key (MAILPROBE_URL, MAILPROBE_KEY), through the generated SDK (@mailprobe/client: calls typed
+// from the OpenAPI document). A server error is printed as `mailprobe: <code>: <message>` (the
+// spec's error envelope) and exits 1.
 import { readFile, stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { setTimeout as sleep } from "node:timers/promises";
+import {
+  createMailprobeClient,
+  MailprobeError,
+  uploadTaskFile,
+  type DataOf,
+  type FetchResult,
+  type MailprobeClient,
+  type Task,
+  type TaskMetrics,
+  type Upload,
+  type VerificationResult,
+  type VerificationTimeoutBody,
+} from "@mailprobe/client";
 import { loadClientConfig, requireClientKey } from "../config/client-config.ts";
 import { downloadFilename } from "../files/export/result-filename.ts";
 import { createProgress } from "./progress.ts";
@@ -33,8 +47,9 @@ export class ClientError extends Error {
   }
 }
 
-/** Every request has a deadline; uploads and downloads get longer ones. */
+/** Every request has a deadline; a verification, uploads and downloads get longer ones. */
 const REQUEST_TIMEOUT_MS = 30_000;
+const VERIFY_TIMEOUT_MS = 120_000;
 const TRANSFER_TIMEOUT_MS = 10 * 60_000;
 /** Polling while waiting: every second, then every 2 s after the first minute. */
 const POLL_FAST_MS = 1_000;
@@ -45,28 +60,73 @@ const MAX_POLL_FAILURES = 5;
 const say = (line: string): void => void process.stdout.write(line + "\n");
 const note = (line: string): void => void process.stderr.write(`mailprobe: ${line}\n`);
 
-interface ErrorEnvelope {
-  error?: { code?: unknown; message?: unknown; details?: Array<{ field?: unknown; reason?: unknown }> };
-}
-
 function connection(): { url: string; key: string } {
   const config = loadClientConfig(process.env);
   return { url: config.url, key: requireClientKey(config) };
 }
 
-async function errorOf(res: Response): Promise<ClientError> {
-  const text = await res.text().catch(() => "");
-  let body: ErrorEnvelope | null;
+/**
+ * The SDK's client with a deadline on each of its requests (`timeoutMs`), which also end with
+ * `signal` (Ctrl-C while waiting). The deadline lives in the client's `fetch` rather than in
+ * each call's options because uploadTaskFile takes none, and so that one place turns a request
+ * that could not be made into the user's message.
+ */
+function api(timeoutMs = REQUEST_TIMEOUT_MS, signal?: AbortSignal): MailprobeClient {
+  const { url, key } = connection();
+  const client = createMailprobeClient({
+    baseUrl: url,
+    // As `Authorization: Bearer`: the server takes an API key there as it takes a session.
+    token: key,
+    fetch: (input, init) => send(url, input, init, timeoutMs, signal),
+  });
+  // The error envelope is what the CLI reads from any failed answer, a download's included.
+  client.use({
+    onRequest: ({ request }) => {
+      request.headers.set("accept", "application/json");
+      return request;
+    },
+  });
+  return client;
+}
+
+/** fetch under the deadline; a request that could not be made becomes the user's message. */
+async function send(
+  url: string,
+  input: Request | string | URL,
+  init: RequestInit | undefined,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<Response> {
   try {
-    body = JSON.parse(text) as ErrorEnvelope;
-  } catch {
-    body = null;
+    return await fetch(input, {
+      ...init,
+      signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), ...(signal ? [signal] : [])]),
+    });
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    const err = error as { name?: string; cause?: { code?: string; message?: string }; message?: string };
+    if (err.name === "TimeoutError") {
+      const target = input instanceof Request ? input.url : String(input);
+      const { pathname, search } = new URL(target);
+      const path = target.startsWith(url) ? target.slice(url.length) : pathname + search;
+      throw new ClientError(`${url} did not answer in time (${path})`);
+    }
+    const cause = err.cause?.code ?? err.cause?.message ?? err.message ?? String(error);
+    throw new ClientError(`cannot reach ${url}: ${cause} (is the server running? set MAILPROBE_URL)`);
   }
-  const e = body?.error;
-  const code = typeof e?.code === "string" ? e.code : `HTTP_${res.status}`;
-  const message =
-    typeof e?.message === "string" ? e.message : res.statusText || `the server answered ${res.status}`;
-  const details = Array.isArray(e?.details) ? e.details : [];
+}
+
+/**
+ * A non-2xx answer as the user sees it, read by the SDK (MailprobeError: code, message, field
+ * details). A body that is not the envelope (a proxy's page) is named by its status line.
+ */
+function clientError(response: Response, body: unknown): ClientError {
+  const error = MailprobeError.fromResponse(response, body);
+  const message = error.code.startsWith("HTTP_")
+    ? response.statusText || `the server answered ${response.status}`
+    : error.message;
+  // The SDK hands the body's details over unchecked: each field is checked here before it is shown.
+  const details = error.details as Array<{ field?: unknown; reason?: unknown }>;
   const lines = details
     .slice(0, 5)
     .map(
@@ -74,70 +134,24 @@ async function errorOf(res: Response): Promise<ClientError> {
         `\n  ${typeof d.field === "string" ? d.field : "?"}: ${typeof d.reason === "string" ? d.reason : JSON.stringify(d.reason)}`,
     );
   const fields = details.flatMap((d) => (typeof d.field === "string" ? [d.field] : []));
-  return new ClientError(`${code}: ${message}${lines.join("")}`, res.status, code, fields);
+  return new ClientError(`${error.code}: ${message}${lines.join("")}`, response.status, error.code, fields);
 }
 
-/** One request to the API; non-2xx answers become ClientError. */
-async function request(
-  path: string,
-  init: {
-    method?: string;
-    json?: unknown;
-    form?: FormData;
-    timeoutMs?: number;
-    accept?: number[];
-    signal?: AbortSignal;
-  } = {},
-): Promise<Response> {
-  const { url, key } = connection();
-  const headers: Record<string, string> = { authorization: `Bearer ${key}`, accept: "application/json" };
-  let body: string | FormData | undefined;
-  if (init.json !== undefined) {
-    headers["content-type"] = "application/json";
-    body = JSON.stringify(init.json);
-  } else if (init.form) body = init.form;
-  let res: Response;
-  try {
-    res = await fetch(`${url}${path}`, {
-      method: init.method ?? "GET",
-      headers,
-      body,
-      signal: AbortSignal.any([
-        AbortSignal.timeout(init.timeoutMs ?? REQUEST_TIMEOUT_MS),
-        ...(init.signal ? [init.signal] : []),
-      ]),
-    });
-  } catch (error) {
-    if (init.signal?.aborted) throw init.signal.reason;
-    const err = error as { name?: string; cause?: { code?: string; message?: string }; message?: string };
-    if (err.name === "TimeoutError") throw new ClientError(`${url} did not answer in time (${path})`);
-    const cause = err.cause?.code ?? err.cause?.message ?? err.message ?? String(error);
-    throw new ClientError(`cannot reach ${url}: ${cause} (is the server running? set MAILPROBE_URL)`);
-  }
-  if (!res.ok && !(init.accept ?? []).includes(res.status)) throw await errorOf(res);
-  return res;
-}
-
-async function getJson<T>(path: string, signal?: AbortSignal): Promise<T> {
-  return (await (await request(path, signal ? { signal } : {})).json()) as T;
+/** The data of a 2xx answer; any other answer becomes a ClientError. */
+async function dataOf<R extends FetchResult>(call: R | Promise<R>): Promise<DataOf<R>> {
+  const { data, error, response } = await call;
+  if (!response.ok) throw clientError(response, error);
+  return data as DataOf<R>;
 }
 
 // --- credits -----------------------------------------------------------------------------------
 
 export async function clientCredits(opts: { json?: boolean }): Promise<void> {
-  const body = await getJson<{ user_id: string; balance: number }>("/api/v1/credits/balance");
+  const body = await dataOf(api().GET("/api/v1/credits/balance"));
   say(opts.json ? JSON.stringify(body) : `balance: ${body.balance}`);
 }
 
 // --- verify ------------------------------------------------------------------------------------
-
-interface ResultBody {
-  email?: string;
-  status?: string;
-  unknown_reason?: string | null;
-  host_name?: string;
-  is_catchall?: boolean;
-}
 
 const TABLE = ["email", "status", "unknown_reason", "host_name", "is_catchall"] as const;
 
@@ -154,46 +168,28 @@ function table(rows: string[][]): string {
 }
 
 export async function clientVerify(addresses: string[], opts: { json?: boolean }): Promise<void> {
-  const results: ResultBody[] = [];
+  const client = api(VERIFY_TIMEOUT_MS);
+  const results: Array<VerificationResult | VerificationTimeoutBody> = [];
   for (const email of addresses) {
-    // 408: the server's deadline passed; its body holds the partial result, shown as it is.
-    const res = await request("/api/v1/verify", {
-      method: "POST",
-      json: { email },
-      timeoutMs: 120_000,
-      accept: [408],
-    });
-    const body = (await res.json()) as ResultBody;
+    const answer = await client.POST("/api/v1/verify", { body: { email } });
+    // 408: the server's deadline passed; its body (the envelope with the partial `result`) is
+    // shown as it is.
+    const body =
+      answer.response.status === 408 ? (answer.error as VerificationTimeoutBody) : await dataOf(answer);
     results.push(body);
     if (opts.json) say(JSON.stringify(body));
   }
   if (opts.json) return;
-  const rows = results.map((r) => TABLE.map((f) => String(r[f] ?? "")));
+  // A 408's body is the envelope, not a result: its row stays blank (--json shows the result).
+  const rows = results.map((r) => TABLE.map((f) => ("error" in r ? "" : String(r[f] ?? ""))));
   say(table([[...TABLE], ...rows]));
 }
 
 // --- tasks -------------------------------------------------------------------------------------
 
-interface Metrics {
-  total_email_addresses: number;
-  job_status: { pending: number; processing: number; completed: number; failed: number; cancelled?: number };
-  progress_percent: number;
-  verification_status: Record<string, number>;
-}
-
-interface TaskBody {
-  id: string;
-  created_at: string;
-  finished_at?: string | null;
-  cancelled_at?: string | null;
-  is_file_backed: boolean;
-  file?: { filename?: string } | null;
-  metrics: Metrics;
-}
-
 export async function clientTasks(opts: { limit: number; json?: boolean }): Promise<void> {
   const limit = Math.min(100, opts.limit);
-  const body = await getJson<{ tasks: TaskBody[]; count: number }>(`/api/v1/tasks?limit=${limit}`);
+  const body = await dataOf(api().GET("/api/v1/tasks", { params: { query: { limit } } }));
   if (opts.json) {
     say(JSON.stringify(body));
     return;
@@ -215,27 +211,18 @@ export async function clientTasks(opts: { limit: number; json?: boolean }): Prom
 
 // --- upload, wait, download --------------------------------------------------------------------
 
-interface UploadAccepted {
-  upload_id: string;
-  task_id: string;
-  filename: string;
-  email_count: number;
+async function postUpload(file: string, data: Buffer, column: string | null): Promise<Upload> {
+  const list = new Blob([new Uint8Array(data)]);
+  return dataOf(
+    uploadTaskFile(api(TRANSFER_TIMEOUT_MS), list, {
+      filename: basename(file),
+      ...(column !== null ? { email_column: column } : {}),
+    }),
+  );
 }
 
-async function postUpload(file: string, data: Buffer, column: string | null): Promise<UploadAccepted> {
-  const form = new FormData();
-  if (column !== null) form.set("email_column", column);
-  form.set("file", new Blob([new Uint8Array(data)]), basename(file));
-  const res = await request("/api/v1/tasks/batch/upload", {
-    method: "POST",
-    form,
-    timeoutMs: TRANSFER_TIMEOUT_MS,
-  });
-  return (await res.json()) as UploadAccepted;
-}
-
-const doneOf = (m: Metrics): number =>
-  m.job_status.completed + m.job_status.failed + (m.job_status.cancelled ?? 0);
+const doneOf = (m: TaskMetrics): number =>
+  m.job_status.completed + m.job_status.failed + m.job_status.cancelled;
 
 /** The command that downloads a task's results into `out` (format from its extension, else --format). */
 export function downloadCommand(taskId: string, out: string, format: Format): string {
@@ -243,21 +230,26 @@ export function downloadCommand(taskId: string, out: string, format: Format): st
   return `mailprobe client download ${taskId} --out ${shellWord(out)}${formatFlag}`;
 }
 
-/** Polls the task until it has finished (null: the wait is over first), with progress on stderr. */
+/**
+ * Polls the task until it has finished (null: the wait is over first), with progress on stderr.
+ * Not the SDK's waitForTask, which polls at one pace and stops at the first failed poll: this one
+ * slows down after a minute, waits out a restarting server and ends at the deadline.
+ */
 async function waitForTask(
   taskId: string,
   timeoutMinutes: number,
   signal: AbortSignal,
-): Promise<TaskBody | null> {
+): Promise<Task | null> {
   const deadline = Date.now() + timeoutMinutes * 60_000;
   const started = Date.now();
+  const client = api(REQUEST_TIMEOUT_MS, signal);
   let progress: ReturnType<typeof createProgress> | null = null;
   let failures = 0;
   try {
     for (;;) {
-      let task: TaskBody | null = null;
+      let task: Task | null = null;
       try {
-        task = await getJson<TaskBody>(`/api/v1/tasks/${taskId}`, signal);
+        task = await dataOf(client.GET("/api/v1/tasks/{id}", { params: { path: { id: taskId } } }));
         failures = 0;
       } catch (error) {
         if (signal.aborted) throw error;
@@ -286,15 +278,19 @@ async function download(
   out: string | ((res: Response) => Promise<string>),
   opts: { force: boolean; signal?: AbortSignal },
 ): Promise<string> {
-  const res = await request(`/api/v1/tasks/${taskId}/download?format=${format}`, {
-    timeoutMs: TRANSFER_TIMEOUT_MS,
-    accept: [],
-    ...(opts.signal ? { signal: opts.signal } : {}),
+  // parseAs "stream": the body is left unread and streamed to the file. It is taken from the
+  // response, not `data`, which openapi-fetch leaves undefined for an empty (Content-Length: 0) body.
+  const answer = await api(TRANSFER_TIMEOUT_MS, opts.signal).GET("/api/v1/tasks/{id}/download", {
+    params: { path: { id: taskId }, query: { format } },
+    parseAs: "stream",
   });
-  if (!res.body) throw new ClientError(`the download of task ${taskId} came back empty`);
-  const path = typeof out === "string" ? out : await out(res);
+  if (!answer.response.ok) throw clientError(answer.response, answer.error);
+  const { response } = answer;
+  if (!response.body) throw new ClientError(`the download of task ${taskId} came back empty`);
+  const path = typeof out === "string" ? out : await out(response);
   try {
-    await writeFileAtomically(path, Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), opts.force);
+    const body = Readable.fromWeb(response.body as WebReadableStream<Uint8Array>);
+    await writeFileAtomically(path, body, opts.force);
   } catch (error) {
     if (error instanceof ClientError || error instanceof CliError || opts.signal?.aborted) throw error;
     throw new ClientError(
@@ -331,7 +327,7 @@ export async function clientUpload(
 
   const data = await readFile(file);
   const column = opts.column?.trim() || null;
-  let accepted: UploadAccepted;
+  let accepted: Upload;
   try {
     accepted = await postUpload(file, data, column);
   } catch (error) {
@@ -357,7 +353,7 @@ export async function clientUpload(
   const interrupted = new AbortController();
   const onSigint = (): void => interrupted.abort();
   process.once("SIGINT", onSigint);
-  let task: TaskBody | null;
+  let task: Task | null;
   try {
     task = await waitForTask(accepted.task_id, opts.timeout, interrupted.signal);
     if (task) await download(accepted.task_id, format, out, { force, signal: interrupted.signal });

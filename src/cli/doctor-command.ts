@@ -1,7 +1,13 @@
 import { guardPorts } from "../app/engine-options.ts";
 import type { Config } from "../config/index.ts";
 import { createDoctorDns, runDoctor, type DoctorCheck, type DoctorReport } from "../doctor/doctor.ts";
-import { createSocksConnect, directConnect } from "../verify/index.ts";
+import {
+  createDirectConnect,
+  createSocksConnect,
+  directConnect,
+  egressName,
+  isProxySpec,
+} from "../verify/index.ts";
 
 /**
  * `mailprobe doctor [--mx HOST|DOMAIN]`: checks the operator's set-up (resolvers, HELO name,
@@ -37,6 +43,14 @@ export async function runDoctorCommand(
         dns,
         connect:
           v.smtpProxy === null ? directConnect : createSocksConnect(v.smtpProxy, v.smtpConnectTimeoutMs),
+        // Every SMTP_EGRESS identity: its own port-25 reachability and its own PTR/FCrDNS.
+        egress: v.smtpEgress.map((spec) => ({
+          name: egressName(spec),
+          viaProxy: isProxySpec(spec),
+          connect: isProxySpec(spec)
+            ? createSocksConnect(spec, v.smtpConnectTimeoutMs)
+            : createDirectConnect(spec),
+        })),
         ...guardPorts,
       },
     );
@@ -55,7 +69,8 @@ export function formatDoctorReport(config: Readonly<Config>, report: DoctorRepor
     report.checks.filter((c) => c.status === status).length;
   return [
     `mailprobe doctor: HELO ${v.smtpHeloName}, MAIL FROM ${v.smtpMailFrom}, ` +
-      `port ${v.smtpPort}${v.smtpProxy === null ? "" : " through SMTP_PROXY"}`,
+      `port ${v.smtpPort}${v.smtpProxy === null ? "" : " through SMTP_PROXY"}` +
+      (v.smtpEgress.length === 0 ? "" : `, egress ${v.smtpEgress.map(egressName).join(", ")}`),
     ...report.checks.map(line),
     `${count("ok")} ok, ${count("warn")} warn, ${count("fail")} fail`,
   ].join("\n");
@@ -69,6 +84,7 @@ export function doctorJson(config: Readonly<Config>, report: DoctorReport): unkn
     mail_from: config.verify.smtpMailFrom,
     mx: report.mx,
     egress: report.egress,
+    identities: report.identities,
     checks: report.checks,
   };
 }

@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import { boolVar, ConfigError, enumVar, intVar, keyVar, optionalVar, stringVar, urlVar } from "./env-vars.ts";
 import type { HeloNameSource } from "../lib/host-names.ts";
 import { dnsServersVar } from "./dns-servers.ts";
+import { parseEgressList } from "./egress.ts";
 import { resolveSmtpIdentity, type ConfigWarning } from "./smtp-identity.ts";
 
 export { ConfigError, type ConfigWarning };
@@ -171,6 +172,10 @@ export interface VerifyConfig {
   catchallCacheTtlMs: number;
   /** socks5:// URL for SMTP egress, or null. */
   smtpProxy: string | null;
+  /** SMTP_EGRESS: source addresses and socks5:// URLs, one identity each; empty: smtpProxy or direct. */
+  smtpEgress: readonly string[];
+  /** SMTP_EGRESS_REST_SECONDS, in ms: how long a blocked or throttled identity rests for a provider. */
+  smtpEgressRestMs: number;
   /** Probe mail hosts on loopback/private/link-local addresses (test worlds, labs); off: refused. */
   smtpAllowPrivateHosts: boolean;
   /** Deadline of one realtime verification; past it the answer is 408 with partial results. */
@@ -362,6 +367,8 @@ function loadVerifyConfig(
     smtpIdleReuseMs: intVar(env, "SMTP_IDLE_REUSE_MS", 1_000, 0, 60_000),
     catchallCacheTtlMs: intVar(env, "CATCHALL_CACHE_TTL_MS", 3_600_000, 0, 7 * 86_400_000),
     smtpProxy,
+    smtpEgress: Object.freeze(parseEgressList(env.SMTP_EGRESS, smtpProxy)),
+    smtpEgressRestMs: intVar(env, "SMTP_EGRESS_REST_SECONDS", 900, 1, 7 * 86_400) * 1000,
     smtpAllowPrivateHosts: boolVar(env, "SMTP_ALLOW_PRIVATE_HOSTS", false),
     verifyTimeoutMs: intVar(env, "VERIFY_TIMEOUT_MS", 30_000, 100, 600_000),
     resultCacheTtlMs: intVar(env, "VERIFY_CACHE_TTL_SECONDS", 86_400, 0, 30 * 86_400) * 1000,

@@ -37,6 +37,8 @@ export interface DoctorCheck {
   message: string;
   /** What to do about it; null when nothing needs doing. */
   fix: string | null;
+  /** The egress identity (SMTP_EGRESS) an smtp or fcrdns check is about; absent: the only one. */
+  egress?: string;
 }
 
 export interface DoctorReport {
@@ -46,7 +48,21 @@ export interface DoctorReport {
   /** The mail host the SMTP check talked to, when one was found. */
   mx: { host: string; address: string } | null;
   /** The IP receivers see us as, and how we know it; null when it can't be known. */
-  egress: { ip: string; source: "reported_by_mx" | "local_socket" } | null;
+  egress: EgressIp | null;
+  /** With SMTP_EGRESS: each identity and the IP receivers see it as (port 25 and FCrDNS checked per identity). */
+  identities: { name: string; egress: EgressIp | null }[];
+}
+
+export interface EgressIp {
+  ip: string;
+  source: "reported_by_mx" | "local_socket";
+}
+
+/** One egress identity to check: its name, its way out, and whether that is a proxy. */
+export interface DoctorEgress {
+  name: string;
+  connect: ConnectPort;
+  viaProxy: boolean;
 }
 
 /** DNS as the doctor needs it: the engine's port plus AAAA alone (FCrDNS of an IPv6 egress). */
@@ -65,6 +81,11 @@ export interface DoctorPorts {
    * FCrDNS failures soften to warnings. Without one, every address is judged as it is.
    */
   addressPolicy?: AddressPolicy;
+  /**
+   * SMTP_EGRESS identities: port 25 and FCrDNS are checked through each (`connect` and
+   * `viaProxy` then describe none). Absent or empty: the one way out.
+   */
+  egress?: readonly DoctorEgress[];
 }
 
 export interface DoctorOptions {
@@ -109,18 +130,54 @@ export async function runDoctor(opts: DoctorOptions, ports: DoctorPorts): Promis
   const mailDomain = opts.mailFrom.slice(opts.mailFrom.lastIndexOf("@") + 1);
   const target = normaliseHostName(opts.mxTarget ?? mailDomain);
 
-  const [dnsCheck, mailFromCheck, smtp] = await Promise.all([
+  const ways: DoctorEgress[] =
+    ports.egress !== undefined && ports.egress.length > 0
+      ? [...ports.egress]
+      : [{ name: "", connect: ports.connect, viaProxy: opts.viaProxy }];
+  const [dnsCheck, mailFromCheck, perEgress] = await Promise.all([
     checkResolvers(dns, opts.dnsServers, isIP(bareIp(target)) ? mailDomain : target),
     checkMailFromDomain(dns, opts.mailFrom, mailDomain, ports.random ?? Math.random),
-    checkSmtp(dns, ports, opts, target),
+    // Every identity in parallel: the run stays within its 30 s however many there are.
+    Promise.all(ways.map((way) => checkEgress(dns, ports, opts, target, way))),
   ]);
-  const fcrdns = await checkFcrdns(dns, opts, smtp, ports.addressPolicy ?? null);
-  const checks: DoctorCheck[] = [dnsCheck, checkHeloName(opts), smtp.check, fcrdns, mailFromCheck];
+  const first = perEgress[0]!;
+  const checks: DoctorCheck[] = [
+    dnsCheck,
+    checkHeloName(opts),
+    ...perEgress.map((e) => e.smtp.check),
+    ...perEgress.map((e) => e.fcrdns),
+    mailFromCheck,
+  ];
   return {
     ok: checks.every((c) => c.status !== "fail"),
     checks,
-    mx: smtp.mx,
-    egress: egressOf(smtp, opts.viaProxy),
+    mx: first.smtp.mx,
+    egress: first.egress,
+    identities:
+      ways.length === 1 && ways[0]!.name === ""
+        ? []
+        : perEgress.map((e) => ({ name: e.name, egress: e.egress })),
+  };
+}
+
+/** Port 25 and FCrDNS through one identity; its checks name it when it is one of SMTP_EGRESS. */
+async function checkEgress(
+  dns: DoctorDnsPort,
+  ports: DoctorPorts,
+  opts: DoctorOptions,
+  target: string,
+  way: DoctorEgress,
+): Promise<{ name: string; smtp: SmtpOutcome; fcrdns: DoctorCheck; egress: EgressIp | null }> {
+  const own = { ...opts, viaProxy: way.viaProxy };
+  const smtp = await checkSmtp(dns, { ...ports, connect: way.connect }, own, target);
+  const fcrdns = await checkFcrdns(dns, own, smtp, ports.addressPolicy ?? null);
+  const named = (c: DoctorCheck): DoctorCheck =>
+    way.name === "" ? c : { ...c, message: `egress ${way.name}: ${c.message}`, egress: way.name };
+  return {
+    name: way.name,
+    smtp: { ...smtp, check: named(smtp.check) },
+    fcrdns: named(fcrdns),
+    egress: egressOf(smtp, way.viaProxy),
   };
 }
 

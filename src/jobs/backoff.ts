@@ -1,6 +1,6 @@
-// When to try again, for every kind of background work: pure functions over attempts, reasons
-// and the other side's hints. Verification jobs (retry classes), internal faults, busy mail hosts
-// and webhook deliveries.
+// When to try a verification job again: pure functions over attempts, reasons and the other
+// side's hints (retry classes, internal faults, busy mail hosts, failed result writes). The
+// polling loops' outage pause is lib/backoff.ts; the webhook schedule is webhooks/retry-schedule.ts.
 import type { UnknownReason } from "../verify/index.ts";
 
 /**
@@ -9,17 +9,6 @@ import type { UnknownReason } from "../verify/index.ts";
  */
 export function internalRetryDelayMs(attempt: number, rand: () => number = Math.random): number {
   const ceiling = Math.min(30 * 60_000, 5_000 * 2 ** Math.max(0, attempt - 1));
-  return Math.round(ceiling * (0.75 + rand() / 2));
-}
-
-/**
- * Pause of a polling loop (claims, webhook rounds) after `failures` consecutive failed rounds, e.g.
- * while the database restarts: doubling from `baseMs`, capped at 10 s so the loop notices the
- * database is back within seconds, with ±25 % jitter so a fleet of workers doesn't reconnect in
- * lockstep.
- */
-export function outageBackoffMs(failures: number, baseMs: number, rand: () => number = Math.random): number {
-  const ceiling = Math.min(10_000, Math.max(1, baseMs) * 2 ** Math.max(0, failures - 1));
   return Math.round(ceiling * (0.75 + rand() / 2));
 }
 
@@ -99,35 +88,4 @@ export function retryDelayMs(
 /** Short pause before trying a group again when its mail host has no free connection slot. */
 export function hostBusyDelayMs(rand: () => number = Math.random): number {
   return Math.round(300 + rand() * 700);
-}
-
-// ---- webhook deliveries ----
-
-// Redelivery schedule. Receivers that fail are usually deploying or down for minutes, sometimes
-// hours: the first retries come quickly, then the pace settles at hourly until the retry window
-// (config.webhooks.retryWindowMs, 24 h by default) closes — about 28 attempts in 24 h. The shape
-// follows what Stripe and Svix document for their webhook retries (fast first, hours later).
-
-/** Delay before attempt n+1 after the n-th failed attempt (n = 1, 2, …); the last entry repeats. */
-export const WEBHOOK_RETRY_DELAYS_MS: readonly number[] = [
-  30_000, // 30 s
-  120_000, // 2 min
-  600_000, // 10 min
-  1_800_000, // 30 min
-  3_600_000, // 1 h, then hourly: the cap
-];
-
-/** Share of the delay that jitter may take off, so receivers recovering at once are not hit in lockstep. */
-export const WEBHOOK_RETRY_JITTER = 0.2;
-
-/**
- * Milliseconds to wait after the `attempt`-th failed attempt (1-based). Jitter only shortens the
- * delay (by up to 20 %), so the table's values — and the 1 h cap — are true upper bounds.
- * `rand` returns a number in [0, 1).
- */
-export function webhookRetryDelayMs(attempt: number, rand: () => number = Math.random): number {
-  const table = WEBHOOK_RETRY_DELAYS_MS;
-  const index = Math.min(Math.max(1, Math.floor(attempt)), table.length) - 1;
-  const ceiling = table[index]!;
-  return Math.round(ceiling * (1 - WEBHOOK_RETRY_JITTER * rand()));
 }

@@ -91,8 +91,11 @@ export function settleRetryPastEnd(o: JobOutcome, retriesEndAt: Date | null): Jo
 export type GroupFailure =
   /** This process already uses every session slot of the host: keep the queue place. */
   | { kind: "host_busy_locally" }
-  /** The cluster had no free slot within the wait: try again in a moment. */
-  | { kind: "host_busy_in_cluster" }
+  /**
+   * The cluster had no free slot within the wait: try again in a moment; or every egress
+   * identity rests for the host's provider: try again when the first wakes (`retryAt`).
+   */
+  | { kind: "host_busy_in_cluster"; retryAt?: Date | null }
   /** Our own shutdown cut it short. */
   | { kind: "stopping" }
   /** The per-host slot table could not be reached (the database is down): the address was not tried. */
@@ -122,7 +125,9 @@ export function outcomesOfFailure(
       }));
     case "host_busy_in_cluster":
     case "slots_unavailable": {
-      const runAfter = new Date(now.getTime() + hostBusyDelayMs(rand));
+      const soon = now.getTime() + hostBusyDelayMs(rand);
+      const wake = failure.kind === "host_busy_in_cluster" ? (failure.retryAt?.getTime() ?? 0) : 0;
+      const runAfter = new Date(Math.max(soon, wake));
       return jobs.map((job) => ({
         kind: "retry",
         job,

@@ -7,14 +7,12 @@ import {
   rescheduleJobs,
   type Reschedule,
 } from "../db/queries/jobs.ts";
-import { findPayersOfWrite, lockTasks } from "../db/queries/tasks.ts";
+import { findOwnersOfCancelledTasks, shareLockTasks, type TaskRecord } from "../db/queries/tasks.ts";
 import { lockUserBalances } from "../db/queries/users.ts";
+import { isBillable } from "../db/queries/billable-jobs.ts";
 import { insertVerifications, type VerificationRecord } from "../db/queries/verifications.ts";
 import { yieldToEventLoop } from "../lib/sleep.ts";
 import { batchRecordOf } from "../verifications/record-of-result.ts";
-import { chargeLateResults } from "../tasks/cancel-task.ts";
-import { finishTaskIfDone } from "../tasks/finish-task.ts";
-import { isSandboxAddress } from "../verify/index.ts";
 import { settleRetryPastEnd, type JobOutcome } from "./outcomes.ts";
 
 /**
@@ -27,8 +25,37 @@ import { settleRetryPastEnd, type JobOutcome } from "./outcomes.ts";
 export const RECORD_BATCH_MAX = 100;
 
 /**
+ * The task layer's part of a result write, implemented by tasks/ (`taskSettlement` in
+ * tasks/groups-recorded.ts) and wired by app/, so the runner stays a generic queue that never
+ * imports tasks/.
+ */
+export interface GroupsRecordedHandler {
+  /**
+   * Inside the batch's transaction, under its locks (the payers' balances, then its tasks shared):
+   * charge a cancelled task's billed results that arrived after its cancel refunded them.
+   */
+  chargeLateResults(
+    tx: Transaction,
+    tasks: readonly TaskRecord[],
+    billedJobIdsOf: (taskId: string) => string[],
+    at: Date,
+  ): Promise<void>;
+  /**
+   * After the batch committed: finish each of `taskIds` whose jobs are all closed now (it takes
+   * its own locks). Returns the ids of the tasks it finished.
+   */
+  finishTasksIfDone(db: Database, taskIds: readonly string[], at: Date): Promise<string[]>;
+  /**
+   * Finishes the tasks whose every job is closed but that no finish reached (the process died
+   * between a write's commit and its finish); the pool calls it periodically.
+   */
+  finishTasksLeftUnfinished(db: Database, at: Date): Promise<string[]>;
+}
+
+/**
  * Records a processed group: results stored and linked, retries rescheduled, hopeless jobs
- * failed, and every touched task finished if this was its last work. Written in batches of
+ * failed, and every touched task finished if this was its last work (after the write committed,
+ * see writeBatch). Written in batches of
  * RECORD_BATCH_MAX outcomes, each one short transaction (no network I/O inside) with its own
  * ledger effect, the event loop getting a turn before each. Jobs whose lease this worker lost
  * meanwhile (another worker took them over), or whose result an earlier call already wrote, are
@@ -44,12 +71,17 @@ export async function recordGroup(
   worker: string,
   outcomes: JobOutcome[],
   at: Date,
+  onRecorded: GroupsRecordedHandler,
   takeTurn: () => Promise<void> = yieldToEventLoop,
 ): Promise<string[]> {
   const finished: string[] = [];
   for (let from = 0; from < outcomes.length; from += RECORD_BATCH_MAX) {
     await takeTurn();
-    finished.push(...(await recordBatch(db, worker, outcomes.slice(from, from + RECORD_BATCH_MAX), at)));
+    const batch = outcomes.slice(from, from + RECORD_BATCH_MAX);
+    const closedTaskIds = await recordBatch(db, worker, batch, at, onRecorded);
+    // Each recorder asks after its own commit, so the one that closed a task's last job sees it
+    // closed; two that ask at once are sorted out by the finish's own lock on the task.
+    finished.push(...(await onRecorded.finishTasksIfDone(db, closedTaskIds, at)));
   }
   return finished;
 }
@@ -66,14 +98,14 @@ async function recordBatch(
   worker: string,
   outcomes: JobOutcome[],
   at: Date,
+  onRecorded: GroupsRecordedHandler,
 ): Promise<string[]> {
-  // Each round locks at least one more user (of the batch's tasks' owners): few rounds, and a
-  // second one only when another worker closed a task's other jobs between the forecast and the
-  // locks.
+  // A second round only when a task was cancelled between the first read and the locks; each
+  // round locks at least one more user.
   let payers: readonly string[] | null = null;
   for (;;) {
     try {
-      return await db.transaction((tx) => writeBatch(tx, worker, outcomes, at, payers));
+      return await db.transaction((tx) => writeBatch(tx, worker, outcomes, at, payers, onRecorded));
     } catch (error) {
       if (!(error instanceof PayersNotLocked)) throw error;
       payers = error.payers;
@@ -83,11 +115,7 @@ async function recordBatch(
 
 /** A recorded result that is billed: not unknown, not a sandbox address. */
 const isBilled = (o: JobOutcome): boolean =>
-  o.kind === "result" && o.result.status !== "unknown" && !isSandboxAddress(o.job.emailAddress);
-
-/** Outcomes that end their job (a result, a failure): the rest put it back in the queue. */
-const closingIds = (outcomes: readonly JobOutcome[]): string[] =>
-  outcomes.flatMap((o) => (o.kind === "retry" ? [] : [o.job.id]));
+  o.kind === "result" && isBillable(o.job.emailAddress, o.result.status);
 
 /** Tasks with a billed result among `outcomes`. */
 const billedTaskIds = (outcomes: readonly JobOutcome[]): string[] => [
@@ -96,10 +124,16 @@ const billedTaskIds = (outcomes: readonly JobOutcome[]): string[] => [
 
 /**
  * One batch in the global lock order (docs/locking.md): the users whose balance it moves, then
- * its tasks, then its jobs, each in id order. Recording a result moves no money (the task's
- * reservation paid for it), so most writes lock no user; only a write that finishes a task (its
- * refund) or records results of a cancelled one (their charge) does. Which ones is forecast
- * before the locks and checked under them; a wrong forecast rolls back and runs again.
+ * its tasks (shared), then its jobs, each in id order. Recording a result moves no money (the
+ * task's reservation paid for it), so most writes lock no user; only one that records billed
+ * results of a task cancelled meanwhile (their late charge) does. Which users that is is read
+ * before the locks and checked under them; a wrong guess rolls back and runs again.
+ *
+ * The tasks are locked FOR SHARE: enough to keep a cancel or a finish now (FOR UPDATE) from
+ * changing them under the write, while the groups of one task that workers record at the same
+ * moment do not wait for each other. The task's finish (its refund, upload, webhook) needs the
+ * task to itself, so it runs after the commit (finishTasksIfDone). Returns the tasks whose jobs
+ * this write closed.
  */
 async function writeBatch(
   tx: Transaction,
@@ -107,18 +141,12 @@ async function writeBatch(
   outcomes: JobOutcome[],
   at: Date,
   knownPayers: readonly string[] | null,
+  onRecorded: GroupsRecordedHandler,
 ): Promise<string[]> {
   const taskIds = [...new Set(outcomes.map((o) => o.job.taskId))];
-  const payers =
-    knownPayers ??
-    (await findPayersOfWrite(tx, {
-      taskIds,
-      closingJobIds: closingIds(outcomes),
-      billedTaskIds: billedTaskIds(outcomes),
-      forecast: true,
-    }));
+  const payers = knownPayers ?? (await findOwnersOfCancelledTasks(tx, billedTaskIds(outcomes)));
   await lockUserBalances(tx, payers);
-  const tasks = new Map((await lockTasks(tx, taskIds)).map((t) => [t.id, t]));
+  const tasks = new Map((await shareLockTasks(tx, taskIds)).map((t) => [t.id, t]));
   const held = await jobsHeldBy(
     tx,
     outcomes.map((o) => o.job.id),
@@ -130,12 +158,14 @@ async function writeBatch(
       const task = tasks.get(o.job.taskId)!;
       return task.cancelledAt === null ? settleRetryPastEnd(o, task.retriesEndAt) : o;
     });
-  const due = await findPayersOfWrite(tx, {
-    taskIds: [...tasks.keys()],
-    closingJobIds: closingIds(mine),
-    billedTaskIds: billedTaskIds(mine),
-    forecast: false,
-  });
+  const due = [
+    ...new Set(
+      billedTaskIds(mine).flatMap((id) => {
+        const t = tasks.get(id)!;
+        return t.cancelledAt !== null && t.userId !== null ? [t.userId] : [];
+      }),
+    ),
+  ];
   if (due.some((u) => !payers.includes(u))) throw new PayersNotLocked([...new Set([...payers, ...due])]);
 
   const records: VerificationRecord[] = [];
@@ -164,15 +194,10 @@ async function writeBatch(
     worker,
     at,
   );
-  for (const task of tasks.values()) {
-    if (task.cancelledAt !== null) await chargeLateResults(tx, task, billedJobIds(mine, task.id), at);
-  }
-
-  const finished: string[] = [];
-  for (const task of tasks.values()) {
-    if (await finishTaskIfDone(tx, task, at)) finished.push(task.id);
-  }
-  return finished;
+  const cancelled = [...tasks.values()].filter((t) => t.cancelledAt !== null);
+  await onRecorded.chargeLateResults(tx, cancelled, (taskId) => billedJobIds(mine, taskId), at);
+  // A cancelled task finished at its cancel; a retry leaves its job open.
+  return [...new Set(mine.filter((o) => o.kind !== "retry" && !isCancelled(o)).map((o) => o.job.taskId))];
 }
 
 /** The jobs of `taskId` whose recorded result is billed. */

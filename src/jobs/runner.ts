@@ -16,7 +16,8 @@ import type { Clock } from "../lib/clock.ts";
 import { sleep, yieldToEventLoop } from "../lib/sleep.ts";
 import type { Logger } from "../observability/logger.ts";
 import { decidedByEvidence, type Engine } from "../verify/index.ts";
-import { outageBackoffMs, RECORD_RETRY_DELAYS_MS } from "./backoff.ts";
+import { outageBackoffMs } from "../lib/backoff.ts";
+import { RECORD_RETRY_DELAYS_MS } from "./backoff.ts";
 import {
   outcomeOfResult,
   outcomesOfFailure,
@@ -24,12 +25,18 @@ import {
   type GroupFailure,
   type JobOutcome,
 } from "./outcomes.ts";
-import { HostBusyError, SlotsUnavailableError, type PgHostGate } from "./host-gate.ts";
+import { HostBusyError, SlotsUnavailableError, type PgHostGate } from "../hostslots/host-gate.ts";
 import { createDomainHosts } from "./domain-hosts.ts";
-import { recordGroup, rescheduleOf } from "./record-results.ts";
+import { recordGroup, rescheduleOf, type GroupsRecordedHandler } from "./record-results.ts";
 
 /** Most jobs one claim takes: one SMTP session runs them in transactions of SMTP_MAX_RCPT. */
 export const CLAIM_GROUP_MAX = 200;
+
+/**
+ * How often a worker looks for tasks whose jobs are all closed but that were never finished (a
+ * crash between a result write and the task's finish right after it): rare, so a slow sweep.
+ */
+const LEFT_UNFINISHED_SWEEP_MS = 30_000;
 
 export interface WorkerPoolDeps {
   db: Database;
@@ -39,6 +46,8 @@ export interface WorkerPoolDeps {
   engine: Engine;
   gate: PgHostGate;
   config: Readonly<WorkerConfig>;
+  /** The task layer's part of every result write (tasks/groups-recorded.ts, wired by app/). */
+  onGroupsRecorded: GroupsRecordedHandler;
   workerId?: string;
   /** Waits between retries of a failed result write (default RECORD_RETRY_DELAYS_MS; tests shorten it). */
   recordRetryDelaysMs?: readonly number[];
@@ -154,7 +163,14 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
     for (let attempt = 0; attempt <= recordRetryDelaysMs.length; attempt++) {
       if (attempt > 0) await sleep(recordRetryDelaysMs[attempt - 1]!);
       try {
-        const finished = await recordGroup(db, workerId, outcomes, clock.now(), takeTurn);
+        const finished = await recordGroup(
+          db,
+          workerId,
+          outcomes,
+          clock.now(),
+          deps.onGroupsRecorded,
+          takeTurn,
+        );
         for (const taskId of finished) log.info({ taskId }, "task finished");
         return;
       } catch (error) {
@@ -174,7 +190,7 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
         await rescheduleJobs(db, retries, workerId, clock.now());
       } else {
         // May fail the last jobs of a task: recordGroup also finishes it.
-        await recordGroup(db, workerId, fallback, clock.now(), takeTurn);
+        await recordGroup(db, workerId, fallback, clock.now(), deps.onGroupsRecorded, takeTurn);
       }
       log.error(
         { err: lastError, jobs: jobs.length },
@@ -190,7 +206,9 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
 
   function groupFailureOf(error: unknown): GroupFailure {
     if (error instanceof HostBusyError)
-      return { kind: error.isLocal ? "host_busy_locally" : "host_busy_in_cluster" };
+      return error.isLocal
+        ? { kind: "host_busy_locally" }
+        : { kind: "host_busy_in_cluster", retryAt: error.retryAt };
     if (error instanceof SlotsUnavailableError) return { kind: "slots_unavailable" };
     if (sessions.signal.aborted) return { kind: "stopping" };
     return { kind: "internal", message: error instanceof Error ? error.message : String(error) };
@@ -297,6 +315,10 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
           await Promise.all([extendLeases(db, workerId, [...inFlight], until), deps.gate.heartbeat()]);
         }),
         every(Math.max(1_000, config.leaseMs / 2), () => releaseExpiredLeases(db, clock.now())),
+        every(LEFT_UNFINISHED_SWEEP_MS, async () => {
+          const finished = await deps.onGroupsRecorded.finishTasksLeftUnfinished(db, clock.now());
+          for (const taskId of finished) log.warn({ taskId }, "finished a task a crash had left unfinished");
+        }),
       ];
       loop = mainLoop();
       log.info({ concurrency: config.concurrency }, "worker pool started");

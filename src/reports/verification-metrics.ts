@@ -10,6 +10,7 @@ import {
   type JobCounts,
   type VerificationCounts,
 } from "../db/queries/reports.ts";
+import type { StatusCounts } from "../db/queries/task-metrics.ts";
 import { utcDaysOf, windowOf, type DateRange, type DateRangeInput } from "./date-range.ts";
 import { optionalRange } from "./validation.ts";
 
@@ -20,22 +21,14 @@ export interface JobStatusCounts {
   failed: number;
 }
 
-export interface VerificationStatusCounts {
-  valid: number;
-  invalid: number;
-  catchall: number;
-  invalidSyntax: number;
-  disposableDomain: number;
-  unknown: number;
-}
-
 /** The counters shared by the totals and each series point (definitions: docs/reporting.md). */
 export interface MetricsCounts {
   totalVerifications: number;
   totalTasks: number;
   uniqueEmailAddresses: number;
   jobStatus: JobStatusCounts;
-  verificationStatus: VerificationStatusCounts;
+  /** Under the spec's status names, the same shape as a task's metrics (db/queries/task-metrics.ts). */
+  verificationStatus: StatusCounts;
   totalCatchall: number;
   totalRoleBased: number;
   totalDisposableDomainEmails: number;
@@ -64,14 +57,7 @@ function countsOf(v: VerificationCounts, j: JobCounts, tasks: number, unique: nu
     totalTasks: tasks,
     uniqueEmailAddresses: unique,
     jobStatus: { pending: j.pending, processing: j.processing, completed: j.completed, failed: j.failed },
-    verificationStatus: {
-      valid: v.valid,
-      invalid: v.invalid,
-      catchall: v.catchall,
-      invalidSyntax: v.invalidSyntax,
-      disposableDomain: v.disposableDomain,
-      unknown: v.unknown,
-    },
+    verificationStatus: v.byStatus,
     totalCatchall: v.catchallDomain,
     totalRoleBased: v.roleBased,
     totalDisposableDomainEmails: v.disposable,

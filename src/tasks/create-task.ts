@@ -1,7 +1,5 @@
 import { createHash } from "node:crypto";
 import type { Principal } from "../auth/principal.ts";
-import { attributionOf } from "../auth/principal.ts";
-import { deductCredits } from "../credits/ledger.ts";
 import type { Database, Queryable, Transaction } from "../db/client.ts";
 import { insertJobs, type NewJob } from "../db/queries/jobs.ts";
 import {
@@ -12,11 +10,12 @@ import {
   type TaskRecord,
 } from "../db/queries/tasks.ts";
 import { findUser, lockUserBalance } from "../db/queries/users.ts";
-import { AppError, notFound, validationError } from "../lib/app-error.ts";
+import { notFound, validationError, type AppError } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
 import { yieldToEventLoop } from "../lib/sleep.ts";
 import { groupDomainOf, isSandboxAddress, type Engine } from "../verify/index.ts";
+import { creditsToReserve, reserveTaskCredits } from "./billing.ts";
 
 /** How long an Idempotency-Key is remembered (Stripe keeps them 24 h too). */
 const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -81,9 +80,6 @@ export function planJobs(engine: Pick<Engine, "checkSyntax">, emails: string[]):
   return { jobs, domainCount: domains.size, invalidSyntaxCount, sandboxCount };
 }
 
-/** Credits a task of these jobs reserves: one per distinct address outside the sandbox. */
-const creditsRequiredOf = (planned: PlannedJobs): number => planned.jobs.length - planned.sandboxCount;
-
 /** What creating a task would count and cost, and the balance it would be paid from (a dry run). */
 export interface TaskQuote {
   /** Entries submitted, duplicates included (`submitted_count`; a JSON task's `email_count`). */
@@ -118,7 +114,7 @@ export async function quoteTask(
     domainCount: planned.domainCount,
     invalidSyntaxCount: planned.invalidSyntaxCount,
     sandboxCount: planned.sandboxCount,
-    creditsRequired: creditsRequiredOf(planned),
+    creditsRequired: creditsToReserve(planned.jobs),
     balance: user.balance,
   };
 }
@@ -194,26 +190,8 @@ export async function createTask(
       retryWindowMinutes: input.retryWindowMinutes,
     });
     // Sandbox addresses (verify/sandbox.ts) are never reserved nor charged; the refund on finish
-    // leaves them out too (countUnbillableJobs). A task of only sandbox addresses writes no
-    // ledger row and needs no balance.
-    const billable = creditsRequiredOf(planned);
-    if (billable > 0) {
-      const reservation = await deductCredits(tx, {
-        userId: principal.userId,
-        amount: billable,
-        reason: "task_reservation",
-        metadata: { ...attributionOf(principal), task_id: task.id },
-        idempotencyKey: `task:${task.id}:reserve`,
-        at: now,
-      });
-      if (reservation.kind === "insufficient") {
-        throw new AppError(
-          "INSUFFICIENT_CREDITS",
-          `Insufficient credits: the task needs ${billable}, the balance is ${reservation.balance}`,
-        );
-      }
-      if (reservation.kind === "user_not_found") throw notFound("User");
-    }
+    // leaves them out too. A task of only sandbox addresses writes no ledger row.
+    await reserveTaskCredits(tx, principal, task.id, creditsToReserve(planned.jobs), now);
     // PGlite runs each statement on the server's own thread: 5,000 jobs in one insert held it for
     // 1.4 s. In steps of JOBS_PER_STATEMENT the event loop answers others in between.
     for (let from = 0; from < planned.jobs.length; from += JOBS_PER_STATEMENT) {

@@ -14,8 +14,8 @@ import {
   isUnknownReason,
   type VerificationResult,
 } from "../verify/index.ts";
-import { lockBalanceAndOwnTask } from "./cancel-task.ts";
 import { finishTaskIfDone } from "./finish-task.ts";
+import { lockBalanceAndOwnTask } from "./task-locks.ts";
 
 /** Pending jobs settled per statement, as a cancel drops them (PGlite: the event loop turns between). */
 const SETTLE_STEP = 1_000;

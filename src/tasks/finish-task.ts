@@ -1,24 +1,17 @@
-import { refundCredits } from "../credits/ledger.ts";
 import type { Queryable } from "../db/client.ts";
-import { findApiKeyPurpose } from "../db/queries/api-keys.ts";
 import { countOpenJobs } from "../db/queries/jobs.ts";
-import { countUnbillableJobs, metricsOfTasks } from "../db/queries/task-metrics.ts";
+import { metricsOfTasks } from "../db/queries/task-metrics.ts";
 import { markTaskFinished, type TaskRecord } from "../db/queries/tasks.ts";
 import { completeUploadOfTask, findUploadIdOfTask } from "../db/queries/uploads.ts";
 import { enqueueTaskCompleted } from "../webhooks/outbox.ts";
-import { toMetricsReply } from "./metrics-view.ts";
-
-/** The refund is attributed like the reservation it returns (spec: Authentication rule 6). */
-export async function attributionOfTask(tx: Queryable, task: TaskRecord): Promise<Record<string, string>> {
-  if (task.source !== "api_key" || !task.apiKeyId) return { source: task.source };
-  const purpose = await findApiKeyPurpose(tx, task.apiKeyId);
-  return { source: "api_key", api_key_id: task.apiKeyId, ...(purpose ? { api_key_purpose: purpose } : {}) };
-}
+import { toMetricsReply } from "../webhooks/payload.ts";
+import { refundUnbilledOnFinish } from "./billing.ts";
 
 /**
  * Finishes `task` if none of its jobs is pending or processing: sets finished_at, refunds the
- * credits of unknown (and failed) results in one grant, completes a linked upload and queues the
- * completion webhook (when the task has a webhook_url) in the same transaction. The caller must hold the task's row lock (lockTask) in this transaction: that
+ * credits of unknown (and failed) results in one grant (refundUnbilledOnFinish), completes a
+ * linked upload and queues the completion webhook (when the task has a webhook_url) in the same
+ * transaction. The caller must hold the task's row lock (lockTask) in this transaction: that
  * makes "last job done → finish" happen exactly once even when two workers record the last jobs
  * of one task at the same moment. The refund locks the owner's balance: a caller that may finish
  * the task locks it before the task (docs/locking.md). Returns true when this call finished the task.
@@ -27,17 +20,7 @@ export async function finishTaskIfDone(tx: Queryable, task: TaskRecord, at: Date
   if (task.finishedAt !== null) return false;
   if ((await countOpenJobs(tx, task.id)) > 0) return false;
   if (!(await markTaskFinished(tx, task.id, at))) return false;
-  const refund = await countUnbillableJobs(tx, task.id);
-  if (refund > 0 && task.userId !== null) {
-    await refundCredits(tx, {
-      userId: task.userId,
-      amount: refund,
-      reason: "task_unknown_refund",
-      metadata: { ...(await attributionOfTask(tx, task)), task_id: task.id },
-      idempotencyKey: `task:${task.id}:refund`,
-      at,
-    });
-  }
+  await refundUnbilledOnFinish(tx, task, at);
   await completeUploadOfTask(tx, task.id, at);
   await enqueueCompletionWebhook(tx, task, "completed", at);
   return true;

@@ -14,7 +14,8 @@ import { findVerificationsByIds, type VerificationRecord } from "../db/queries/v
 import { AppError, notFound } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import type { Engine } from "../verify/index.ts";
-import { cancelTask, deleteTask } from "./cancel-task.ts";
+import { cancelTask } from "./cancel-task.ts";
+import { deleteTask } from "./delete-task.ts";
 import {
   createTask,
   quoteTask,

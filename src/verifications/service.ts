@@ -41,7 +41,7 @@ export interface RealtimeVerificationOptions {
   recent: RecentResults;
   /**
    * True for the engine's "no free per-host session slot within the wait" (the cluster-wide
-   * politeness gate, jobs/host-gate.ts). The composition root supplies it: jobs/ is above us.
+   * politeness gate, hostslots/host-gate.ts). The composition root supplies it: jobs/ is above us.
    */
   isHostBusy?: (error: unknown) => boolean;
 }

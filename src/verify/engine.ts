@@ -18,6 +18,7 @@ import { isSandboxDomain, SANDBOX_HOST, sandboxResult } from "./sandbox.ts";
 import { directConnect } from "./smtp/connect.ts";
 import { IdleConnections } from "./smtp/idle-connections.ts";
 import { SERVER_SETTLE_MS } from "./smtp/session.ts";
+import { egressIdentities } from "./smtp/egress.ts";
 import { createSocksConnect } from "./smtp/socks-connect.ts";
 import { checkDomainSyntax, checkSyntax, extractDomainPart, type SyntaxResult } from "./syntax.ts";
 import { TtlCache } from "./ttl-cache.ts";
@@ -75,8 +76,15 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
   const connect =
     ports.connect ??
     (opts.smtpProxy !== null ? createSocksConnect(opts.smtpProxy, opts.smtpConnectTimeoutMs) : directConnect);
-  // No host ever sees more than maxSessionsPerHost sessions from an engine without a gate of its own.
-  const hostGate = ports.hostGate ?? createLocalHostGate(opts.maxSessionsPerHost);
+  const egress = ports.egress ?? egressIdentities(opts.smtpEgress, opts.smtpConnectTimeoutMs, connect);
+  // No host ever sees more than maxSessionsPerHost sessions per identity from an engine without
+  // a gate of its own.
+  const hostGate =
+    ports.hostGate ??
+    createLocalHostGate(
+      opts.maxSessionsPerHost,
+      egress.map((e) => e.id),
+    );
   // The outbound guard: without a policy plugged in, no mail host is known to be public (fail closed).
   const addressPolicy = ports.addressPolicy ?? noAddressPolicy;
   const resolver = new DomainResolver({ dns, nowMs, random, cacheTtlMs: opts.dnsCacheTtlMs });
@@ -110,7 +118,7 @@ export function createEngine(options: Partial<EngineOptions> = {}, ports: Partia
     addressPolicy,
     allowPrivateHosts: opts.smtpAllowPrivateHosts,
     sessionConfig,
-    session: { connect, hostGate, idle },
+    session: { connect, egress, hostGate, idle },
     domainFacts,
     hostAccepts,
     closing: closing.signal,

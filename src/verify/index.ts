@@ -10,12 +10,23 @@ export {
   openHostGate,
   type AddressPolicy,
   type AddressVerdict,
+  type EgressIdentity,
   type EnginePorts,
   type HostGate,
+  type HostSlot,
+  type RestReason,
+  type SlotWish,
 } from "./ports.ts";
 export { createNodeDns, type DnsAnswer, type DnsPort, type MxRecord, type NodeDnsOptions } from "./dns.ts";
 export type { DomainResolution, MailHost, MxTarget, NoMailCause } from "./resolve-domain.ts";
-export { directConnect, ConnectError, type ConnectPort, type ConnectFailureKind } from "./smtp/connect.ts";
+export { DEFAULT_EGRESS, egressIdentities, egressName, isProxySpec, providerOf } from "./smtp/egress.ts";
+export {
+  createDirectConnect,
+  directConnect,
+  ConnectError,
+  type ConnectPort,
+  type ConnectFailureKind,
+} from "./smtp/connect.ts";
 export { createSocksConnect, parseSocksUrl } from "./smtp/socks-connect.ts";
 export { checkSyntax, checkDomainSyntax, type SyntaxResult, type SyntaxFailureReason } from "./syntax.ts";
 export { isRoleAccount } from "./lists/role-accounts.ts";

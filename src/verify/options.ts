@@ -49,6 +49,11 @@ export interface EngineOptions {
   /** `socks5://[user:pass@]host:port` to tunnel SMTP through, or null for direct connections. */
   smtpProxy: string | null;
   /**
+   * Egress identities (SMTP_EGRESS): local source addresses to bind and socks5:// proxy URLs,
+   * each with its own per-server-IP slots; empty: one identity (smtpProxy, else direct).
+   */
+  smtpEgress: readonly string[];
+  /**
    * Connect to mail hosts whose address the guard (the `addressPolicy` port) calls non-public:
    * loopback, private, link-local, reserved. Off in production; test worlds and labs set it.
    */
@@ -75,5 +80,6 @@ export const defaultEngineOptions: Readonly<EngineOptions> = Object.freeze({
   microBatchWindowMs: 5,
   catchallCacheTtlMs: 3_600_000,
   smtpProxy: null,
+  smtpEgress: [],
   smtpAllowPrivateHosts: false,
 });

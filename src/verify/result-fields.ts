@@ -97,15 +97,9 @@ export type ResultJson = { [F in ResultField as F["name"]]: JsonOf<VerificationR
 /** A cell of a results file: csv/txt write its text ("true"/"false" for booleans), xlsx keeps the type. */
 export type ResultCell = string | boolean;
 
-// `value` is the field's value; the table's KindOf check guarantees it has the kind's type.
-const KINDS = {
-  string: { json: (v) => v },
-  status: { json: (v) => v },
-  boolean: { json: (v) => v },
-  timestamp: { json: (v) => (v as Date).toISOString() },
-  nullable_string: { json: (v) => v },
-  checks: { json: (v) => v },
-} satisfies Record<ResultFieldKind, { json(v: unknown): unknown }>;
+/** A field's value as JSON: timestamps become ISO strings, every other kind is sent as it is. */
+const jsonOf = (kind: ResultFieldKind, value: unknown): unknown =>
+  kind === "timestamp" ? (value as Date).toISOString() : value;
 
 /** A column of a results file and how its cell is made from a result. */
 export interface ResultColumn {
@@ -168,7 +162,7 @@ export const pickResultFields = (r: ResultFieldValues): ResultFieldValues =>
 
 /** The spec's result fields as JSON, in the table's order. */
 export const resultFieldsJson = (r: ResultFieldValues): ResultJson =>
-  Object.fromEntries(RESULT_FIELDS.map((f) => [f.name, KINDS[f.kind].json(r[f.key])])) as ResultJson;
+  Object.fromEntries(RESULT_FIELDS.map((f) => [f.name, jsonOf(f.kind, r[f.key])])) as ResultJson;
 
 /** The file cells of a result, by column name. */
 export type ResultCells = Partial<Record<ResultColumnName, ResultCell>>;

@@ -1,7 +1,7 @@
 import { promises as dns } from "node:dns";
 import { isIP, type LookupFunction } from "node:net";
 import { Agent, request } from "undici";
-import { blockedAddressRange } from "./address-policy.ts";
+import { blockedAddressRange } from "../net/address-policy.ts";
 import { signWebhook } from "./signing.ts";
 import { bareHostname, webhookUrlProblem } from "./url-policy.ts";
 

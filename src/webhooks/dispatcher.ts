@@ -11,7 +11,8 @@ import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
 import { sleep } from "../lib/sleep.ts";
 import type { Logger } from "../observability/logger.ts";
-import { outageBackoffMs, webhookRetryDelayMs } from "../jobs/backoff.ts";
+import { outageBackoffMs } from "../lib/backoff.ts";
+import { webhookRetryDelayMs } from "./retry-schedule.ts";
 import {
   attemptDelivery,
   describeError,

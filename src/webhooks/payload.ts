@@ -1,3 +1,5 @@
+import type { TaskMetrics } from "../db/queries/task-metrics.ts";
+
 /** The event types mailprobe sends; stable dotted strings (also the outbox's event_type). */
 export const WEBHOOK_EVENT_TYPES = ["task.completed"] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -8,6 +10,7 @@ export interface TaskCompletedEvent {
   /** How the task ended: every job done (`completed`, the default), or cancelled by its owner. */
   status?: "completed" | "cancelled";
   uploadId: string | null;
+  /** The wire object (`toMetricsReply`), frozen into the outbox row as it was at the finish. */
   metrics: Record<string, unknown>;
 }
 
@@ -20,6 +23,36 @@ export interface TaskCompletedPayload {
     status: "completed" | "cancelled";
     upload_id?: string;
     metrics: Record<string, unknown>;
+  };
+}
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+/**
+ * The spec's metrics object on the wire. The completion webhook freezes it into the outbox row in
+ * the transaction that finishes the task, and the API's task replies show the same object (the
+ * spec defines them alike), so http/ builds its replies with this one function too. `progress` is
+ * the share of jobs that reached a final state (completed, failed or cancelled): 1 when nothing is
+ * left to do.
+ */
+export function toMetricsReply(m: TaskMetrics) {
+  const done = m.jobStatus.completed + m.jobStatus.failed + m.jobStatus.cancelled;
+  const progress = m.totalEmailAddresses === 0 ? 0 : done / m.totalEmailAddresses;
+  return {
+    total_email_addresses: m.totalEmailAddresses,
+    job_status: m.jobStatus,
+    progress,
+    progress_percent: Math.round(progress * 10_000) / 100,
+    verification_status: m.verificationStatus,
+    last_verification_requested_at: iso(m.lastVerificationRequestedAt),
+    last_verification_completed_at: iso(m.lastVerificationCompletedAt),
+    // Not in the spec's object (additive): addresses waiting for a retry and when the next is due.
+    retries: {
+      pending: m.retries.pending,
+      next_attempt_at: iso(m.retries.nextAttemptAt),
+      last_attempt_at: iso(m.retries.lastAttemptAt),
+      settles_at: iso(m.retries.settlesAt),
+    },
   };
 }
 

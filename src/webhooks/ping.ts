@@ -31,7 +31,7 @@ export const pingPayload = (at: Date): PingPayload => ({
  * to URLs that never answer; the general rate limit alone allows thousands a minute.
  */
 export const MAX_UNSETTLED_PINGS = 5;
-/** Retry-After of a refused ping: the first retry of a waiting ping is 30 s away (jobs/backoff.ts). */
+/** Retry-After of a refused ping: the first retry of a waiting ping is 30 s away (webhooks/retry-schedule.ts). */
 const PING_RETRY_AFTER_SECONDS = 30;
 
 /**

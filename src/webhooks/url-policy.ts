@@ -1,5 +1,5 @@
 import { isIP } from "node:net";
-import { blockedAddressRange } from "./address-policy.ts";
+import { blockedAddressRange } from "../net/address-policy.ts";
 
 /** Longest webhook URL accepted; receivers' URLs are short, this only bounds storage and logs. */
 export const MAX_WEBHOOK_URL_LENGTH = 2048;

@@ -581,9 +581,16 @@ describe("SMTP", () => {
       greylistPassed: [],
       connectionLimitRefusals: 0,
       crossTenantRefusals: 0,
+      byClient: {},
     });
     const [one, two] = await Promise.all([transaction("mx.counted.test"), transaction("mx.counted.test")]);
     assert.equal(world.counters("mx.counted.test").concurrent, 2);
+    assert.deepEqual(world.counters("mx.counted.test").byClient["127.0.0.1"], {
+      connections: 2,
+      concurrent: 2,
+      maxConcurrent: 2,
+      refusals: 0,
+    });
     await one.command("RCPT TO:<a@counted.test>");
     await one.command("RCPT TO:<b@counted.test>");
     await one.command("QUIT");

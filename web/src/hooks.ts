@@ -76,3 +76,33 @@ export function useTitle(title: string): void {
     document.title = `${title} · mailprobe`;
   }, [title]);
 }
+
+export interface Action {
+  busy: boolean;
+  error: unknown;
+  setError: (error: unknown) => void;
+  /** Runs the action (a form's submit event is prevented first); its error is kept for the form to show. */
+  run: (e?: Event) => Promise<void>;
+}
+
+/**
+ * A button's or form's one action: busy while it runs (the button disabled, so a double click
+ * sends one request) and the last error kept until the next try.
+ */
+export function useAction(action: () => Promise<void>): Action {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  async function run(e?: Event): Promise<void> {
+    e?.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await action();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+  return { busy, error, setError, run };
+}

@@ -2,45 +2,48 @@ import type { Queryable } from "../client.ts";
 
 // The `host` column holds the key of the engine's host gate: the mail server's IP address (see
 // docs/smtp-sessions.md). Rows written under MX names by earlier versions are never asked for
-// again and stay inert.
+// again and stay inert. `egress` names the egress identity the slot belongs to ('' = the single
+// identity of a deployment without SMTP_EGRESS): servers count our connections per client IP, so
+// each identity has its own slots at each server IP.
 
 /**
- * Takes a free (or expired) slot of `host`, creating the host's slot rows on first use. One
+ * Takes a free (or expired) slot of `host` for `egress`, creating the slot rows on first use. One
  * statement per step, SKIP LOCKED so concurrent acquirers never wait on each other. Returns the
  * slot number, or null when all `slots` are held.
  */
 export async function tryAcquireHostSlot(
   q: Queryable,
-  a: { host: string; slots: number; holder: string; now: Date; expiresAt: Date },
+  a: { egress?: string; host: string; slots: number; holder: string; now: Date; expiresAt: Date },
 ): Promise<number | null> {
+  const egress = a.egress ?? "";
   await q.query(
-    `insert into smtp_host_slots (host, slot)
-     select $1, g from generate_series(0, $2 - 1) as g
-     on conflict (host, slot) do nothing`,
-    [a.host, a.slots],
+    `insert into smtp_host_slots (egress, host, slot)
+     select $1, $2, g from generate_series(0, $3 - 1) as g
+     on conflict (egress, host, slot) do nothing`,
+    [egress, a.host, a.slots],
   );
   const { rows } = await q.query<{ slot: number }>(
-    `update smtp_host_slots s set holder = $3, expires_at = $5
-       from (select host, slot from smtp_host_slots
-              where host = $1 and slot < $2 and (holder is null or expires_at < $4)
+    `update smtp_host_slots s set holder = $4, expires_at = $6
+       from (select egress, host, slot from smtp_host_slots
+              where egress = $1 and host = $2 and slot < $3 and (holder is null or expires_at < $5)
               order by slot limit 1
               for update skip locked) free
-      where s.host = free.host and s.slot = free.slot
+      where s.egress = free.egress and s.host = free.host and s.slot = free.slot
      returning s.slot`,
-    [a.host, a.slots, a.holder, a.now, a.expiresAt],
+    [egress, a.host, a.slots, a.holder, a.now, a.expiresAt],
   );
   return rows[0]?.slot ?? null;
 }
 
 export async function releaseHostSlot(
   q: Queryable,
-  host: string,
-  slot: number,
+  s: { egress: string; host: string; slot: number },
   holder: string,
 ): Promise<void> {
   await q.query(
-    "update smtp_host_slots set holder = null, expires_at = null where host = $1 and slot = $2 and holder = $3",
-    [host, slot, holder],
+    `update smtp_host_slots set holder = null, expires_at = null
+      where egress = $1 and host = $2 and slot = $3 and holder = $4`,
+    [s.egress, s.host, s.slot, holder],
   );
 }
 
@@ -51,14 +54,36 @@ export async function releaseHostSlot(
 export async function extendHostSlots(
   q: Queryable,
   holder: string,
-  slots: ReadonlyArray<{ host: string; slot: number }>,
+  slots: ReadonlyArray<{ egress: string; host: string; slot: number }>,
   expiresAt: Date,
 ): Promise<void> {
   if (slots.length === 0) return;
   await q.query(
     `update smtp_host_slots s set expires_at = $2
-       from unnest($3::text[], $4::integer[]) as h(host, slot)
-      where s.host = h.host and s.slot = h.slot and s.holder = $1`,
-    [holder, expiresAt, slots.map((s) => s.host), slots.map((s) => s.slot)],
+       from unnest($3::text[], $4::text[], $5::integer[]) as h(egress, host, slot)
+      where s.egress = h.egress and s.host = h.host and s.slot = h.slot and s.holder = $1`,
+    [holder, expiresAt, slots.map((s) => s.egress), slots.map((s) => s.host), slots.map((s) => s.slot)],
+  );
+}
+
+/** The identities resting for `provider` at `now`. */
+export async function restingEgress(q: Queryable, provider: string, now: Date): Promise<Map<string, Date>> {
+  const { rows } = await q.query<{ egress: string; until: Date }>(
+    "select egress, until from smtp_egress_rests where provider = $1 and until > $2",
+    [provider, now],
+  );
+  return new Map(rows.map((r) => [r.egress, r.until]));
+}
+
+/** `egress` rests for `provider` until `until` (a later rest already recorded is kept). */
+export async function restEgress(
+  q: Queryable,
+  r: { egress: string; provider: string; until: Date; reason: string },
+): Promise<void> {
+  await q.query(
+    `insert into smtp_egress_rests (egress, provider, until, reason) values ($1, $2, $3, $4)
+     on conflict (provider, egress) do update
+       set until = greatest(smtp_egress_rests.until, excluded.until), reason = excluded.reason`,
+    [r.egress, r.provider, r.until, r.reason],
   );
 }

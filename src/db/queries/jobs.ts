@@ -82,6 +82,21 @@ export interface NewJob {
   domain: string;
 }
 
+/**
+ * Claim lanes (migration 0018), taken lowest first: a due step of a retry chain, then every
+ * domain's first chunk, then the bulk. Retries waited behind a task's whole pass when the claim
+ * went by run_after alone (a task's jobs are all created at one instant, before any retry).
+ */
+export const CLAIM_LANE = { retry: 0, firstChunk: 1, bulk: 2 } as const;
+
+/**
+ * A domain's first chunk in its task: the addresses its first session verifies before any
+ * domain's bulk. One full group of RCPT writes under the default SMTP_MAX_RCPT (50), so a domain
+ * of up to 50 addresses still needs one session and no more connections than before; a bigger
+ * domain's first 50 run early and the rest waits its turn.
+ */
+export const CLAIM_FIRST_CHUNK = 50;
+
 /** All jobs of a task in one statement (array parameters, not one round trip per job). */
 export async function insertJobs(
   q: Queryable,
@@ -91,8 +106,11 @@ export async function insertJobs(
   at: Date,
 ): Promise<void> {
   await q.query(
-    `insert into email_jobs (id, task_id, user_id, position, email_address, domain, run_after, created_at, updated_at)
-     select j.id, $1, $2, j.position, j.email, j.domain, $3, $3, $3
+    `insert into email_jobs (id, task_id, user_id, position, email_address, domain, run_after, created_at, updated_at,
+                             claim_lane)
+     select j.id, $1, $2, j.position, j.email, j.domain, $3, $3, $3,
+            case when row_number() over (partition by j.domain order by j.position) <= $8 then $9::smallint
+                 else $10::smallint end
        from unnest($4::uuid[], $5::integer[], $6::text[], $7::text[]) as j(id, position, email, domain)`,
     [
       taskId,
@@ -102,14 +120,25 @@ export async function insertJobs(
       jobs.map((j) => j.position),
       jobs.map((j) => j.emailAddress),
       jobs.map((j) => j.domain),
+      CLAIM_FIRST_CHUNK,
+      CLAIM_LANE.firstChunk,
+      CLAIM_LANE.bulk,
     ],
   );
 }
 
 /**
- * Claims up to `max` due pending jobs of ONE domain (the oldest due job picks the domain), in one
- * statement: SKIP LOCKED lets any number of workers claim concurrently without waiting on each
- * other, the attempt is counted at claim time, and the lease says until when the job is ours.
+ * Claims up to `max` due pending jobs of ONE domain, in one statement: SKIP LOCKED lets any
+ * number of workers claim concurrently without waiting on each other, the attempt is counted at
+ * claim time, and the lease says until when the job is ours.
+ *
+ * The domain is the one of the first due job in claim order (lane, then run_after: see
+ * CLAIM_LANE). A first-chunk target takes only that domain's first chunk (and any due retry of
+ * it), so a big domain's first session does not carry its bulk; a retry or bulk target takes
+ * every due job of the domain, lanes in order, so a deferring domain's retries and its
+ * still-untried addresses share one session. `onlyDomains` (the domains of a host that just
+ * freed a slot) only ever offers work of the best lane due anywhere: a freed host's next bulk
+ * never goes before another domain's first session or a due retry.
  */
 export async function claimDomainGroup(
   q: Queryable,
@@ -124,25 +153,30 @@ export async function claimDomainGroup(
 ): Promise<JobRecord[]> {
   const { rows } = await q.query<JobRow>(
     `with target as (
-       select domain from email_jobs
+       select domain, claim_lane from email_jobs
         where status = 'pending' and run_after <= $2 and not (domain = any($5::text[]))
-          and ($6::text[] is null or domain = any($6::text[]))
-        order by run_after
+          and ($6::text[] is null or (domain = any($6::text[]) and claim_lane <= (
+                select b.claim_lane from email_jobs b
+                 where b.status = 'pending' and b.run_after <= $2 and not (b.domain = any($5::text[]))
+                 order by b.claim_lane, b.run_after
+                 limit 1)))
+        order by claim_lane, run_after
         limit 1
         for update skip locked
      ), picked as (
-       select j.id from email_jobs j
-        where j.status = 'pending' and j.run_after <= $2 and j.domain = (select domain from target)
-        order by j.run_after, j.task_id, j.position
+       select j.id from email_jobs j, target t
+        where j.status = 'pending' and j.run_after <= $2 and j.domain = t.domain
+          and (t.claim_lane <> $7 or j.claim_lane <= $7)
+        order by j.claim_lane, j.run_after, j.task_id, j.position
         limit $4
-        for update skip locked
+        for update of j skip locked
      )
      update email_jobs j
         set status = 'processing', attempts = j.attempts + 1, locked_by = $1, locked_until = $3, updated_at = $2
        from picked
       where j.id = picked.id
      returning j.*`,
-    [c.worker, c.now, c.leaseUntil, c.max, c.skipDomains ?? [], c.onlyDomains ?? null],
+    [c.worker, c.now, c.leaseUntil, c.max, c.skipDomains ?? [], c.onlyDomains ?? null, CLAIM_LANE.firstChunk],
   );
   return rows.map(toJob);
 }
@@ -213,7 +247,10 @@ export async function rescheduleJobs(
             last_error = r.error, updated_at = $2, attempts = j.attempts - r.refund::int,
             deferred_retries = j.deferred_retries + (r.schedule is not distinct from 'deferred')::int,
             unreachable_retries = j.unreachable_retries + (r.schedule is not distinct from 'unreachable')::int,
-            retry_result = coalesce(r.result, j.retry_result)
+            retry_result = coalesce(r.result, j.retry_result),
+            -- A server's retry is a step of a chain: first in line once due. A job put back
+            -- untried (busy host, shutdown, lost write) keeps its place.
+            claim_lane = case when r.schedule is null then j.claim_lane else ${CLAIM_LANE.retry} end
        from unnest($1::uuid[], $4::timestamptz[], $5::text[], $6::boolean[], $7::text[], $8::jsonb[])
               as r(id, run_after, error, refund, schedule, result)
       where j.id = r.id and j.locked_by = $3 and j.status = 'processing'`,

@@ -1,5 +1,5 @@
 import type { Database, Queryable } from "../client.ts";
-import { countsByVerificationStatus } from "./task-metrics.ts";
+import { countsByVerificationStatus, statusCountsOf, type StatusCounts } from "./task-metrics.ts";
 
 // The report aggregations (GET /credits/usage, /credits/usage/api-keys, /metrics/verifications).
 // Every sum and count happens here, in SQL that runs unchanged on PGlite and PostgreSQL:
@@ -206,12 +206,7 @@ export async function sumApiKeyUsage(
 
 export interface VerificationCounts {
   total: number;
-  valid: number;
-  invalid: number;
-  catchall: number;
-  invalidSyntax: number;
-  disposableDomain: number;
-  unknown: number;
+  byStatus: StatusCounts;
   /** is_catchall = true (the domain accepts any address), whatever the status. */
   catchallDomain: number;
   roleBased: number;
@@ -235,12 +230,7 @@ export interface JobCounts {
 /** A day (or window) without verifications. */
 export const NO_VERIFICATIONS: Readonly<VerificationCounts> = Object.freeze({
   total: 0,
-  valid: 0,
-  invalid: 0,
-  catchall: 0,
-  invalidSyntax: 0,
-  disposableDomain: 0,
-  unknown: 0,
+  byStatus: Object.freeze(statusCountsOf(undefined)),
   catchallDomain: 0,
   roleBased: 0,
   disposable: 0,
@@ -281,15 +271,9 @@ function metricsFrame(table: string, userId: string, window: TimeWindow | null) 
       };
 }
 
-interface VerificationCountsRow {
+interface VerificationCountsRow extends StatusCounts {
   date: string | null;
   total: number;
-  valid: number;
-  invalid: number;
-  catchall: number;
-  invalid_syntax: number;
-  disposable_domain: number;
-  unknown: number;
   catchall_domain: number;
   role_based: number;
   disposable: number;
@@ -324,12 +308,7 @@ export async function countVerifications(
     rows,
     (r) => ({
       total: r.total,
-      valid: r.valid,
-      invalid: r.invalid,
-      catchall: r.catchall,
-      invalidSyntax: r.invalid_syntax,
-      disposableDomain: r.disposable_domain,
-      unknown: r.unknown,
+      byStatus: statusCountsOf(r),
       catchallDomain: r.catchall_domain,
       roleBased: r.role_based,
       disposable: r.disposable,

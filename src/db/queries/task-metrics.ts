@@ -1,4 +1,4 @@
-import { SANDBOX_DOMAIN, VERIFICATION_STATUSES, type VerificationStatus } from "../../verify/index.ts";
+import { VERIFICATION_STATUSES, type VerificationStatus } from "../../verify/index.ts";
 import type { Queryable } from "../client.ts";
 
 /** Jobs by state. */
@@ -10,7 +10,7 @@ type JobCounts = {
   cancelled: number;
 };
 /** Results by verification status plus the two flags the spec counts beside them. */
-type VerificationCounts = Record<VerificationStatus, number> & {
+type VerificationCounts = StatusCounts & {
   role_based: number;
   disposable_domain_emails: number;
 };
@@ -53,6 +53,13 @@ export interface MetricsRow extends JobCounts, VerificationCounts {
 export const countsByVerificationStatus = (alias: string): string =>
   VERIFICATION_STATUSES.map((s) => `count(*) filter (where ${alias}.status = '${s}') as ${s}`).join(",\n  ");
 
+/** The per-status counts of a row selected with countsByVerificationStatus (0 for a missing row). */
+export const statusCountsOf = (r: Partial<Record<VerificationStatus, number>> | undefined): StatusCounts =>
+  Object.fromEntries(VERIFICATION_STATUSES.map((s) => [s, r?.[s] ?? 0])) as StatusCounts;
+
+/** Results by verification status, under the spec's status names: one shape for tasks and reports. */
+export type StatusCounts = Record<VerificationStatus, number>;
+
 /**
  * Aggregate columns shared by the per-task and per-day metric queries (j = email_jobs, v = results,
  * t = tasks).
@@ -84,12 +91,7 @@ export const toTaskMetrics = (r: MetricsRow | undefined): TaskMetrics => ({
     cancelled: r?.cancelled ?? 0,
   },
   verificationStatus: {
-    valid: r?.valid ?? 0,
-    invalid: r?.invalid ?? 0,
-    catchall: r?.catchall ?? 0,
-    invalid_syntax: r?.invalid_syntax ?? 0,
-    disposable_domain: r?.disposable_domain ?? 0,
-    unknown: r?.unknown ?? 0,
+    ...statusCountsOf(r),
     role_based: r?.role_based ?? 0,
     disposable_domain_emails: r?.disposable_domain_emails ?? 0,
   },
@@ -135,34 +137,4 @@ export async function dailyMetricsOfTask(
     [taskId, from, to],
   );
   return rows.map((r) => ({ date: r.day, metrics: toTaskMetrics(r) }));
-}
-
-/** Credits to return when a task finishes: results that are unknown plus jobs that failed outright. */
-export async function countUnbillableJobs(q: Queryable, taskId: string): Promise<number> {
-  // Sandbox addresses were never reserved (tasks/create-task.ts), so there is nothing to return
-  // for them. Job addresses are lowercase, and the domain holds no `@`, `%` or `_`: this LIKE is
-  // isSandboxAddress.
-  const { rows } = await q.query<{ n: number }>(
-    `select count(*) as n
-       from email_jobs j left join email_verifications v on v.id = j.email_id
-      where j.task_id = $1 and (j.status = 'failed' or v.status = 'unknown')
-        and j.email_address not like $2`,
-    [taskId, `%@${SANDBOX_DOMAIN}`],
-  );
-  return rows[0]?.n ?? 0;
-}
-
-/**
- * Credits a task has delivered so far: completed jobs whose result is not unknown (sandbox
- * addresses excluded, as in countUnbillableJobs: they were never reserved).
- */
-export async function countBillableJobs(q: Queryable, taskId: string): Promise<number> {
-  const { rows } = await q.query<{ n: number }>(
-    `select count(*) as n
-       from email_jobs j join email_verifications v on v.id = j.email_id
-      where j.task_id = $1 and j.status = 'completed' and v.status <> 'unknown'
-        and j.email_address not like $2`,
-    [taskId, `%@${SANDBOX_DOMAIN}`],
-  );
-  return rows[0]?.n ?? 0;
 }

@@ -97,47 +97,52 @@ export async function lockTask(q: Queryable, id: string): Promise<TaskRecord | n
   return rows[0] ? toTask(rows[0]) : null;
 }
 
-/** lockTask for several tasks in one statement, in id order (the global lock order); missing ones are left out. */
-export async function lockTasks(q: Queryable, ids: readonly string[]): Promise<TaskRecord[]> {
+/**
+ * The tasks, share-locked in id order: a result write reads them stable (a cancel or a finish now
+ * waits for it) while other writes of the same tasks go on beside it.
+ */
+export async function shareLockTasks(q: Queryable, ids: readonly string[]): Promise<TaskRecord[]> {
   if (ids.length === 0) return [];
   const { rows } = await q.query<TaskRow>(
-    "select * from tasks where id = any($1::uuid[]) order by id for update",
+    "select * from tasks where id = any($1::uuid[]) order by id for share",
     [ids],
   );
   return rows.map(toTask);
 }
 
 /**
- * The users whose balance a result write may move: the owner of a task the write may finish (no
- * job left open but `closingJobIds`: its refund) and of a cancelled task among `billedTaskIds`
- * (results charged after the cancel). Under the tasks' locks it is exact (`forecast` false), since
- * only a holder of a task's lock closes its jobs. Read before them it is a forecast (`forecast`
- * true), which counts the jobs other workers are running as closed: they may well be written
- * first, and a forecast that missed a user costs the write a second round.
+ * Owners of the cancelled tasks among `taskIds`: the users whose balance a result write moves
+ * (the late charge). Read before the write's locks, checked again under them.
  */
-export async function findPayersOfWrite(
+export async function findOwnersOfCancelledTasks(
   q: Queryable,
-  w: {
-    taskIds: readonly string[];
-    closingJobIds: readonly string[];
-    billedTaskIds: readonly string[];
-    forecast: boolean;
-  },
+  taskIds: readonly string[],
 ): Promise<string[]> {
-  if (w.taskIds.length === 0) return [];
+  if (taskIds.length === 0) return [];
   const { rows } = await q.query<{ user_id: string }>(
-    `select distinct t.user_id from tasks t
-      where t.id = any($1::uuid[]) and t.user_id is not null
-        and ((t.cancelled_at is not null and t.id = any($3::uuid[]))
-             or (t.finished_at is null and not exists (
-                   select 1 from email_jobs j
-                    where j.task_id = t.id
-                      and (j.status = 'pending' or (j.status = 'processing' and not $4::boolean))
-                      and not (j.id = any($2::uuid[])))))
-      order by t.user_id`,
-    [w.taskIds, w.closingJobIds, w.billedTaskIds, w.forecast],
+    `select distinct user_id from tasks
+      where id = any($1::uuid[]) and cancelled_at is not null and user_id is not null
+      order by user_id`,
+    [taskIds],
   );
   return rows.map((r) => r.user_id);
+}
+
+/**
+ * Unfinished tasks none of whose jobs is open: what a result write that died between its commit
+ * and the task's finish leaves behind (record-results.ts). Oldest first, at most `limit`.
+ */
+export async function findTasksLeftUnfinished(q: Queryable, limit: number): Promise<string[]> {
+  const { rows } = await q.query<{ id: string }>(
+    `select t.id from tasks t
+      where t.finished_at is null
+        and not exists (select 1 from email_jobs j
+                         where j.task_id = t.id and j.status in ('pending', 'processing'))
+      order by t.created_at, t.id
+      limit $1`,
+    [limit],
+  );
+  return rows.map((r) => r.id);
 }
 
 export interface TaskFilter {

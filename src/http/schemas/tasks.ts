@@ -1,6 +1,6 @@
 import { Type } from "typebox";
 import { validationError } from "../../lib/app-error.ts";
-import { toMetricsReply } from "../../tasks/metrics-view.ts";
+import { toMetricsReply } from "../../webhooks/payload.ts";
 import {
   emptyMetrics,
   type JobView,

@@ -51,37 +51,52 @@ export function connectFailureKind(error: unknown): ConnectFailureKind {
 }
 
 /** The default ConnectPort: a direct TCP connection. */
-export const directConnect: ConnectPort = {
-  connect(host, port, signal) {
-    return new Promise<net.Socket>((resolve, reject) => {
-      if (signal.aborted) {
-        reject(new AbortedError());
-        return;
-      }
-      // noDelay: our writes are whole pipelined batches; Nagle would only add latency.
-      const socket = net.connect({ host, port, noDelay: true });
-      const cleanup = (): void => {
-        socket.off("connect", onConnect);
-        socket.off("error", onError);
-        signal.removeEventListener("abort", onAbort);
-      };
-      const onConnect = (): void => {
-        cleanup();
-        resolve(socket);
-      };
-      const onError = (error: Error): void => {
-        cleanup();
-        socket.destroy();
-        reject(new ConnectError(connectFailureKind(error), error.message));
-      };
-      const onAbort = (): void => {
-        cleanup();
-        socket.destroy();
-        reject(new AbortedError());
-      };
-      socket.once("connect", onConnect);
-      socket.once("error", onError);
-      signal.addEventListener("abort", onAbort, { once: true });
+export const directConnect: ConnectPort = createDirectConnect();
+
+/** A direct TCP connection, from `localAddress` when given (an egress identity's source address). */
+export function createDirectConnect(localAddress?: string): ConnectPort {
+  return { connect: (host, port, signal) => connectDirect(host, port, signal, localAddress) };
+}
+
+function connectDirect(
+  host: string,
+  port: number,
+  signal: AbortSignal,
+  localAddress: string | undefined,
+): Promise<net.Socket> {
+  return new Promise<net.Socket>((resolve, reject) => {
+    if (signal.aborted) {
+      reject(new AbortedError());
+      return;
+    }
+    // noDelay: our writes are whole pipelined batches; Nagle would only add latency.
+    const socket = net.connect({
+      host,
+      port,
+      noDelay: true,
+      ...(localAddress === undefined ? {} : { localAddress }),
     });
-  },
-};
+    const cleanup = (): void => {
+      socket.off("connect", onConnect);
+      socket.off("error", onError);
+      signal.removeEventListener("abort", onAbort);
+    };
+    const onConnect = (): void => {
+      cleanup();
+      resolve(socket);
+    };
+    const onError = (error: Error): void => {
+      cleanup();
+      socket.destroy();
+      reject(new ConnectError(connectFailureKind(error), error.message));
+    };
+    const onAbort = (): void => {
+      cleanup();
+      socket.destroy();
+      reject(new AbortedError());
+    };
+    socket.once("connect", onConnect);
+    socket.once("error", onError);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -30,6 +30,8 @@ export interface ConnectionState {
 export interface IdleConnection {
   /** The server IP the connection is open to. */
   address: string;
+  /** The egress identity it leaves from ('' = the default one): only that identity's sessions take it. */
+  egress: string;
   conn: SmtpConnection;
   /** Frees the host-gate slot the connection holds; called once, after the connection is closed. */
   release: () => void;
@@ -50,29 +52,43 @@ interface Parked {
 
 type Waiter = (idle: IdleConnection) => void;
 
+// Parked connections and waiters are keyed by identity and server IP: a connection from one
+// source address is no use to a session that must leave from another.
+const keyOf = (address: string, egress: string): string => `${egress}\n${address}`;
+
 export class IdleConnections {
   private readonly parked = new Map<string, Parked[]>();
   private readonly waiters = new Map<string, Waiter[]>();
   private readonly retiring = new Set<Promise<void>>();
+  /** Parked connections per server IP, every identity together. */
+  private readonly perAddress = new Map<string, number>();
 
   constructor(private readonly o: IdleConnectionsOptions) {}
 
-  /** Idle connections to `address` right now. */
+  /** Idle connections to `address` right now, from every identity. */
   count(address: string): number {
-    return this.parked.get(address)?.length ?? 0;
+    return this.perAddress.get(address) ?? 0;
   }
 
-  /** The most recently parked usable connection to `address`, or null. */
-  take(address: string): IdleConnection | null {
-    const list = this.parked.get(address);
+  /** The most recently parked usable connection to `address` from `egress`, or null. */
+  take(address: string, egress = ""): IdleConnection | null {
+    const key = keyOf(address, egress);
+    const list = this.parked.get(key);
     while (list !== undefined && list.length > 0) {
       const entry = list.pop()!;
-      if (list.length === 0) this.parked.delete(address);
+      if (list.length === 0) this.parked.delete(key);
+      this.counted(address, -1);
       clearTimeout(entry.timer);
       if (entry.idle.conn.reusable) return entry.idle;
       this.retire(entry.idle);
     }
     return null;
+  }
+
+  private counted(address: string, delta: number): void {
+    const n = (this.perAddress.get(address) ?? 0) + delta;
+    if (n <= 0) this.perAddress.delete(address);
+    else this.perAddress.set(address, n);
   }
 
   /** Parks a connection whose conversation ended well: handed to a waiter at once, or kept for idleMs. */
@@ -81,9 +97,10 @@ export class IdleConnections {
       this.retire(idle);
       return;
     }
-    const waiters = this.waiters.get(idle.address);
+    const key = keyOf(idle.address, idle.egress);
+    const waiters = this.waiters.get(key);
     const waiter = waiters?.shift();
-    if (waiters !== undefined && waiters.length === 0) this.waiters.delete(idle.address);
+    if (waiters !== undefined && waiters.length === 0) this.waiters.delete(key);
     if (waiter !== undefined) {
       waiter(idle);
       return;
@@ -95,9 +112,10 @@ export class IdleConnections {
       }, this.o.idleMs),
     };
     entry.timer.unref();
-    const list = this.parked.get(idle.address) ?? [];
+    const list = this.parked.get(key) ?? [];
     list.push(entry);
-    this.parked.set(idle.address, list);
+    this.parked.set(key, list);
+    this.counted(idle.address, 1);
     // The server may close an idle connection first (its own idle timeout): free the slot then.
     void idle.conn.closed.then(() => {
       if (this.remove(entry)) this.retire(idle);
@@ -109,32 +127,34 @@ export class IdleConnections {
    * first served); rejects with AbortedError on abort. A connection handed over after the caller
    * stopped caring must be given back with put().
    */
-  wait(address: string, signal: AbortSignal): Promise<IdleConnection> {
+  wait(address: string, signal: AbortSignal, egress = ""): Promise<IdleConnection> {
     if (signal.aborted) return Promise.reject(new AbortedError());
+    const key = keyOf(address, egress);
     return new Promise((resolve, reject) => {
       const waiter: Waiter = (idle) => {
         signal.removeEventListener("abort", onAbort);
         resolve(idle);
       };
       const onAbort = (): void => {
-        const list = this.waiters.get(address) ?? [];
+        const list = this.waiters.get(key) ?? [];
         const i = list.indexOf(waiter);
         if (i >= 0) list.splice(i, 1);
-        if (list.length === 0) this.waiters.delete(address);
+        if (list.length === 0) this.waiters.delete(key);
         reject(new AbortedError());
       };
       signal.addEventListener("abort", onAbort, { once: true });
-      const list = this.waiters.get(address) ?? [];
+      const list = this.waiters.get(key) ?? [];
       list.push(waiter);
-      this.waiters.set(address, list);
+      this.waiters.set(key, list);
     });
   }
 
   /** Closes every idle connection and waits until each has been closed and its slot freed. */
   async closeAll(): Promise<void> {
-    for (const [address, list] of this.parked) {
-      this.parked.delete(address);
+    for (const [key, list] of this.parked) {
+      this.parked.delete(key);
       for (const entry of list) {
+        this.counted(entry.idle.address, -1);
         clearTimeout(entry.timer);
         this.retire(entry.idle);
       }
@@ -143,11 +163,13 @@ export class IdleConnections {
   }
 
   private remove(entry: Parked): boolean {
-    const list = this.parked.get(entry.idle.address);
+    const key = keyOf(entry.idle.address, entry.idle.egress);
+    const list = this.parked.get(key);
     const i = list?.indexOf(entry) ?? -1;
     if (list === undefined || i < 0) return false;
     list.splice(i, 1);
-    if (list.length === 0) this.parked.delete(entry.idle.address);
+    if (list.length === 0) this.parked.delete(key);
+    this.counted(entry.idle.address, -1);
     clearTimeout(entry.timer);
     return true;
   }

@@ -18,7 +18,7 @@
 // served from the same IP.
 import { sleep } from "../../lib/sleep.ts";
 import { AbortedError } from "../abort.ts";
-import type { HostGate } from "../ports.ts";
+import type { EgressIdentity, HostGate, HostSlot } from "../ports.ts";
 import type { MailHost } from "../resolve-domain.ts";
 import type { UnknownReason } from "../types.ts";
 import { isErrorReply, isTooManyRecipients, nextPace, settleWrite } from "./chunking.ts";
@@ -26,6 +26,7 @@ import { ConnectError, type ConnectFailureKind, type ConnectPort } from "./conne
 import { SmtpClosedError, SmtpConnection, SmtpTimeoutError } from "./connection.ts";
 import { SmtpProtocolError, type SmtpReply } from "./reply-reader.ts";
 import type { ConnectionState, IdleConnection, IdleConnections } from "./idle-connections.ts";
+import { DEFAULT_EGRESS, providerOf, restReasonOf } from "./egress.ts";
 import { limitScope } from "./limit-scope.ts";
 import { sessionFailureReason } from "./replies.ts";
 
@@ -45,7 +46,10 @@ export interface SessionConfig {
 }
 
 export interface SessionDeps {
+  /** The way out when `egress` is absent. */
   connect: ConnectPort;
+  /** Egress identities to leave from (one per connection, chosen by the host gate). */
+  egress?: readonly EgressIdentity[];
   /** Slots are keyed by the server IP address connected to. */
   hostGate: HostGate;
   /** Idle connections to continue on, and where this session parks its own; none: QUIT at the end. */
@@ -109,6 +113,10 @@ export interface SessionReport {
   reconnects: ReconnectCause[];
   /** The last connection ran under TLS. */
   tls: boolean;
+  /** The egress identity of the last connection ('' = the default one); null when none was opened. */
+  egress: string | null;
+  /** Identities that drew a blocklist or throttling reply in this session and were sent to rest. */
+  rested: string[];
   /** Settles once QUIT is done, the socket closed and the host gate released. */
   done: Promise<void>;
 }
@@ -127,11 +135,105 @@ export const SERVER_SETTLE_MS = 50;
 // server is closing on us, not on them.
 const MAX_ISOLATED = 4;
 
-/** Runs the session. Never throws for network or protocol outcomes: they end up in `failure`. */
+/**
+ * Runs the session. Never throws for network or protocol outcomes: they end up in `failure`.
+ *
+ * With several egress identities, an identity whose connection drew a blocklist or throttling
+ * reply aimed at our IP is sent to rest for the server's provider, and the recipients it could
+ * not get answered are asked again at once from another identity: a user would not accept
+ * "ip_blocklisted" for an address another of our IPs can still ask. When every identity has been
+ * refused, the host gate decides (the batch gate defers the group like a busy host); without
+ * one, the last answer stands.
+ */
 export async function runSession(
   req: SessionRequest,
   config: SessionConfig,
   deps: SessionDeps,
+): Promise<SessionReport> {
+  const identities = deps.egress ?? [{ id: DEFAULT_EGRESS, connect: deps.connect }];
+  if (identities.length <= 1 || deps.hostGate.rest === undefined)
+    return runOneIdentity(req, config, deps, identities, new Set());
+  const excluded = new Set<string>();
+  const dones: Promise<void>[] = [];
+  let merged: SessionReport | null = null;
+  let recipients: SessionRequest["recipients"] = req.recipients;
+  let hosts: SessionRequest["hosts"] = req.hosts;
+  // Bounded: each round excludes one more identity.
+  for (let round = 0; round < identities.length; round++) {
+    const report = await runOneIdentity({ ...req, hosts, recipients }, config, deps, identities, excluded);
+    dones.push(report.done);
+    merged = merged === null ? report : mergeReports(merged, report);
+    const refusal = egressRefusal(report);
+    if (refusal === null || report.egress === null || report.hostAddress === null) break;
+    const provider = providerOf(report.hostName, report.hostAddress);
+    merged.rested.push(report.egress);
+    excluded.add(report.egress);
+    try {
+      await deps.hostGate.rest(report.egress, report.hostAddress, provider, refusal.reason);
+    } catch (error) {
+      // The gate defers the whole group: let this session's connections wind down first.
+      await Promise.all(dones);
+      throw error;
+    }
+    if (identities.every((i) => excluded.has(i.id))) break;
+    for (const a of refusal.recipients) merged.replies.delete(a);
+    recipients = refusal.recipients;
+    // The same server, from another identity: the refusal was about us, not about that host.
+    hosts = [{ name: report.hostName ?? report.hostAddress, preference: 0, addresses: [report.hostAddress] }];
+  }
+  merged!.done = Promise.all(dones).then(() => undefined);
+  if (merged!.recipients.every((a) => merged!.replies.has(a))) merged!.failure = null;
+  return merged!;
+}
+
+/**
+ * The recipients an identity could not get answered because the server refused the identity
+ * itself (the session's failure, or RCPT replies that blocklist us), and why; null when the
+ * server judged no one but the recipients.
+ */
+function egressRefusal(
+  report: SessionReport,
+): { reason: NonNullable<ReturnType<typeof restReasonOf>>; recipients: string[] } | null {
+  const failureReason = report.failure === null ? null : failureRestReason(report.failure);
+  const refusedReplies = report.recipients.filter((a) => restReasonOf(report.replies.get(a)) !== null);
+  const unanswered = failureReason === null ? [] : report.recipients.filter((a) => !report.replies.has(a));
+  const recipients = [...refusedReplies, ...unanswered];
+  if (recipients.length === 0) return null;
+  const reason = failureReason ?? restReasonOf(report.replies.get(refusedReplies[0]!)) ?? "ip_blocklisted";
+  return { reason, recipients };
+}
+
+/** A failure with a reply is judged by it (a mailbox's "receiving mail too quickly" is no rest). */
+function failureRestReason(failure: SessionFailure): ReturnType<typeof restReasonOf> {
+  if (failure.reply !== undefined) return restReasonOf(failure.reply);
+  return failure.reason === "ip_blocklisted" || failure.reason === "rate_limited" ? failure.reason : null;
+}
+
+/** One report of a session that continued from another identity: the later answers win. */
+function mergeReports(first: SessionReport, next: SessionReport): SessionReport {
+  for (const [a, reply] of next.replies) first.replies.set(a, reply);
+  return {
+    ...next,
+    greeted: first.greeted || next.greeted,
+    greeting: next.greeted ? next.greeting : first.greeting,
+    ehlo: next.greeted ? next.ehlo : first.ehlo,
+    recipients: first.recipients,
+    replies: first.replies,
+    rcptPerTransaction: [...first.rcptPerTransaction, ...next.rcptPerTransaction],
+    connections: first.connections + next.connections,
+    reused: first.reused || next.reused,
+    isolated: [...first.isolated, ...next.isolated],
+    reconnects: [...first.reconnects, ...next.reconnects],
+    rested: first.rested,
+  };
+}
+
+async function runOneIdentity(
+  req: SessionRequest,
+  config: SessionConfig,
+  deps: SessionDeps,
+  identities: readonly EgressIdentity[],
+  excluded: ReadonlySet<string>,
 ): Promise<SessionReport> {
   const report: SessionReport = {
     hostName: null,
@@ -148,12 +250,14 @@ export async function runSession(
     isolated: [],
     reconnects: [],
     tls: false,
+    egress: null,
+    rested: [],
     done: Promise.resolve(),
   };
-  const opened = await openSession(req, config, deps, report);
+  const opened = await openSession(req, config, deps, report, identities, excluded);
   report.recipients = typeof req.recipients === "function" ? req.recipients() : req.recipients;
   if (opened === null) return report;
-  const { release, address } = opened;
+  const { release, address, identity } = opened;
   let conn = opened.conn;
   let live = opened.live;
   let politeEnd = true;
@@ -215,7 +319,7 @@ export async function runSession(
       // before the new one opens.
       await endConnection(conn, politeEnd, config);
       await sleep(SERVER_SETTLE_MS, req.signal);
-      const next = await reconnect(address, config, deps, report, req.signal);
+      const next = await reconnect(address, config, identity.connect, report, req.signal);
       if (next === null) break;
       conn = next;
       // What the server's refusals taught about its limits holds on every connection to it.
@@ -229,7 +333,7 @@ export async function runSession(
     req.signal?.removeEventListener("abort", onAbort);
     const idleConnections = deps.idle;
     if (park && politeEnd && idleConnections !== undefined && parkable(conn, live, config, req.signal)) {
-      idleConnections.put(idleOf(address, conn, release, live, report));
+      idleConnections.put(idleOf(address, identity.id, conn, release, live, report));
     } else {
       // QUIT is polite but its 221 tells us nothing: the caller gets the report now and the
       // connection winds down in the background (the engine awaits `done` on close()).
@@ -339,6 +443,7 @@ function parkable(
 
 function idleOf(
   address: string,
+  egress: string,
   conn: SmtpConnection,
   release: () => void,
   live: LiveConnection,
@@ -346,6 +451,7 @@ function idleOf(
 ): IdleConnection {
   return {
     address,
+    egress,
     conn,
     release,
     state: {
@@ -402,7 +508,13 @@ async function endConnection(conn: SmtpConnection, polite: boolean, config: Sess
   await conn.closed;
 }
 
-type Opened = { conn: SmtpConnection; release: () => void; address: string; live: LiveConnection };
+type Opened = {
+  conn: SmtpConnection;
+  release: () => void;
+  address: string;
+  identity: EgressIdentity;
+  live: LiveConnection;
+};
 
 /** Connect phase: falls back to the next host on connect failure or a close before the banner. */
 async function openSession(
@@ -410,8 +522,11 @@ async function openSession(
   config: SessionConfig,
   deps: SessionDeps,
   report: SessionReport,
+  identities: readonly EgressIdentity[],
+  excluded: ReadonlySet<string>,
 ): Promise<Opened | null> {
   const failures: ConnectFailureKind[] = [];
+  const candidates = identities.filter((i) => !excluded.has(i.id));
   const hosts = inOrder(req.hosts);
   // The next host is asked for only after the previous one failed: never one more than tried.
   for (let tried = 0; tried < MAX_HOSTS_TRIED; tried++) {
@@ -425,7 +540,8 @@ async function openSession(
 
     let slot: Slot;
     try {
-      slot = await acquireSlot(address, deps, req.signal);
+      const wish = { egress: candidates.map((i) => i.id), provider: providerOf(host.name, address) };
+      slot = await acquireSlot(address, deps, wish, req.signal);
     } catch (error) {
       if (req.signal?.aborted === true) return fail(report, { reason: "timeout_smtp" });
       throw error;
@@ -441,15 +557,20 @@ async function openSession(
       report.greeting = state.greeting;
       report.ehlo = state.ehlo;
       report.tls = state.tls;
-      return { conn, release: slot.idle.release, address, live: resumedConnection(state, config) };
+      report.egress = slot.idle.egress;
+      const identity = candidates.find((i) => i.id === slot.idle.egress) ?? candidates[0]!;
+      return { conn, release: slot.idle.release, address, identity, live: resumedConnection(state, config) };
     }
     const release = slot.release;
+    const taken = slot.release.egress;
+    const identity = candidates.find((i) => i.id === taken) ?? candidates[0]!;
+    report.egress = identity.id;
     if (req.signal?.aborted === true) {
       release();
       return fail(report, { reason: "timeout_smtp" });
     }
 
-    const greeted = await connectAndGreet(address, config, deps, report, req.signal, failures);
+    const greeted = await connectAndGreet(address, config, identity.connect, report, req.signal, failures);
     if (greeted.kind === "next") {
       release();
       continue;
@@ -458,39 +579,47 @@ async function openSession(
       report.done = greeted.closed.finally(release);
       return null;
     }
-    return { conn: greeted.conn, release, address, live: freshConnection(config) };
+    return { conn: greeted.conn, release, address, identity, live: freshConnection(config) };
   }
   // The host sequence ends early when a lookup is cut short by the deadline.
   if (isAborted(req.signal)) return fail(report, { reason: "timeout_smtp" });
   return fail(report, { reason: connectFailureReason(failures) });
 }
 
-type Slot = { kind: "idle"; idle: IdleConnection } | { kind: "slot"; release: () => void };
+type Slot = { kind: "idle"; idle: IdleConnection } | { kind: "slot"; release: HostSlot };
 
 /**
- * A place at the server's IP: an idle connection another session left there, or a host-gate
- * slot for a new one, whichever comes first (a session that parks while we wait hands its
- * connection straight over). The loser is given back.
+ * A place at the server's IP for one of the wished identities: an idle connection another
+ * session left there, or a host-gate slot for a new one, whichever comes first (a session that
+ * parks while we wait hands its connection straight over). The loser is given back.
  */
 async function acquireSlot(
   address: string,
   deps: SessionDeps,
+  wish: { egress: readonly string[]; provider: string },
   signal: AbortSignal | undefined,
 ): Promise<Slot> {
   const pool = deps.idle;
-  const taken = pool?.take(address) ?? null;
-  if (taken !== null) return { kind: "idle", idle: taken };
-  if (pool === undefined) return { kind: "slot", release: await deps.hostGate.acquire(address, signal) };
+  for (const egress of wish.egress) {
+    const taken = pool?.take(address, egress) ?? null;
+    if (taken !== null) return { kind: "idle", idle: taken };
+  }
+  // Only a gate told of several identities needs the wish; one without identities is called as before.
+  const ask = (s: AbortSignal | undefined): Promise<HostSlot> =>
+    wish.egress.length === 1 && wish.egress[0] === DEFAULT_EGRESS
+      ? deps.hostGate.acquire(address, s)
+      : deps.hostGate.acquire(address, s, wish);
+  if (pool === undefined) return { kind: "slot", release: await ask(signal) };
   const stop = new AbortController();
   const onAbort = (): void => stop.abort();
   signal?.addEventListener("abort", onAbort, { once: true });
   if (signal?.aborted === true) stop.abort();
-  const idle = pool.wait(address, stop.signal);
-  const gate = deps.hostGate.acquire(address, stop.signal);
+  const idles = wish.egress.map((egress) => pool.wait(address, stop.signal, egress));
+  const gate = ask(stop.signal);
   let won: Slot | undefined;
   try {
     won = await Promise.race([
-      idle.then((c): Slot => ({ kind: "idle", idle: c })),
+      ...idles.map((idle) => idle.then((c): Slot => ({ kind: "idle", idle: c }))),
       gate.then((release): Slot => ({ kind: "slot", release })),
     ]);
     return won;
@@ -498,12 +627,13 @@ async function acquireSlot(
     signal?.removeEventListener("abort", onAbort);
     stop.abort();
     // Whichever lost, if it got its place after all, gives it back.
-    idle.then(
-      (c) => {
-        if (won?.kind !== "idle" || won.idle !== c) pool.put(c);
-      },
-      () => undefined,
-    );
+    for (const idle of idles)
+      idle.then(
+        (c) => {
+          if (won?.kind !== "idle" || won.idle !== c) pool.put(c);
+        },
+        () => undefined,
+      );
     gate.then(
       (release) => {
         if (won?.kind !== "slot" || won.release !== release) release();
@@ -527,14 +657,14 @@ type Greeted =
 async function connectAndGreet(
   address: string,
   config: SessionConfig,
-  deps: SessionDeps,
+  connect: ConnectPort,
   report: SessionReport,
   signal: AbortSignal | undefined,
   failures: ConnectFailureKind[],
 ): Promise<Greeted> {
   let conn: SmtpConnection;
   try {
-    conn = new SmtpConnection(await connectWithTimeout(deps.connect, address, config, signal));
+    conn = new SmtpConnection(await connectWithTimeout(connect, address, config, signal));
   } catch (error) {
     if (error instanceof ConnectError) {
       failures.push(error.kind);
@@ -581,12 +711,12 @@ async function connectAndGreet(
 async function reconnect(
   address: string,
   config: SessionConfig,
-  deps: SessionDeps,
+  connect: ConnectPort,
   report: SessionReport,
   signal: AbortSignal | undefined,
 ): Promise<SmtpConnection | null> {
   const failures: ConnectFailureKind[] = [];
-  const greeted = await connectAndGreet(address, config, deps, report, signal, failures);
+  const greeted = await connectAndGreet(address, config, connect, report, signal, failures);
   if (greeted.kind === "ready") return greeted.conn;
   if (greeted.kind === "next") report.failure = { reason: connectFailureReason(failures) };
   else await greeted.closed;

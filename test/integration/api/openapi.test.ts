@@ -10,9 +10,12 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
 import openapiTS from "openapi-typescript";
 import { renderOpenapi } from "../../../scripts/write-openapi.ts";
-import { toMetricsReply } from "../../../src/tasks/metrics-view.ts";
 import { emptyMetrics } from "../../../src/tasks/service.ts";
-import { serializeWebhookPayload, taskCompletedPayload } from "../../../src/webhooks/payload.ts";
+import {
+  serializeWebhookPayload,
+  taskCompletedPayload,
+  toMetricsReply,
+} from "../../../src/webhooks/payload.ts";
 import { signWebhook } from "../../../src/webhooks/signing.ts";
 import { createTestContext, type TestContext } from "../../support/test-app.ts";
 

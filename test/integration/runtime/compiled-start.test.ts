@@ -23,15 +23,18 @@ after(() => {
   rmSync(runtime, { recursive: true, force: true });
 });
 
-/** The packages `npm prune --omit=dev` keeps: package-lock.json's top-level entries not marked dev. */
-function productionPackages(): string[] {
+/**
+ * The packages `npm prune --omit=dev` keeps: package-lock.json's top-level entries not marked dev,
+ * each with where it lives (a workspace package, such as the SDK, at its link's target).
+ */
+function productionPackages(): Array<{ path: string; target: string }> {
   const lock = JSON.parse(readFileSync(join(ROOT, "package-lock.json"), "utf8")) as {
-    packages: Record<string, { dev?: boolean; link?: boolean }>;
+    packages: Record<string, { dev?: boolean; link?: boolean; resolved?: string }>;
   };
   return Object.entries(lock.packages)
-    .filter(([path, entry]) => /^node_modules\/(@[^/]+\/)?[^/]+$/.test(path) && !entry.dev && !entry.link)
-    .map(([path]) => path)
-    .filter((path) => existsSync(join(ROOT, path)));
+    .filter(([path, entry]) => /^node_modules\/(@[^/]+\/)?[^/]+$/.test(path) && !entry.dev)
+    .map(([path, entry]) => ({ path, target: join(ROOT, entry.link ? (entry.resolved ?? path) : path) }))
+    .filter(({ target }) => existsSync(target));
 }
 
 function assembleRuntime(): void {
@@ -53,9 +56,9 @@ function assembleRuntime(): void {
     mkdirSync(join(runtime, "web"));
     symlinkSync(join(ROOT, "web/dist"), join(runtime, "web/dist"));
   }
-  for (const path of productionPackages()) {
+  for (const { path, target } of productionPackages()) {
     mkdirSync(dirname(join(runtime, path)), { recursive: true });
-    symlinkSync(join(ROOT, path), join(runtime, path));
+    symlinkSync(target, join(runtime, path));
   }
 }
 
@@ -111,6 +114,11 @@ void test("the compiled runtime, without dev dependencies, serves, verifies and 
   assert.equal(await exitOf(create), 0, create.output());
   const { api_key: key } = JSON.parse(create.output().trim().split("\n")[0]!) as { api_key: string };
   const auth = { authorization: `Bearer ${key}` };
+
+  // The compiled CLI's client imports the SDK (@mailprobe/client) at run time.
+  const credits = mailprobe(["client", "credits"], { ...env, MAILPROBE_URL: base, MAILPROBE_KEY: key });
+  assert.equal(await exitOf(credits), 0, credits.output());
+  assert.equal(credits.output(), "balance: 5\n");
 
   const verified = await fetch(`${base}/api/v1/verify`, {
     method: "POST",

@@ -8,11 +8,13 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import { after, before, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config/index.ts";
-import type { PgHostGate } from "../../../src/jobs/host-gate.ts";
+import type { PgHostGate } from "../../../src/hostslots/host-gate.ts";
+import type { GroupsRecordedHandler } from "../../../src/jobs/record-results.ts";
 import { createWorkerPool, type WorkerPool } from "../../../src/jobs/runner.ts";
 import { createRetentionSweeper } from "../../../src/tasks/retention.ts";
 import type { Engine, VerificationResult } from "../../../src/verify/index.ts";
 import { createWebhookDispatcher } from "../../../src/webhooks/dispatcher.ts";
+import { taskSettlement } from "../../../src/tasks/groups-recorded.ts";
 import { createTestContext, ManualClock, type TestContext, type TestUser } from "../../support/test-app.ts";
 
 let ctx: TestContext;
@@ -71,7 +73,10 @@ interface ScriptedPool {
   hold(): { entered: Promise<void>; release: () => void };
 }
 
-function scriptedPool(workerId = `pool-${randomBytes(3).toString("hex")}`): ScriptedPool {
+function scriptedPool(
+  workerId = `pool-${randomBytes(3).toString("hex")}`,
+  settlement: GroupsRecordedHandler = taskSettlement,
+): ScriptedPool {
   const groups: string[] = [];
   let gate: { enter: () => void; wait: Promise<void> } | null = null;
   const engine = {
@@ -94,6 +99,7 @@ function scriptedPool(workerId = `pool-${randomBytes(3).toString("hex")}`): Scri
     engine,
     gate: hostGate,
     config: ctx.config.worker,
+    onGroupsRecorded: settlement,
     workerId,
   });
   return {
@@ -463,6 +469,41 @@ describe("POST /api/v1/tasks/{id}/cancel", () => {
 });
 
 // ---- delete ----
+
+describe("a task's finish after its last write", () => {
+  test("a process that dies between the last write and the finish: the sweep finishes the task, refunded once, one webhook", async () => {
+    const user = await ctx.createUser(10);
+    const taskId = await createTask(
+      user,
+      ["v1@crash.test", "u1@crash.test", "i1@crash.test"],
+      "https://hooks.example.com/x",
+    );
+    // The write commits, then the process is gone before the finish that follows it.
+    const p = scriptedPool(undefined, { ...taskSettlement, finishTasksIfDone: async () => [] });
+    await drain(p);
+    assert.deepEqual(Object.values(await jobStatuses(taskId)).sort(), [
+      "completed",
+      "completed",
+      "completed",
+    ]);
+    const unfinished = await ctx.db.query<{ finished_at: Date | null }>(
+      "select finished_at from tasks where id = $1",
+      [taskId],
+    );
+    assert.equal(unfinished.rows[0]!.finished_at, null);
+    assert.equal(await balanceOf(user), 7);
+
+    const now = ctx.services.clock.now();
+    assert.ok((await taskSettlement.finishTasksLeftUnfinished(ctx.db, now)).includes(taskId));
+    // A second sweep, and a late finish from the recorder, find nothing more to do.
+    assert.ok(!(await taskSettlement.finishTasksLeftUnfinished(ctx.db, now)).includes(taskId));
+    assert.deepEqual(await taskSettlement.finishTasksIfDone(ctx.db, [taskId], now), []);
+    assert.equal(await balanceOf(user), 8, "the unknown result refunded once");
+    const refunds = (await ledgerOf(user)).filter((r) => r.reason === "task_unknown_refund");
+    assert.equal(refunds.length, 1);
+    assert.equal((await deliveriesOf(taskId)).length, 1);
+  });
+});
 
 describe("DELETE /api/v1/tasks/{id}", () => {
   test("a finished task's jobs, results and upload are removed; the ledger stays", async () => {

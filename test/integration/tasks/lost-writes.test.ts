@@ -10,7 +10,7 @@ import { after, before, test } from "node:test";
 import { createWorkerRole } from "../../../src/app/worker-role.ts";
 import { DatabaseUnavailableError, type Database, type Queryable } from "../../../src/db/client.ts";
 import { claimDomainGroup } from "../../../src/db/queries/jobs.ts";
-import { createPgHostGate } from "../../../src/jobs/host-gate.ts";
+import { createPgHostGate } from "../../../src/hostslots/host-gate.ts";
 import { waitForTaskFinished, worldEnv } from "../../support/batch.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
 import { createTestContext, type TestContext, type TestUser } from "../../support/test-app.ts";

@@ -8,7 +8,7 @@ import { after, before, beforeEach, test } from "node:test";
 import { engineOptionsFrom, guardPorts } from "../../../src/app/engine-options.ts";
 import { loadConfig } from "../../../src/config/index.ts";
 import { createEngine } from "../../../src/verify/engine.ts";
-import { classifyAddress } from "../../../src/webhooks/address-policy.ts";
+import { classifyAddress } from "../../../src/net/address-policy.ts";
 import { worldEnv } from "../../support/batch.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
 import { engineFor, expected, facts } from "./helpers.ts";

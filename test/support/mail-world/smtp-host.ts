@@ -36,7 +36,7 @@ import {
   tooManyConnectionsReply,
 } from "./rules.ts";
 import type { ErrorLimits } from "./rules.ts";
-import type { DomainSpec, FixedReply, HostCounters, HostSpec, ServerKind } from "./types.ts";
+import type { ClientCounters, DomainSpec, FixedReply, HostCounters, HostSpec, ServerKind } from "./types.ts";
 
 /** What a persona needs to know to phrase a reply. `text` may hold several lines separated by "\n". */
 interface Reply {
@@ -332,6 +332,8 @@ interface SessionState {
   paceQueue: { sleepMs: number; run: () => void }[];
   pacing: boolean;
   sockets: net.Socket[];
+  /** The client IP the connection came from. */
+  client: string;
 }
 
 function emptyCounters(open = 0): HostCounters {
@@ -348,7 +350,13 @@ function emptyCounters(open = 0): HostCounters {
     greylistPassed: [],
     connectionLimitRefusals: 0,
     crossTenantRefusals: 0,
+    byClient: {},
   };
+}
+
+/** The client IP as servers log it: IPv4 without the "::ffff:" of a dual-stack socket. */
+function clientOf(socket: net.Socket): string {
+  return (socket.remoteAddress ?? "unknown").replace(/^::ffff:/, "");
 }
 
 function newState(id: string, counters: HostCounters, index: number, socket?: net.Socket): SessionState {
@@ -372,6 +380,7 @@ function newState(id: string, counters: HostCounters, index: number, socket?: ne
     paceQueue: [],
     pacing: false,
     sockets: socket ? [socket] : [],
+    client: socket ? clientOf(socket) : "unknown",
   };
 }
 
@@ -452,6 +461,7 @@ export class SmtpHost {
       rcptPerSession: [...s.rcptPerSession],
       rcptByAddress: { ...s.rcptByAddress },
       errorsPerSession: [...s.errorsPerSession],
+      byClient: Object.fromEntries(Object.entries(s.byClient).map(([ip, c]) => [ip, { ...c }])),
       violations: [...s.violations],
       greylistPassed: s.greylistPassed.map((p) => ({ ...p })),
     };
@@ -459,6 +469,11 @@ export class SmtpHost {
 
   resetCounters(): void {
     this.stats = emptyCounters(this.sessions.size);
+    for (const state of this.sessions.values()) {
+      const c = this.clientStats(state.client);
+      c.concurrent++;
+      c.maxConcurrent = Math.max(c.maxConcurrent, c.concurrent);
+    }
   }
 
   /**
@@ -578,6 +593,10 @@ export class SmtpHost {
     stats.errorsPerSession.push(0);
     const state = newState(id, stats, index, socket);
     this.sessions.set(id, state);
+    const client = this.clientStats(state.client);
+    client.connections++;
+    client.concurrent++;
+    client.maxConcurrent = Math.max(client.maxConcurrent, client.concurrent);
     this.sockets.add(socket);
     // smtp-server drops this listener when it upgrades the socket to TLS; onSecure and onClose
     // take over then (endSession is idempotent).
@@ -591,6 +610,8 @@ export class SmtpHost {
     this.sessions.delete(id);
     for (const socket of state.sockets) this.sockets.delete(socket);
     this.stats.concurrent = Math.max(0, this.stats.concurrent - 1);
+    const client = this.clientStats(state.client);
+    client.concurrent = Math.max(0, client.concurrent - 1);
   }
 
   /** STARTTLS completed: the TLS socket replaces the raw one for latency, line reading and close. */
@@ -608,6 +629,14 @@ export class SmtpHost {
     this.readLines(socket, state);
   }
 
+  private clientStats(client: string): ClientCounters {
+    const existing = this.stats.byClient[client];
+    if (existing !== undefined) return existing;
+    const fresh: ClientCounters = { connections: 0, concurrent: 0, maxConcurrent: 0, refusals: 0 };
+    this.stats.byClient[client] = fresh;
+    return fresh;
+  }
+
   /** The reply that replaces the SMTP session, if this connection gets one. */
   private fixedGreeting(socket: net.Socket): Reply | undefined {
     // Postfix anvil counts the connection being accepted too: over the limit once it is in.
@@ -615,6 +644,19 @@ export class SmtpHost {
     if (concurrency !== undefined && this.sessions.size > concurrency) {
       this.stats.connectionLimitRefusals++;
       return tooManyConnectionsReply(this.name, socket.remoteAddress ?? "unknown");
+    }
+    const client = clientOf(socket);
+    if (this.spec.blockedClients?.includes(client) === true) {
+      this.clientStats(client).refusals++;
+      return {
+        code: 554,
+        text: `5.7.1 Service unavailable; Client host [${client}] blocked using zen.spamhaus.org`,
+      };
+    }
+    const perClient = this.spec.maxConnectionsPerClient;
+    if (perClient !== undefined && this.clientStats(client).concurrent > perClient) {
+      this.clientStats(client).refusals++;
+      return tooManyConnectionsReply(this.name, client);
     }
     const limit = this.spec.rateLimitAfterConnections;
     if (limit !== undefined && this.connectionsSinceStart > limit) {

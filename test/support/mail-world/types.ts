@@ -123,6 +123,18 @@ export interface HostSpec {
    */
   frontEndMaxConnections?: number;
   /**
+   * At most this many simultaneous connections from one client IP (Postfix anvil's
+   * smtpd_client_connection_count_limit, which counts per client, not per listener); one more
+   * gets "421 4.7.0 <host> Error: too many connections from <client ip>" at connect.
+   */
+  maxConnectionsPerClient?: number;
+  /**
+   * Client IPs this host blocklists: a connection from one gets "554 5.7.1 Service unavailable;
+   * Client host [<ip>] blocked using zen.spamhaus.org" at connect (Postfix postscreen/
+   * reject_rbl_client), and is closed; other clients are served normally.
+   */
+  blockedClients?: readonly string[];
+  /**
    * Tenant attribution (Exchange Online Protection): each served domain is one tenant. Within a
    * transaction, once a RCPT of one tenant was accepted (2xx), a RCPT of another tenant's domain
    * gets "452 4.5.3 Recipients belong to multiple regions ATTR38 [<host>]" — EOP's reply when one
@@ -276,6 +288,18 @@ export interface HostCounters {
   connectionLimitRefusals: number;
   /** RCPTs refused because the transaction already had an accepted recipient of another tenant. */
   crossTenantRefusals: number;
+  /** Per client IP (the address our connections came from): what servers count per client. */
+  byClient: Record<string, ClientCounters>;
+}
+
+export interface ClientCounters {
+  connections: number;
+  /** Connections from this client open right now. */
+  concurrent: number;
+  /** Highest number of simultaneously open connections from this client seen. */
+  maxConcurrent: number;
+  /** Connections refused at connect: maxConnectionsPerClient exceeded, or the client blocklisted. */
+  refusals: number;
 }
 
 export interface GreylistPass {

@@ -13,7 +13,7 @@ import {
   type DoctorReport,
 } from "../../../src/doctor/doctor.ts";
 import { ConnectError, directConnect, type ConnectPort } from "../../../src/verify/smtp/connect.ts";
-import { classifyAddress } from "../../../src/webhooks/address-policy.ts";
+import { classifyAddress } from "../../../src/net/address-policy.ts";
 
 const servers: net.Server[] = [];
 after(async () => {

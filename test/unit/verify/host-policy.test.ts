@@ -6,7 +6,7 @@ import type { DnsAnswer, DnsPort, MxRecord } from "../../../src/verify/dns.ts";
 import { createEngine } from "../../../src/verify/engine.ts";
 import { refusalEvidence, vetMailHosts } from "../../../src/verify/host-policy.ts";
 import { ConnectError, type ConnectPort } from "../../../src/verify/smtp/connect.ts";
-import { classifyAddress } from "../../../src/webhooks/address-policy.ts";
+import { classifyAddress } from "../../../src/net/address-policy.ts";
 
 // 93.184.216.34 and 2606:2800:220:1::1 are ordinary public unicast; nothing is ever reached here.
 const PUBLIC_V4 = "93.184.216.34";

@@ -3,7 +3,7 @@ import type { ApiKey, CreatedApiKey, ApiKeyPurpose } from "@mailprobe/client";
 import { client, errorMessage, request } from "../api.ts";
 import { ConfirmDialog } from "../components/confirm-dialog.tsx";
 import { Empty, ErrorMessage, Loading } from "../components/feedback.tsx";
-import { announce, useApi, useTitle } from "../hooks.ts";
+import { announce, useAction, useApi, useTitle } from "../hooks.ts";
 import { formatDateTime } from "../lib/format.ts";
 import { currentSession } from "../session.ts";
 
@@ -83,24 +83,16 @@ export function KeysPage() {
 function CreateKey({ onCreated }: { onCreated: (k: CreatedApiKey) => void }) {
   const [name, setName] = useState("");
   const [purpose, setPurpose] = useState<ApiKeyPurpose>("custom");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-
-  async function submit(e: Event) {
-    e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const k = await request(client.POST("/api/v1/api-keys", { body: { name: name.trim(), purpose } }));
-      setName("");
-      announce(`Key ${k.name} created`);
-      onCreated(k);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  }
+  const {
+    busy,
+    error,
+    run: submit,
+  } = useAction(async () => {
+    const k = await request(client.POST("/api/v1/api-keys", { body: { name: name.trim(), purpose } }));
+    setName("");
+    announce(`Key ${k.name} created`);
+    onCreated(k);
+  });
 
   return (
     <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="create-key-title">

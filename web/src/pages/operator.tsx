@@ -6,7 +6,8 @@ import { MailprobeError } from "@mailprobe/client";
 import { Empty, ErrorMessage, Loading } from "../components/feedback.tsx";
 import { SecretField } from "../components/secret-field.tsx";
 import { PagedTable } from "../components/paged-table.tsx";
-import { announce, useApi, useInterval, useTitle } from "../hooks.ts";
+import { SubmitRow } from "../components/submit-row.tsx";
+import { announce, useAction, useApi, useInterval, useTitle } from "../hooks.ts";
 import { formatDateTime, formatNumber } from "../lib/format.ts";
 
 const TOKEN_KEY = "mailprobe.operator-token";
@@ -128,23 +129,16 @@ export function OperatorPage() {
 
 function OperatorSignIn({ expired, onSignedIn }: { expired: boolean; onSignedIn: (token: string) => void }) {
   const [value, setValue] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-  async function submit(e: Event) {
-    e.preventDefault();
-    setBusy(true);
-    setError(null);
+  const {
+    busy,
+    error,
+    run: submit,
+  } = useAction(async () => {
     const token = value.trim();
-    try {
-      await operatorCall(token, "/queue");
-      setValue("");
-      onSignedIn(token);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  }
+    await operatorCall(token, "/queue");
+    setValue("");
+    onSignedIn(token);
+  });
   return (
     <>
       {expired && (
@@ -165,12 +159,13 @@ function OperatorSignIn({ expired, onSignedIn }: { expired: boolean; onSignedIn:
             </>
           }
         />
-        {error !== null && <ErrorMessage error={error} title="Could not sign in to the console" />}
-        <div>
-          <button type="submit" disabled={busy}>
-            {busy ? "Signing in…" : "Sign in to the console"}
-          </button>
-        </div>
+        <SubmitRow
+          busy={busy}
+          error={error}
+          errorTitle="Could not sign in to the console"
+          label="Sign in to the console"
+          busyLabel="Signing in…"
+        />
       </form>
     </>
   );

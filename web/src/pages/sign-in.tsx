@@ -1,8 +1,9 @@
 import { useState } from "preact/hooks";
 import { fetchSessionPolicy, openSession, type SessionPolicy } from "../api.ts";
-import { ErrorMessage, Loading } from "../components/feedback.tsx";
+import { Loading } from "../components/feedback.tsx";
 import { SecretField } from "../components/secret-field.tsx";
-import { announce, useApi, useTitle } from "../hooks.ts";
+import { SubmitRow } from "../components/submit-row.tsx";
+import { announce, useAction, useApi, useTitle } from "../hooks.ts";
 import { formatDuration, plural } from "../lib/format.ts";
 import { startSession, useSession, type SignedOutReason } from "../session.ts";
 
@@ -18,24 +19,16 @@ export function SignIn({ reason }: { reason: SignedOutReason }) {
   // The text still reads well without it (an old server, a network hiccup): no error shown.
   const policy = useApi((signal) => fetchSessionPolicy(signal), []).data;
   const [key, setKey] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-
-  async function submit(e: Event) {
-    e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const session = await openSession(key.trim());
-      setKey("");
-      startSession(session);
-      announce("Signed in");
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  }
+  const {
+    busy,
+    error,
+    run: submit,
+  } = useAction(async () => {
+    const session = await openSession(key.trim());
+    setKey("");
+    startSession(session);
+    announce("Signed in");
+  });
 
   if (joining)
     return (
@@ -78,12 +71,13 @@ export function SignIn({ reason }: { reason: SignedOutReason }) {
             </>
           }
         />
-        {error !== null && <ErrorMessage error={error} title="Could not sign in" />}
-        <div>
-          <button type="submit" disabled={busy}>
-            {busy ? "Signing in…" : "Sign in"}
-          </button>
-        </div>
+        <SubmitRow
+          busy={busy}
+          error={error}
+          errorTitle="Could not sign in"
+          label="Sign in"
+          busyLabel="Signing in…"
+        />
       </form>
       <p class="muted">
         No key yet? The operator creates one with <code>npx mailprobe users create --credits 100</code>.

@@ -5,7 +5,7 @@ import { client, request } from "../../api.ts";
 import { ConfirmDialog } from "../../components/confirm-dialog.tsx";
 import { ErrorMessage } from "../../components/feedback.tsx";
 import { setFlash } from "../../flash.ts";
-import { announce } from "../../hooks.ts";
+import { announce, useAction } from "../../hooks.ts";
 import { plural } from "../../lib/format.ts";
 import { taskName } from "../../lib/task-text.ts";
 import { hrefOf, navigate } from "../../router.ts";
@@ -17,30 +17,24 @@ import { hrefOf, navigate } from "../../router.ts";
 export function ManageSection({ task, onCancelled }: { task: Task; onCancelled: () => void }) {
   const running = task.finished_at === null;
   const [confirming, setConfirming] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
   const pending = task.metrics.job_status.pending;
-
-  async function act() {
-    setBusy(true);
-    setError(null);
-    try {
-      if (running) {
-        await request(client.POST("/api/v1/tasks/{id}/cancel", { params: { path: { id: task.id } } }));
-        setConfirming(false);
-        announce("The task was cancelled");
-        onCancelled();
-      } else {
-        await request(client.DELETE("/api/v1/tasks/{id}", { params: { path: { id: task.id } } }));
-        setFlash(`Deleted the results of ${taskName(task)}.`);
-        navigate(hrefOf.tasks);
-      }
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
+  const {
+    busy,
+    error,
+    setError,
+    run: act,
+  } = useAction(async () => {
+    if (running) {
+      await request(client.POST("/api/v1/tasks/{id}/cancel", { params: { path: { id: task.id } } }));
+      setConfirming(false);
+      announce("The task was cancelled");
+      onCancelled();
+    } else {
+      await request(client.DELETE("/api/v1/tasks/{id}", { params: { path: { id: task.id } } }));
+      setFlash(`Deleted the results of ${taskName(task)}.`);
+      navigate(hrefOf.tasks);
     }
-  }
+  });
 
   return (
     <section class="card" aria-labelledby="manage-title">

@@ -5,7 +5,7 @@ import { client, request } from "../../api.ts";
 import { ConfirmDialog } from "../../components/confirm-dialog.tsx";
 import { ErrorMessage } from "../../components/feedback.tsx";
 import { ProgressBar } from "../../components/progress.tsx";
-import { announce } from "../../hooks.ts";
+import { announce, useAction } from "../../hooks.ts";
 import {
   etaWithoutRetriesMs,
   formatUntil,
@@ -122,24 +122,18 @@ export function ProgressSection({
  */
 function FinishNow({ task, waiting, onFinished }: { task: Task; waiting: number; onFinished: () => void }) {
   const [confirming, setConfirming] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
   const label = `Finish now: ${plural(waiting, "address is", "addresses are")} waiting for a server's retry`;
-
-  async function finish() {
-    setBusy(true);
-    setError(null);
-    try {
-      await request(client.POST("/api/v1/tasks/{id}/finish", { params: { path: { id: task.id } } }));
-      setConfirming(false);
-      announce("The task was finished");
-      onFinished();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  }
+  const {
+    busy,
+    error,
+    setError,
+    run: finish,
+  } = useAction(async () => {
+    await request(client.POST("/api/v1/tasks/{id}/finish", { params: { path: { id: task.id } } }));
+    setConfirming(false);
+    announce("The task was finished");
+    onFinished();
+  });
 
   return (
     <div class="button-row">

@@ -1,10 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import {
-  blockedAddressRange,
-  classifyAddress,
-  isPublicAddress,
-} from "../../../src/webhooks/address-policy.ts";
+import { blockedAddressRange, classifyAddress, isPublicAddress } from "../../../src/net/address-policy.ts";
 
 // Every non-public range, with its edges where a neighbour is public (PUBLIC below).
 const BLOCKED: Array<[address: string, range: string]> = [

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { WEBHOOK_RETRY_DELAYS_MS, webhookRetryDelayMs } from "../../../src/jobs/backoff.ts";
+import { WEBHOOK_RETRY_DELAYS_MS, webhookRetryDelayMs } from "../../../src/webhooks/retry-schedule.ts";
 
 const S = 1_000;
 const MIN = 60 * S;
