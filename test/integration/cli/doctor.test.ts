@@ -209,7 +209,17 @@ describe("mailprobe doctor", () => {
     const lines = out.stdout.trim().split("\n");
     assert.equal(lines.length, 1);
     const doc = JSON.parse(lines[0]!);
-    assert.deepEqual(Object.keys(doc).sort(), ["checks", "egress", "helo_name", "mail_from", "mx", "ok"]);
+    assert.deepEqual(Object.keys(doc).sort(), [
+      "checks",
+      "egress",
+      "helo_name",
+      "identities",
+      "mail_from",
+      "mx",
+      "ok",
+    ]);
+    // Without SMTP_EGRESS there is one identity, the default, and no list.
+    assert.deepEqual(doc.identities, []);
     assert.equal(doc.ok, true);
     assert.equal(doc.helo_name, "probe.mailprobe.test");
     assert.equal(doc.mail_from, "bounce@mailprobe.test");
