@@ -154,18 +154,14 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
     },
     async rest(egress, host, provider, reason) {
       const now = o.clock.now();
-      await restEgress(o.db, {
-        egress,
-        provider,
-        until: new Date(now.getTime() + restMs),
-        reason,
-      }).catch(() => {
+      const until = new Date(now.getTime() + restMs);
+      await restEgress(o.db, { egress, provider, until, reason }).catch(() => {
         // Not recorded (the database is down): this session still moves on to another identity,
         // and the next refusal records it.
       });
       const cached = rests.get(provider);
       const resting = new Map(cached?.resting ?? []);
-      resting.set(egress, new Date(now.getTime() + restMs));
+      resting.set(egress, until);
       rests.set(provider, { at: cached?.at ?? now.getTime(), resting });
       if (o.whenAllResting !== "try" && identities.every((e) => resting.has(e)))
         throw new HostBusyError(host, false, firstWake(resting));

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Principal } from "../auth/principal.ts";
 import type { Database, Queryable, Transaction } from "../db/client.ts";
-import { insertJobs, type NewJob } from "../db/queries/jobs.ts";
+import { claimLaneOf, insertJobs, type NewJob } from "../db/queries/jobs.ts";
 import {
   findIdempotentTask,
   findTask,
@@ -59,10 +59,14 @@ interface PlannedJobs {
   sandboxCount: number;
 }
 
-/** One job per distinct canonical address, in first-occurrence order, grouped by domain. */
+/**
+ * One job per distinct canonical address, in first-occurrence order, each with its claim lane:
+ * the first CLAIM_FIRST_CHUNK of a domain go before any domain's bulk.
+ */
 export function planJobs(engine: Pick<Engine, "checkSyntax">, emails: string[]): PlannedJobs {
   const seen = new Set<string>();
-  const domains = new Set<string>();
+  /** Jobs so far per group domain ("" for addresses without one, ranked like any other). */
+  const perDomain = new Map<string, number>();
   const jobs: NewJob[] = [];
   let invalidSyntaxCount = 0;
   let sandboxCount = 0;
@@ -72,12 +76,20 @@ export function planJobs(engine: Pick<Engine, "checkSyntax">, emails: string[]):
     if (seen.has(canonical)) continue;
     seen.add(canonical);
     const domain = groupDomainOf(syntax);
-    if (domain) domains.add(domain);
+    const rank = perDomain.get(domain) ?? 0;
+    perDomain.set(domain, rank + 1);
     if (!syntax.ok) invalidSyntaxCount += 1;
     if (isSandboxAddress(canonical)) sandboxCount += 1;
-    jobs.push({ id: newId(), position: jobs.length, emailAddress: canonical, domain });
+    jobs.push({
+      id: newId(),
+      position: jobs.length,
+      emailAddress: canonical,
+      domain,
+      claimLane: claimLaneOf(rank),
+    });
   }
-  return { jobs, domainCount: domains.size, invalidSyntaxCount, sandboxCount };
+  const domainCount = perDomain.size - (perDomain.has("") ? 1 : 0);
+  return { jobs, domainCount, invalidSyntaxCount, sandboxCount };
 }
 
 /** What creating a task would count and cost, and the balance it would be paid from (a dry run). */

@@ -1,4 +1,5 @@
 // Domain facts: where a domain's mail goes (RFC 5321 §5.1), cached per engine with a TTL.
+import { SharedProbe } from "../lib/shared-probe.ts";
 import { AbortedError, raceSignal } from "./abort.ts";
 import { checkError, dnsCodeReason, failed, passed, type Check } from "./checks.ts";
 import type { DnsAnswer, DnsPort, ResolverHealth } from "./dns.ts";
@@ -60,7 +61,8 @@ export class DomainResolver {
   private readonly hostAddresses: TtlCache<string, DnsAnswer<string[]>>;
   private readonly ptrs: TtlCache<string, Check>;
   private readonly inFlight = new Map<string, Promise<DomainResolution>>();
-  private health: { at: number; answer: Promise<ResolverHealth> } | null = null;
+  /** Null when the DNS port cannot be asked (test doubles): it counts as answering. */
+  private readonly health: SharedProbe<ResolverHealth> | null;
   /** The DNS port with host addresses answered from the cache. */
   private readonly dns: DnsPort;
 
@@ -69,6 +71,8 @@ export class DomainResolver {
     this.hostAddresses = new TtlCache(deps.cacheTtlMs, deps.nowMs);
     this.ptrs = new TtlCache(deps.cacheTtlMs, deps.nowMs);
     this.dns = { ...deps.dns, addresses: (host) => this.addressesOf(host) };
+    const ask = deps.dns.resolverHealth?.bind(deps.dns);
+    this.health = ask ? new SharedProbe(RESOLVER_HEALTH_TTL_MS, ask, deps.nowMs) : null;
   }
 
   resolve(domain: string): Promise<DomainResolution> {
@@ -141,19 +145,14 @@ export class DomainResolver {
    * doubles) counts as answering.
    */
   resolverHealth(): Promise<ResolverHealth> {
-    const dns = this.deps.dns;
-    if (dns.resolverHealth === undefined) return Promise.resolve("answers");
-    const now = this.deps.nowMs();
-    if (this.health === null || now - this.health.at > RESOLVER_HEALTH_TTL_MS)
-      this.health = { at: now, answer: dns.resolverHealth() };
-    return this.health.answer;
+    return this.health?.get() ?? Promise.resolve("answers");
   }
 
   clear(): void {
     this.domains.clear();
     this.hostAddresses.clear();
     this.ptrs.clear();
-    this.health = null;
+    this.health?.forget();
   }
 }
 

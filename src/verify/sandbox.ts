@@ -78,7 +78,9 @@ export const SANDBOX_MAILBOXES: Readonly<Record<string, SandboxMailbox>> = Objec
 /** Any other local part under the sandbox domain: a mailbox that does not exist. */
 const NO_SUCH_MAILBOX = answer("invalid", "550 5.1.1 no such sandbox mailbox");
 
-export const isSandboxDomain = (domain: string): boolean => domain.trim().toLowerCase() === SANDBOX_DOMAIN;
+// No trimming: white space after the last @ makes an RFC-invalid address, billed like any other
+// (the SQL twin, BILLABLE_ADDRESS_SQL, compares the same text).
+export const isSandboxDomain = (domain: string): boolean => domain.toLowerCase() === SANDBOX_DOMAIN;
 
 /**
  * True when the text after the last `@` is the sandbox domain, whatever the case and whether or

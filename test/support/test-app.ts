@@ -1,3 +1,4 @@
+import assert from "node:assert/strict";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../../src/app/build-app.ts";
 import { buildServices, type Services } from "../../src/app/services.ts";
@@ -40,6 +41,8 @@ export interface TestContext {
   createUser(credits?: number): Promise<TestUser>;
   /** Authorization header for a key or JWT. */
   bearer(token: string): { authorization: string };
+  /** POST /api/v1/tasks as `user` with `{ emails, ...extra }`; fails unless 201; the task id. */
+  createTask(user: TestUser, emails: string[], extra?: Record<string, unknown>): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -68,6 +71,7 @@ export async function createTestContext(opts: TestContextOptions = {}): Promise<
     processMetrics: false,
   });
   const app = await buildApp(services, { adminToken: opts.adminToken ?? null });
+  const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
   return {
     app,
     services,
@@ -77,7 +81,17 @@ export async function createTestContext(opts: TestContextOptions = {}): Promise<
       const created = await services.users.create({ email: null, credits });
       return { userId: created.user.id, apiKey: created.apiKey.plaintext, apiKeyId: created.apiKey.id };
     },
-    bearer: (token) => ({ authorization: `Bearer ${token}` }),
+    bearer,
+    async createTask(user, emails, extra = {}) {
+      const res = await app.inject({
+        method: "POST",
+        url: "/api/v1/tasks",
+        headers: bearer(user.apiKey),
+        payload: { emails, ...extra },
+      });
+      assert.equal(res.statusCode, 201, res.body);
+      return res.json<{ id: string }>().id;
+    },
     async close() {
       await app.close();
       await services.close();

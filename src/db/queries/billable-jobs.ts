@@ -16,8 +16,7 @@ export const isBillable = (emailAddress: string, status: VerificationStatus): bo
 /**
  * isBillableAddress over a job `j`. Job addresses are lowercase (canonical, or the lowercased
  * input of an RFC-invalid one) and the domain holds no `@`, `%` or `_`, so this LIKE is
- * isSandboxAddress — except for an RFC-invalid address with white space right after its last
- * `@`, which isSandboxAddress trims and this does not (kept as it was; see the test).
+ * isSandboxAddress, RFC-invalid addresses included (neither trims).
  */
 export const BILLABLE_ADDRESS_SQL = `j.email_address not like '%@${SANDBOX_DOMAIN}'`;
 

@@ -80,6 +80,8 @@ export interface NewJob {
   position: number;
   emailAddress: string;
   domain: string;
+  /** CLAIM_LANE.firstChunk or CLAIM_LANE.bulk, by the job's rank in its domain (claimLaneOf). */
+  claimLane: number;
 }
 
 /**
@@ -97,6 +99,15 @@ export const CLAIM_LANE = { retry: 0, firstChunk: 1, bulk: 2 } as const;
  */
 export const CLAIM_FIRST_CHUNK = 50;
 
+/**
+ * The lane of a task's job that is the `rank`-th (from 0) of its domain in the task's order. The
+ * caller ranks over the whole task: a task is inserted in several statements, so a window
+ * function in the insert would rank within each statement's slice (and cost the embedded
+ * database's thread a sort per slice).
+ */
+export const claimLaneOf = (rank: number): number =>
+  rank < CLAIM_FIRST_CHUNK ? CLAIM_LANE.firstChunk : CLAIM_LANE.bulk;
+
 /** All jobs of a task in one statement (array parameters, not one round trip per job). */
 export async function insertJobs(
   q: Queryable,
@@ -108,10 +119,9 @@ export async function insertJobs(
   await q.query(
     `insert into email_jobs (id, task_id, user_id, position, email_address, domain, run_after, created_at, updated_at,
                              claim_lane)
-     select j.id, $1, $2, j.position, j.email, j.domain, $3, $3, $3,
-            case when row_number() over (partition by j.domain order by j.position) <= $8 then $9::smallint
-                 else $10::smallint end
-       from unnest($4::uuid[], $5::integer[], $6::text[], $7::text[]) as j(id, position, email, domain)`,
+     select j.id, $1, $2, j.position, j.email, j.domain, $3, $3, $3, j.lane
+       from unnest($4::uuid[], $5::integer[], $6::text[], $7::text[], $8::smallint[])
+              as j(id, position, email, domain, lane)`,
     [
       taskId,
       userId,
@@ -120,9 +130,7 @@ export async function insertJobs(
       jobs.map((j) => j.position),
       jobs.map((j) => j.emailAddress),
       jobs.map((j) => j.domain),
-      CLAIM_FIRST_CHUNK,
-      CLAIM_LANE.firstChunk,
-      CLAIM_LANE.bulk,
+      jobs.map((j) => j.claimLane),
     ],
   );
 }

@@ -38,31 +38,49 @@ export type RealtimeChargeOutcome =
  *
  * Why it is exact: INSERT … ON CONFLICT DO UPDATE … WHERE decides on the newest committed version
  * of the row (a concurrent claimer's insert is waited for), so of N identical requests on any
- * nodes one claims and the others see its charged_at. The statement first locks the user's
- * balance (FOR NO KEY UPDATE, which waits for a concurrent charge and reads its result), and the
- * claim is only tried when that balance is at least 1, so an empty balance is answered without an
- * error. Should the debit still find the balance spent, it has no `balance >= 1` guard on
- * purpose: it violates the users balance check and the statement rolls back, claim included, so
- * "claimed but could not pay" never commits. A repeated idempotency key (a claim the table
- * forgot, e.g. a hand-edited row) likewise aborts the statement; it is answered as free, since
- * that charge was made.
+ * nodes one claims and the others see its charged_at. The claim is only tried when the balance
+ * the statement's snapshot shows is at least 1, so an empty balance is answered without an error.
+ * The debit's UPDATE locks the balance row and re-reads it (newest version) before it writes; it
+ * has no `balance >= 1` guard on purpose: should the balance have been spent meanwhile, it
+ * violates the users balance check and the statement rolls back, claim included, so "claimed but
+ * could not pay" never commits. A repeated idempotency key (a claim the table forgot, e.g. a
+ * hand-edited row) likewise aborts the statement; it is answered as free, since that charge was
+ * made.
  *
- * The balance lock comes before the claim because users come first in the global lock order
- * (docs/locking.md): a batch write that refunds the same user holds that lock and then, through
- * the email_verifications trigger, upserts the user's address_charges rows; a charge that
- * claimed one of those rows first and then waited for the balance would close a cycle with it.
+ * The UPDATE is the statement's only lock on the users row. An earlier version also read the
+ * balance `FOR NO KEY UPDATE` first, to keep users before address_charges in the global lock
+ * order. Under concurrency that deadlocked the statement with its own copies: the row lock
+ * follows the update chain to the newest version, while the UPDATE starts again from the version
+ * the snapshot saw and queues for that version's tuple lock, held by a copy waiting for us
+ * (test/integration/faults/realtime-charge-contention.test.ts: 24–41 of 240 charges of one user
+ * failed while batch writes share-locked the row). The price is the order: the claim now comes
+ * before the balance lock. A transaction that holds a user's balance and then upserts one of that
+ * user's address_charges rows (a result write with a late charge, through the email_verifications
+ * trigger) closes a cycle with a realtime charge of that very address; PostgreSQL aborts one of the
+ * two, the write is re-run by Database.transaction and the charge here (docs/locking.md).
  *
  * "Free" (not charged, and no reason to refuse): the claim found a payment within the window, or
  * the claim was not tried (no balance) and the snapshot shows such a payment.
  */
 export async function chargeRealtime(q: Queryable, c: RealtimeCharge): Promise<RealtimeChargeOutcome> {
+  try {
+    return await chargeOnce(q, c);
+  } catch (error) {
+    // The rare cycle with a late-charging result write (above): the whole statement rolled back,
+    // so running it once more is safe.
+    if (sqlState(error) !== SQLSTATE.deadlockDetected) throw error;
+    return chargeOnce(q, c);
+  }
+}
+
+async function chargeOnce(q: Queryable, c: RealtimeCharge): Promise<RealtimeChargeOutcome> {
   const parts = verificationInsertParts(c.record, 9, {
     credit_transaction_id: "(select id from ledger)",
   });
   try {
     const { rows } = await q.query<VerificationRow & { mp_charged: number; mp_free: boolean }>(
       `with funded as (
-         select coalesce((select balance >= 1 from users where id = $1 for no key update), false) as ok
+         select coalesce((select balance >= 1 from users where id = $1), false) as ok
        ), claim as (
          insert into address_charges (user_id, email, charged_at)
          select $1, $2, $3 from funded where funded.ok

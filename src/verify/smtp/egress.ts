@@ -2,6 +2,7 @@
 // send an identity to rest. Servers count connections and judge reputation per client IP, so a
 // list of source addresses (or proxies) multiplies what an installation may verify, as long as
 // each identity keeps its own slots and steps aside where it is blocked or throttled.
+import { getDomain } from "tldts";
 import { detectServerType } from "../providers.ts";
 import type { EgressIdentity, RestReason } from "../ports.ts";
 import { createDirectConnect, type ConnectPort } from "./connect.ts";
@@ -55,13 +56,11 @@ export function providerOf(hostName: string | null, address: string): string {
   const name = hostName.toLowerCase().replace(/\.$/, "");
   const type = detectServerType([name]);
   if (type !== "unknown") return type;
-  const labels = name.split(".");
-  if (labels.length <= 2) return name;
-  const sld = labels[labels.length - 2]!;
-  const tld = labels[labels.length - 1]!;
-  // co.uk, com.au, ne.jp: a short second-level label under a country code is a public suffix.
-  const take = tld.length === 2 && sld.length <= 3 ? 3 : 2;
-  return labels.slice(-take).join(".");
+  // The Public Suffix List's ICANN section (tldts), not a guess from label lengths: co.uk and
+  // com.au are suffixes, ab.de is not. Private suffixes are left out: a hosting platform's
+  // customers share its MX front ends, so they are one provider. A name under an unlisted TLD
+  // (our simulator's .test) counts its last label as the suffix, the list's default rule.
+  return getDomain(name, { allowPrivateDomains: false }) ?? name;
 }
 
 /**

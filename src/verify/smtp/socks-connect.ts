@@ -2,6 +2,7 @@
 // speak on port 25 send probes through a proxy with a clean, PTR-equipped address.
 import net from "node:net";
 import { SocksClient } from "socks";
+import { SharedProbe } from "../../lib/shared-probe.ts";
 import { AbortedError } from "../abort.ts";
 import { ConnectError, type ConnectPort, type ConnectFailureKind, type ProxyHealth } from "./connect.ts";
 
@@ -94,14 +95,9 @@ export function probeSocksProxy(proxy: SocksProxyConfig, timeoutMs: number): Pro
 /** A ConnectPort that tunnels every connection through a SOCKS5 proxy. */
 export function createSocksConnect(proxyUrl: string, timeoutMs: number): ConnectPort {
   const proxy = parseSocksUrl(proxyUrl);
-  let health: { at: number; answer: Promise<ProxyHealth> } | null = null;
+  const health = new SharedProbe(PROXY_HEALTH_TTL_MS, () => probeSocksProxy(proxy, timeoutMs), Date.now);
   return {
-    dependencyHealth() {
-      const now = Date.now();
-      if (health === null || now - health.at > PROXY_HEALTH_TTL_MS)
-        health = { at: now, answer: probeSocksProxy(proxy, timeoutMs) };
-      return health.answer;
-    },
+    dependencyHealth: () => health.get(),
     connect(host, port, signal): Promise<net.Socket> {
       if (signal.aborted) return Promise.reject(new AbortedError());
       return new Promise<net.Socket>((resolve, reject) => {

@@ -340,14 +340,7 @@ test("a mixed task reserves only the ordinary addresses; the finish refunds only
   assert.match(refused.json<{ error: { message: string } }>().error.message, /needs 2, the balance is 1/);
 
   const user = await ctx.createUser(2);
-  const res = await ctx.app.inject({
-    method: "POST",
-    url: "/api/v1/tasks",
-    headers: ctx.bearer(user.apiKey),
-    payload: { emails },
-  });
-  assert.equal(res.statusCode, 201, res.body);
-  const { id } = res.json<{ id: string }>();
+  const id = await ctx.createTask(user, emails);
   assert.deepEqual(await ledgerRows(user), [{ amount: -2, reason: "task_reservation" }]);
   await waitForTaskFinished(ctx.db, id, 20_000);
   // Final charge = the one ordinary non-unknown result (invalid_syntax); the literal's credit returns.

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { createWorkerRole } from "../../../src/app/worker-role.ts";
-import { CLAIM_FIRST_CHUNK } from "../../../src/db/queries/jobs.ts";
+import { CLAIM_FIRST_CHUNK, CLAIM_LANE } from "../../../src/db/queries/jobs.ts";
 import { CLAIM_GROUP_MAX } from "../../../src/jobs/runner.ts";
 import { worldEnv } from "../../support/batch.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
@@ -45,17 +45,8 @@ after(async () => {
   await world?.close();
 });
 
-async function createTask(emails: string[]): Promise<string> {
-  const user = await ctx.createUser(emails.length);
-  const res = await ctx.app.inject({
-    method: "POST",
-    url: "/api/v1/tasks",
-    headers: ctx.bearer(user.apiKey),
-    payload: { emails },
-  });
-  assert.equal(res.statusCode, 201, res.body);
-  return res.json<{ id: string }>().id;
-}
+/** A task of `emails` for a new user with just enough credit. */
+const createTask = async (emails: string[]) => ctx.createTask(await ctx.createUser(emails.length), emails);
 
 /** Attempts made on the task's jobs, by domain: a session adds one per address it tried. */
 async function attemptsByDomain(taskId: string): Promise<Map<string, number>> {
@@ -145,4 +136,32 @@ test("a retry that has fallen due goes before another domain's bulk", async () =
   } finally {
     await role.stop(1_000);
   }
+});
+
+test("a task inserted in several statements still has one first chunk per domain", async () => {
+  // 1,300 addresses: more than one insert statement's worth (create-task.ts inserts 500 at a
+  // time). Two domains interleaved, and a few RFC-invalid entries, which have no domain.
+  const emails = Array.from({ length: 1_300 }, (_, i) =>
+    i % 100 === 7
+      ? `not valid ${i.toString()}@x.test`
+      : `m${i.toString()}@${i % 2 ? "odd" : "even"}.lanes.test`,
+  );
+  const taskId = await createTask(emails);
+  const { rows } = await ctx.db.query<{ domain: string; lane: number; n: number; last: number }>(
+    `select domain, claim_lane as lane, count(*)::int as n, max(position) as last
+       from email_jobs where task_id = $1 group by domain, claim_lane order by domain, claim_lane`,
+    [taskId],
+  );
+  const firstChunkOf = (domain: string) =>
+    rows.find((r) => r.domain === domain && r.lane === CLAIM_LANE.firstChunk);
+  for (const domain of ["even.lanes.test", "odd.lanes.test"])
+    assert.equal(firstChunkOf(domain)?.n, CLAIM_FIRST_CHUNK, `${domain}: ${JSON.stringify(rows)}`);
+  // The first chunk is the domain's first addresses in the list: 50 of each, among the first ~101.
+  assert.ok(firstChunkOf("odd.lanes.test")!.last < 2 * CLAIM_FIRST_CHUNK + 2, JSON.stringify(rows));
+  assert.equal(
+    rows.filter((r) => r.lane === CLAIM_LANE.bulk).reduce((n, r) => n + r.n, 0),
+    1_300 - rows.filter((r) => r.lane === CLAIM_LANE.firstChunk).reduce((n, r) => n + r.n, 0),
+    "the rest is bulk",
+  );
+  await ctx.db.query("delete from email_jobs where task_id = $1", [taskId]);
 });

@@ -13,7 +13,7 @@ import { RECORD_BATCH_MAX } from "../../../src/jobs/record-results.ts";
 import { CLAIM_GROUP_MAX } from "../../../src/jobs/runner.ts";
 import { waitForTaskFinished, worldEnv } from "../../support/batch.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
-import { createTestContext, type TestContext, type TestUser } from "../../support/test-app.ts";
+import { createTestContext, type TestContext } from "../../support/test-app.ts";
 import { openTestDatabase } from "../../support/test-db.ts";
 
 /** Disposable domains (the engine's list) and a domain the simulator's DNS says does not exist. */
@@ -58,17 +58,6 @@ after(async () => {
   await world?.close();
 });
 
-async function createTask(user: TestUser, emails: string[]): Promise<string> {
-  const res = await ctx.app.inject({
-    method: "POST",
-    url: "/api/v1/tasks",
-    headers: ctx.bearer(user.apiKey),
-    payload: { emails },
-  });
-  assert.equal(res.statusCode, 201, res.body);
-  return res.json<{ id: string }>().id;
-}
-
 /** Runs a worker pool until the task finishes. */
 async function work(taskId: string, env: Record<string, string> = {}): Promise<void> {
   const node =
@@ -111,7 +100,7 @@ test("a 10,000-address task that needs no SMTP completes with the right counts a
     i % 4 === 3 ? `user${i}@${MISSING}` : `user${i}@${DISPOSABLE[i % 3]!}`,
   );
   const user = await ctx.createUser(10_000);
-  const taskId = await createTask(user, emails);
+  const taskId = await ctx.createTask(user, emails);
   await work(taskId);
   const outcome = await outcomeOf(taskId, user.userId);
   assert.deepEqual(outcome.jobs, { completed: 10_000 });
@@ -126,7 +115,7 @@ test("a write that fails between two batches of a group: nothing lost, nothing w
   assert.ok(CLAIM_GROUP_MAX > RECORD_BATCH_MAX, "a group spans more than one batch");
   const emails = Array.from({ length: 300 }, (_, i) => `user${i}@${i % 2 ? "mailinator.com" : MISSING}`);
   const user = await ctx.createUser(300);
-  const taskId = await createTask(user, emails);
+  const taskId = await ctx.createTask(user, emails);
   // One group at a time: the second results insert is the second batch of the first group.
   seen = 0;
   failAt = new Set([2]);

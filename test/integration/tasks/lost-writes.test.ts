@@ -13,7 +13,7 @@ import { claimDomainGroup } from "../../../src/db/queries/jobs.ts";
 import { createPgHostGate } from "../../../src/hostslots/host-gate.ts";
 import { waitForTaskFinished, worldEnv } from "../../support/batch.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
-import { createTestContext, type TestContext, type TestUser } from "../../support/test-app.ts";
+import { createTestContext, type TestContext } from "../../support/test-app.ts";
 import { openTestDatabase } from "../../support/test-db.ts";
 
 let world: MailWorld;
@@ -64,17 +64,6 @@ after(async () => {
   await world?.close();
 });
 
-async function createTask(user: TestUser, emails: string[]): Promise<string> {
-  const res = await ctx.app.inject({
-    method: "POST",
-    url: "/api/v1/tasks",
-    headers: ctx.bearer(user.apiKey),
-    payload: { emails },
-  });
-  assert.equal(res.statusCode, 201, res.body);
-  return res.json<{ id: string }>().id;
-}
-
 async function jobsOf(taskId: string) {
   const { rows } = await inner.query<{
     email_address: string;
@@ -99,7 +88,7 @@ async function storedResults(taskId: string): Promise<number> {
 
 test("a result write that fails once is retried at once: the group finishes, each result stored once", async () => {
   const user = await ctx.createUser(10);
-  const taskId = await createTask(user, ["ann@lw1.test", "bob@lw1.test", "zed@lw1.test"]);
+  const taskId = await ctx.createTask(user, ["ann@lw1.test", "bob@lw1.test", "zed@lw1.test"]);
   const role = createWorkerRole(ctx.services);
   failing = "insert into email_verifications";
   failNext = 1;
@@ -131,7 +120,7 @@ test("a result write that fails once is retried at once: the group finishes, eac
 
 test("a write that keeps failing gives the jobs back to the queue, attempt refunded; the next claim finishes them", async () => {
   const user = await ctx.createUser(10);
-  const taskId = await createTask(user, ["ann@lw2.test", "bob@lw2.test"]);
+  const taskId = await ctx.createTask(user, ["ann@lw2.test", "bob@lw2.test"]);
   const role = createWorkerRole(ctx.services, { recordRetryDelaysMs: [10, 10] });
   failing = "insert into email_verifications";
   failNext = 3; // the first write and both retries
@@ -167,7 +156,7 @@ test("a write that keeps failing gives the jobs back to the queue, attempt refun
 
 test("the heartbeat renews only jobs in flight: a job locked by this worker but not in flight runs out and is redone", async () => {
   const user = await ctx.createUser(10);
-  const taskId = await createTask(user, ["ann@lw3.test", "bob@lw3.test"]);
+  const taskId = await ctx.createTask(user, ["ann@lw3.test", "bob@lw3.test"]);
   // What a failed write used to leave behind: jobs locked by the pool's worker id that no session
   // of it is working on.
   const now = ctx.services.clock.now();

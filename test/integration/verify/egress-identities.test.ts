@@ -126,14 +126,7 @@ test("each identity holds the per-host limit at one server IP at once, cluster-w
 test("a batch with two identities: every result right, at most the limit per client IP", async (t) => {
   const user = await ctx.createUser(1_000);
   const emails = addressesOf("busy", 12);
-  const res = await ctx.app.inject({
-    method: "POST",
-    url: "/api/v1/tasks",
-    headers: ctx.bearer(user.apiKey),
-    payload: { emails },
-  });
-  assert.equal(res.statusCode, 201, res.body);
-  const taskId = res.json<{ id: string }>().id;
+  const taskId = await ctx.createTask(user, emails);
   const role = createWorkerRole(ctx.services);
   role.start();
   try {
@@ -249,14 +242,7 @@ test("a batch whose provider rests for every identity: the group waits for the f
   // The previous test left both identities resting for wall.test.
   const user = await ctx.createUser(100);
   const emails = MAILBOXES.map((m) => `${m}@wall1.test`);
-  const res = await ctx.app.inject({
-    method: "POST",
-    url: "/api/v1/tasks",
-    headers: ctx.bearer(user.apiKey),
-    payload: { emails },
-  });
-  assert.equal(res.statusCode, 201, res.body);
-  const taskId = res.json<{ id: string }>().id;
+  const taskId = await ctx.createTask(user, emails);
   const connectionsBefore = world.counters("mx.wall.test").connections;
   const jobs = () =>
     ctx.db.query<{

@@ -8,6 +8,10 @@ test("the provider a rest is about", () => {
   assert.equal(providerOf("mx1.acme.example", "192.0.2.1"), "acme.example");
   assert.equal(providerOf("MX.Shop.co.uk", "192.0.2.1"), "shop.co.uk");
   assert.equal(providerOf(null, "192.0.2.1"), "192.0.2.1");
+  // The Public Suffix List, not label lengths: ab.de is a registrable domain, com.au a suffix.
+  assert.equal(providerOf("mx.ab.de", "192.0.2.1"), "ab.de");
+  assert.equal(providerOf("mx1.mail.example.com.au", "192.0.2.1"), "example.com.au");
+  assert.equal(providerOf("mx.tenant.test", "192.0.2.1"), "tenant.test");
 });
 
 test("replies that send an identity to rest, and replies about a mailbox that don't", () => {
