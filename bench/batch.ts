@@ -45,6 +45,7 @@ import { waitForTaskFinished, worldEnv } from "../test/support/batch.ts";
 import {
   createExpectation,
   generateMixedWorld,
+  NO_HOLDUPS_MIX,
   startMailWorld,
   type DomainSpec,
   type MailWorld,
@@ -67,19 +68,7 @@ const generated = generateMixedWorld({
   domains: 300,
   addressesPerDomain: [30, 37],
   latencyMs: LATENCY_MS,
-  mix: {
-    greylist: 0,
-    rate_limit: 0,
-    servfail: 0,
-    all_refused: 0,
-    drop_after_banner: 0,
-    dns_timeout: 0,
-    tarpit: 0,
-    busy_mailbox: 0,
-    close_on_rcpt_421: 0,
-    close_on_rcpt_drop: 0,
-    ...(OLD_WORLD ? { sender_block: 0, tenant_front_end: 0 } : {}),
-  },
+  mix: { ...NO_HOLDUPS_MIX, ...(OLD_WORLD ? { sender_block: 0, tenant_front_end: 0 } : {}) },
 });
 const addresses = generated.addresses.slice(0, 10_000);
 

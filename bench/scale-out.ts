@@ -36,6 +36,7 @@ import { waitForTaskFinished, worldEnv } from "../test/support/batch.ts";
 import { exitOf, freePort, inheritedEnv, type MailprobeChild } from "../test/support/child-process.ts";
 import {
   generateMixedWorld,
+  NO_HOLDUPS_MIX,
   startMailWorld,
   tenantFrontEnd,
   type MailWorld,
@@ -86,19 +87,7 @@ function spreadWorld(big = false): { spec: WorldSpec; addresses: string[] } {
     domains: big ? 36 : 170,
     addressesPerDomain: big ? [190, 230] : [20, 30],
     latencyMs: LATENCY_MS,
-    mix: {
-      greylist: 0,
-      rate_limit: 0,
-      servfail: 0,
-      all_refused: 0,
-      drop_after_banner: 0,
-      dns_timeout: 0,
-      tarpit: 0,
-      busy_mailbox: 0,
-      close_on_rcpt_421: 0,
-      close_on_rcpt_drop: 0,
-      tenant_front_end: 0,
-    },
+    mix: { ...NO_HOLDUPS_MIX, tenant_front_end: 0 },
   });
   return { spec: g.spec, addresses: g.addresses };
 }

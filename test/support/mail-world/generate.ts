@@ -120,6 +120,24 @@ export const DEFAULT_MIX: Readonly<Record<Behaviour, number>> = {
 };
 
 /**
+ * The benches' throughput world: DEFAULT_MIX without the behaviours that hold a domain back by
+ * design (greylisting and busy mailboxes defer, rate limits, timeouts, tarpits, refused or
+ * dropped connections), so a run measures the pipeline, not the retry schedule.
+ */
+export const NO_HOLDUPS_MIX: Readonly<Partial<Record<Behaviour, number>>> = {
+  greylist: 0,
+  rate_limit: 0,
+  servfail: 0,
+  all_refused: 0,
+  drop_after_banner: 0,
+  dns_timeout: 0,
+  tarpit: 0,
+  busy_mailbox: 0,
+  close_on_rcpt_421: 0,
+  close_on_rcpt_drop: 0,
+};
+
+/**
  * Every behaviour, for benches: DEFAULT_MIX with the stock behaviours of real mail software added
  * (weights are relative; these sum to 100 + the default 100, so each weight w is about w/2 % of
  * the domains): Postfix error limits 5, per-connection RCPT cap 3, STARTTLS offered 8 / required

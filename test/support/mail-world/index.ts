@@ -11,7 +11,7 @@ import type { DomainSpec, HostCounters, HostSpec, MailWorld, WorldSpec } from ".
 
 export type * from "./types.ts";
 export { createExpectation } from "./expectation.ts";
-export { DEFAULT_MIX, STOCK_MIX, generateMixedWorld, tenantFrontEnd } from "./generate.ts";
+export { DEFAULT_MIX, NO_HOLDUPS_MIX, STOCK_MIX, generateMixedWorld, tenantFrontEnd } from "./generate.ts";
 export { STOCK_REPLIES } from "./rules.ts";
 export type { Behaviour, GeneratedWorld, GenerateOptions, TenantFrontEndOptions } from "./generate.ts";
 

@@ -1,42 +1,15 @@
 // `mailprobe doctor` with SMTP_EGRESS: port 25 and FCrDNS are checked through every identity.
 // Loopback source addresses 127.0.0.2 and 127.0.0.3 stand for two egress IPs.
 import assert from "node:assert/strict";
-import net from "node:net";
 import { after, test } from "node:test";
 import { runDoctor, type DoctorDnsPort } from "../../../src/doctor/doctor.ts";
 import { createDirectConnect, directConnect } from "../../../src/verify/smtp/connect.ts";
-import type { DnsAnswer } from "../../../src/verify/dns.ts";
+import { closeScriptedSmtp, doctorOptions, found, NX, scriptedSmtp } from "./fixture.ts";
 
-const servers: net.Server[] = [];
-after(async () => {
-  await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
-});
+after(closeScriptedSmtp);
 
-/** An SMTP server that names the client address it sees in its EHLO reply, as Postfix does. */
-async function echoingServer(): Promise<number> {
-  const server = net.createServer((socket) => {
-    socket.on("error", () => undefined);
-    socket.write("220 mx.example.net ESMTP\r\n");
-    let partial = "";
-    socket.on("data", (chunk: Buffer) => {
-      const lines = (partial + chunk.toString()).split("\r\n");
-      partial = lines.pop() ?? "";
-      for (const line of lines) {
-        const verb = line.slice(0, 4).toUpperCase();
-        const client = (socket.remoteAddress ?? "").replace(/^::ffff:/, "");
-        if (verb === "QUIT") socket.end("221 2.0.0 Bye\r\n");
-        else if (verb === "EHLO") socket.write(`250 mx.example.net Hello [${client}]\r\n`);
-        else socket.write("250 2.1.0 Ok\r\n");
-      }
-    });
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return (server.address() as net.AddressInfo).port;
-}
-
-const found = <T>(records: T): DnsAnswer<T> => ({ kind: "found", records });
-const NX = { kind: "nxdomain" } as const;
+/** The server names the client address it sees in its EHLO reply, as Postfix does. */
+const echoingServer = () => scriptedSmtp({ ehlo: (client) => `250 mx.example.net Hello [${client}]` });
 
 const dns: DoctorDnsPort = {
   mx: async (d) => (d === "example.com" ? found([{ exchange: "mx.example.com", priority: 10 }]) : NX),
@@ -49,30 +22,15 @@ const dns: DoctorDnsPort = {
 
 test("each identity gets its own port-25 and FCrDNS verdict", async () => {
   const port = await echoingServer();
-  const report = await runDoctor(
-    {
-      heloName: "mail.example.com",
-      heloNameSource: "configured",
-      mailFrom: "verify@example.com",
-      dnsServers: ["192.0.2.53"],
-      smtpPort: port,
-      mxTarget: null,
+  const report = await runDoctor(doctorOptions(port), {
+    dns,
+    connect: directConnect,
+    egress: ["127.0.0.2", "127.0.0.3"].map((ip) => ({
+      name: ip,
+      connect: createDirectConnect(ip),
       viaProxy: false,
-      dnsTimeoutMs: 500,
-      smtpConnectTimeoutMs: 1000,
-      smtpGreetingTimeoutMs: 1000,
-      smtpCommandTimeoutMs: 1000,
-    },
-    {
-      dns,
-      connect: directConnect,
-      egress: ["127.0.0.2", "127.0.0.3"].map((ip) => ({
-        name: ip,
-        connect: createDirectConnect(ip),
-        viaProxy: false,
-      })),
-    },
-  );
+    })),
+  });
   const per = (id: string, egress: string) => report.checks.find((c) => c.id === id && c.egress === egress);
   assert.equal(per("smtp", "127.0.0.2")?.status, "ok");
   assert.equal(per("smtp", "127.0.0.3")?.status, "ok");
@@ -88,27 +46,12 @@ test("each identity gets its own port-25 and FCrDNS verdict", async () => {
 
 test("a source address this machine does not have: that identity's port-25 check fails", async () => {
   const port = await echoingServer();
-  const report = await runDoctor(
-    {
-      heloName: "mail.example.com",
-      heloNameSource: "configured",
-      mailFrom: "verify@example.com",
-      dnsServers: [],
-      smtpPort: port,
-      mxTarget: "127.0.0.1",
-      viaProxy: false,
-      dnsTimeoutMs: 500,
-      smtpConnectTimeoutMs: 1000,
-      smtpGreetingTimeoutMs: 1000,
-      smtpCommandTimeoutMs: 1000,
-    },
-    {
-      dns,
-      connect: directConnect,
-      // TEST-NET-3: no interface of a test machine carries it, so bind() fails (EADDRNOTAVAIL).
-      egress: [{ name: "203.0.113.77", connect: createDirectConnect("203.0.113.77"), viaProxy: false }],
-    },
-  );
+  const report = await runDoctor(doctorOptions(port, { dnsServers: [], mxTarget: "127.0.0.1" }), {
+    dns,
+    connect: directConnect,
+    // TEST-NET-3: no interface of a test machine carries it, so bind() fails (EADDRNOTAVAIL).
+    egress: [{ name: "203.0.113.77", connect: createDirectConnect("203.0.113.77"), viaProxy: false }],
+  });
   const smtp = report.checks.find((c) => c.id === "smtp");
   assert.equal(smtp?.egress, "203.0.113.77");
   assert.equal(smtp?.status, "fail");

@@ -1,7 +1,6 @@
 // The doctor's verdicts on fake DNS answers and a scripted SMTP server on loopback: what the
 // simulator can't stage (a public egress IP named by the MX, IPv6, a proxy, odd replies).
 import assert from "node:assert/strict";
-import net from "node:net";
 import { after, describe, test } from "node:test";
 import { reverseName, type DnsAnswer, type MxRecord } from "../../../src/verify/dns.ts";
 import {
@@ -14,38 +13,9 @@ import {
 } from "../../../src/doctor/doctor.ts";
 import { ConnectError, directConnect, type ConnectPort } from "../../../src/verify/smtp/connect.ts";
 import { classifyAddress } from "../../../src/net/address-policy.ts";
+import { closeScriptedSmtp, doctorOptions, found, NX, scriptedSmtp } from "./fixture.ts";
 
-const servers: net.Server[] = [];
-after(async () => {
-  await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
-});
-
-/** A one-conversation-at-a-time SMTP server: fixed replies per verb. */
-async function scripted(replies: { ehlo?: string; mail?: string; rcpt?: string }): Promise<number> {
-  const server = net.createServer((socket) => {
-    socket.on("error", () => undefined);
-    socket.write("220 mx.example.net ESMTP\r\n");
-    let partial = "";
-    socket.on("data", (chunk: Buffer) => {
-      const lines = (partial + chunk.toString()).split("\r\n");
-      partial = lines.pop() ?? "";
-      for (const line of lines) {
-        const verb = line.slice(0, 4).toUpperCase();
-        if (verb === "QUIT") socket.end("221 2.0.0 Bye\r\n");
-        else if (verb === "EHLO") socket.write(`${replies.ehlo ?? "250 mx.example.net"}\r\n`);
-        else if (verb === "MAIL") socket.write(`${replies.mail ?? "250 2.1.0 Ok"}\r\n`);
-        else if (verb === "RCPT") socket.write(`${replies.rcpt ?? "250 2.1.5 Ok"}\r\n`);
-        else socket.write("502 5.5.2 Error: command not recognized\r\n");
-      }
-    });
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return (server.address() as net.AddressInfo).port;
-}
-
-const found = <T>(records: T): DnsAnswer<T> => ({ kind: "found", records });
-const NX = { kind: "nxdomain" } as const;
+after(closeScriptedSmtp);
 
 /** DNS from tables; a name listed nowhere is NXDOMAIN. */
 function fakeDns(t: {
@@ -71,23 +41,6 @@ const BASE_DNS = {
   a: { "mx.example.com": ["127.0.0.1"], "mail.example.com": ["198.51.100.7"] },
 };
 
-function options(port: number, over: Partial<DoctorOptions> = {}): DoctorOptions {
-  return {
-    heloName: "mail.example.com",
-    heloNameSource: "configured",
-    mailFrom: "verify@example.com",
-    dnsServers: ["192.0.2.53"],
-    smtpPort: port,
-    mxTarget: null,
-    viaProxy: false,
-    dnsTimeoutMs: 500,
-    smtpConnectTimeoutMs: 1000,
-    smtpGreetingTimeoutMs: 1000,
-    smtpCommandTimeoutMs: 1000,
-    ...over,
-  };
-}
-
 /** For checks that must not reach any network: every connection is refused at once. */
 const noConnections: ConnectPort = {
   connect: () => Promise.reject(new ConnectError("refused", "no connections in this test")),
@@ -98,9 +51,9 @@ const byId = (r: DoctorReport) =>
 
 describe("FCrDNS of the egress IP", () => {
   test("the MX names our public IP, which has the HELO name as a forward-confirmed PTR: ok", async () => {
-    const port = await scripted({ ehlo: "250 mx.example.net Hello mail.example.com [198.51.100.7]" });
+    const port = await scriptedSmtp({ ehlo: "250 mx.example.net Hello mail.example.com [198.51.100.7]" });
     const dns = fakeDns({ ...BASE_DNS, ptr: { "198.51.100.7": ["Mail.Example.com."] } });
-    const report = await runDoctor(options(port), { dns, connect: directConnect });
+    const report = await runDoctor(doctorOptions(port), { dns, connect: directConnect });
     assert.deepEqual(report.egress, { ip: "198.51.100.7", source: "reported_by_mx" });
     assert.equal(byId(report).fcrdns.status, "ok");
     assert.equal(report.ok, true);
@@ -111,8 +64,8 @@ describe("FCrDNS of the egress IP", () => {
   });
 
   test("a public IP without PTR: fail, quoting Gmail", async () => {
-    const port = await scripted({ ehlo: "250 mx.example.net Hello [198.51.100.7]" });
-    const report = await runDoctor(options(port), { dns: fakeDns(BASE_DNS), connect: directConnect });
+    const port = await scriptedSmtp({ ehlo: "250 mx.example.net Hello [198.51.100.7]" });
+    const report = await runDoctor(doctorOptions(port), { dns: fakeDns(BASE_DNS), connect: directConnect });
     const fcrdns = byId(report).fcrdns;
     assert.equal(fcrdns.status, "fail");
     assert.match(fcrdns.message, /198\.51\.100\.7 has no PTR record: Gmail answers "550 5\.7\.25/);
@@ -121,37 +74,37 @@ describe("FCrDNS of the egress IP", () => {
   });
 
   test("a PTR naming the HELO name, which does not resolve back: fail", async () => {
-    const port = await scripted({ ehlo: "250 mx.example.net Hello [198.51.100.8]" });
+    const port = await scriptedSmtp({ ehlo: "250 mx.example.net Hello [198.51.100.8]" });
     const dns = fakeDns({ ...BASE_DNS, ptr: { "198.51.100.8": ["mail.example.com"] } });
-    const fcrdns = byId(await runDoctor(options(port), { dns, connect: directConnect })).fcrdns;
+    const fcrdns = byId(await runDoctor(doctorOptions(port), { dns, connect: directConnect })).fcrdns;
     assert.equal(fcrdns.status, "fail");
     assert.match(fcrdns.message, /not forward-confirmed/);
     assert.equal(fcrdns.fix, "add an A record mail.example.com → 198.51.100.8");
   });
 
   test("a PTR naming neither the HELO name nor resolving back: fail", async () => {
-    const port = await scripted({ ehlo: "250 mx.example.net Hello [198.51.100.7]" });
+    const port = await scriptedSmtp({ ehlo: "250 mx.example.net Hello [198.51.100.7]" });
     const dns = fakeDns({ ...BASE_DNS, ptr: { "198.51.100.7": ["198-51-100-7.cloud.example"] } });
-    const fcrdns = byId(await runDoctor(options(port), { dns, connect: directConnect })).fcrdns;
+    const fcrdns = byId(await runDoctor(doctorOptions(port), { dns, connect: directConnect })).fcrdns;
     assert.equal(fcrdns.status, "fail");
     assert.match(fcrdns.message, /PTR 198-51-100-7\.cloud\.example, which is not the HELO name/);
   });
 
   test("IPv6: the MX's [IPv6:…] form, AAAA records compared as addresses", async () => {
-    const port = await scripted({ ehlo: "250 mx.example.net Hello [IPv6:2001:db8::25]" });
+    const port = await scriptedSmtp({ ehlo: "250 mx.example.net Hello [IPv6:2001:db8::25]" });
     const dns = fakeDns({
       ...BASE_DNS,
       aaaa: { "mail.example.com": ["2001:0db8:0:0::0025"] },
       ptr: { "2001:db8::25": ["mail.example.com"] },
     });
-    const report = await runDoctor(options(port), { dns, connect: directConnect });
+    const report = await runDoctor(doctorOptions(port), { dns, connect: directConnect });
     assert.deepEqual(report.egress, { ip: "2001:db8::25", source: "reported_by_mx" });
     assert.equal(byId(report).fcrdns.status, "ok", byId(report).fcrdns.message);
   });
 
   test("through a proxy, with an MX that doesn't name us: the egress IP can't be known (warn)", async () => {
-    const port = await scripted({});
-    const report = await runDoctor(options(port, { viaProxy: true }), {
+    const port = await scriptedSmtp({});
+    const report = await runDoctor(doctorOptions(port, { viaProxy: true }), {
       dns: fakeDns(BASE_DNS),
       connect: directConnect,
     });
@@ -162,9 +115,9 @@ describe("FCrDNS of the egress IP", () => {
 
   test("a non-public egress by the outbound guard (the addressPolicy port): failures soften to warnings", async () => {
     // Our socket's local address, 127.0.0.1, has no PTR: a failure for a public address.
-    const port = await scripted({});
+    const port = await scriptedSmtp({});
     const run = (addressPolicy?: (ip: string) => { public: boolean; range: string }) =>
-      runDoctor(options(port), { dns: fakeDns(BASE_DNS), connect: directConnect, addressPolicy });
+      runDoctor(doctorOptions(port), { dns: fakeDns(BASE_DNS), connect: directConnect, addressPolicy });
     const guarded = byId(await run(classifyAddress)).fcrdns;
     assert.equal(guarded.status, "warn");
     assert.match(guarded.message, /127\.0\.0\.1 is not a public address/);
@@ -182,9 +135,9 @@ describe("FCrDNS of the egress IP", () => {
 
 describe("SMTP replies", () => {
   test("EHLO refused: fail with the reply and the HELO fix", async () => {
-    const port = await scripted({ ehlo: "550 5.7.1 Go away" });
+    const port = await scriptedSmtp({ ehlo: "550 5.7.1 Go away" });
     const smtp = byId(
-      await runDoctor(options(port), { dns: fakeDns(BASE_DNS), connect: directConnect }),
+      await runDoctor(doctorOptions(port), { dns: fakeDns(BASE_DNS), connect: directConnect }),
     ).smtp;
     assert.equal(smtp.status, "fail");
     assert.match(smtp.message, /rejected EHLO mail\.example\.com: "550 5\.7\.1 Go away"/);
@@ -192,40 +145,40 @@ describe("SMTP replies", () => {
   });
 
   test("the sender refused at RCPT: fail pointing at SMTP_MAIL_FROM", async () => {
-    const port = await scripted({
+    const port = await scriptedSmtp({
       rcpt: "450 4.1.8 <verify@example.com>: Sender address rejected: Domain not found",
     });
     const smtp = byId(
-      await runDoctor(options(port), { dns: fakeDns(BASE_DNS), connect: directConnect }),
+      await runDoctor(doctorOptions(port), { dns: fakeDns(BASE_DNS), connect: directConnect }),
     ).smtp;
     assert.equal(smtp.status, "warn");
     assert.match(smtp.fix!, /SMTP_MAIL_FROM/);
   });
 
   test("greylisted: warn, try again later", async () => {
-    const port = await scripted({
+    const port = await scriptedSmtp({
       rcpt: "450 4.2.0 <postmaster@example.com>: Recipient address rejected: Greylisted",
     });
     const smtp = byId(
-      await runDoctor(options(port), { dns: fakeDns(BASE_DNS), connect: directConnect }),
+      await runDoctor(doctorOptions(port), { dns: fakeDns(BASE_DNS), connect: directConnect }),
     ).smtp;
     assert.equal(smtp.status, "warn");
     assert.match(smtp.fix!, /again in a few minutes/);
   });
 
   test("postmaster unknown: the server judged the mailbox, so HELO and sender passed (ok)", async () => {
-    const port = await scripted({
+    const port = await scriptedSmtp({
       rcpt: "550 5.1.1 <postmaster@example.com>: Recipient address rejected: User unknown",
     });
     const smtp = byId(
-      await runDoctor(options(port), { dns: fakeDns(BASE_DNS), connect: directConnect }),
+      await runDoctor(doctorOptions(port), { dns: fakeDns(BASE_DNS), connect: directConnect }),
     ).smtp;
     assert.equal(smtp.status, "ok");
   });
 
   test("--mx as an IP: EHLO only", async () => {
-    const port = await scripted({});
-    const report = await runDoctor(options(port, { mxTarget: "[127.0.0.1]" }), {
+    const port = await scriptedSmtp({});
+    const report = await runDoctor(doctorOptions(port, { mxTarget: "[127.0.0.1]" }), {
       dns: fakeDns(BASE_DNS),
       connect: directConnect,
     });
@@ -241,7 +194,7 @@ describe("names", () => {
   test("a HELO name from the host name or derived: warn; a bare one: fail", async () => {
     const dns = fakeDns({});
     const from = async (o: Partial<DoctorOptions>) =>
-      byId(await runDoctor(options(25, o), { dns, connect: noConnections })).helo_name;
+      byId(await runDoctor(doctorOptions(25, o), { dns, connect: noConnections })).helo_name;
     assert.equal((await from({ heloNameSource: "hostname" })).status, "warn");
     assert.equal((await from({ heloName: "web-1.localdomain", heloNameSource: "derived" })).status, "warn");
     assert.equal((await from({ heloName: "[192.0.2.1]" })).status, "warn");
@@ -256,7 +209,8 @@ describe("names", () => {
       a: { "bare.example": ["192.0.2.10"] },
     });
     const check = async (mailFrom: string) =>
-      byId(await runDoctor(options(25, { mailFrom }), { dns, connect: noConnections })).mail_from_domain;
+      byId(await runDoctor(doctorOptions(25, { mailFrom }), { dns, connect: noConnections }))
+        .mail_from_domain;
     const nullMx = await check("verify@nullmx.example");
     assert.equal(nullMx.status, "fail");
     assert.match(nullMx.message, /null MX/);
