@@ -36,7 +36,9 @@
 //       first session + 3 + 6 + 12 s + three sessions),
 // the second term (~21 s) deciding it: a verifier that reaches such a domain at second t of
 // the pass finishes no earlier than t + 21 s. `--runs=N` repeats each engine's run N times and
-// prints min/median/max; `--pglite-only` / `--postgres-only` pick one engine.
+// prints min/median/max; `--pglite-only` / `--postgres-only` pick one engine; `--plain-only` runs
+// the plain world alone; `--chains` prints when each deferring domain's chain began (its first
+// deferral written, polled every 250 ms).
 import { createWorkerRole } from "../src/app/worker-role.ts";
 import type { Database } from "../src/db/client.ts";
 import { openPglite } from "../src/db/pglite.ts";
@@ -257,12 +259,36 @@ async function run(
   const taskId = res.json<{ id: string }>().id;
   const role = createWorkerRole(ctx.services);
   role.start();
+  // When each domain's first deferral was written (--chains): when its retry chain began.
+  const firstDeferral = new Map<string, number>();
+  const chainPoll = process.argv.includes("--chains")
+    ? setInterval(() => {
+        void rawDb
+          .query<{ domain: string }>(
+            "select distinct domain from email_jobs where task_id = $1 and deferred_retries > 0",
+            [taskId],
+          )
+          .then(({ rows }) => {
+            const t = (performance.now() - started) / 1000;
+            for (const r of rows) if (!firstDeferral.has(r.domain)) firstDeferral.set(r.domain, t);
+          })
+          .catch(() => {});
+      }, 250)
+    : null;
   try {
     await waitForTaskFinished(rawDb, taskId, 600_000);
   } finally {
     await role.stop(5_000);
     clearInterval(sampler);
+    if (chainPoll) clearInterval(chainPoll);
   }
+  if (chainPoll && !opts.quiet)
+    console.log(
+      `            first deferral by domain (s): ${[...firstDeferral]
+        .sort((a, b) => a[1] - b[1])
+        .map(([d, t]) => `${d} ${t.toFixed(1)}`)
+        .join(", ")}`,
+    );
   const wallMs = performance.now() - started;
   const counts = counter.read();
   // When the last address that needed no retry was final, and the last one that did: the pass,
@@ -499,5 +525,6 @@ export async function benchBatch(): Promise<void> {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   if (process.argv.includes("--greylist-only")) await greylistRun();
+  else if (process.argv.includes("--plain-only")) await plainWorld();
   else await benchBatch();
 }

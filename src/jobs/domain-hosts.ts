@@ -7,6 +7,16 @@ export function createDomainHosts(isSaturated: (host: string) => boolean) {
   const MAX_KNOWN = 10_000;
   const MAX_SKIPPED = 500;
   const hostOf = new Map<string, string>();
+  // How many known domains each host serves (kept with hostOf).
+  const domainsAt = new Map<string, number>();
+  const forget = (domain: string): void => {
+    const host = hostOf.get(domain);
+    if (host === undefined) return;
+    hostOf.delete(domain);
+    const n = (domainsAt.get(host) ?? 1) - 1;
+    if (n > 0) domainsAt.set(host, n);
+    else domainsAt.delete(host);
+  };
   const freed = new Set<string>();
   return {
     markFreed(host: string): void {
@@ -26,9 +36,16 @@ export function createDomainHosts(isSaturated: (host: string) => boolean) {
       return domains;
     },
     learn(domain: string, host: string): void {
-      hostOf.delete(domain);
+      forget(domain);
       hostOf.set(domain, host);
-      if (hostOf.size > MAX_KNOWN) hostOf.delete(hostOf.keys().next().value!);
+      domainsAt.set(host, (domainsAt.get(host) ?? 0) + 1);
+      if (hostOf.size > MAX_KNOWN) forget(hostOf.keys().next().value!);
+    },
+    knows: (domain: string): boolean => hostOf.has(domain),
+    /** Known domains served by `host`, other than `domain`. */
+    otherDomainsAt(host: string, domain: string): number {
+      const n = domainsAt.get(host) ?? 0;
+      return hostOf.get(domain) === host ? n - 1 : n;
     },
     domainsToSkip(): string[] {
       const skip: string[] = [];

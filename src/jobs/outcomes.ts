@@ -37,6 +37,8 @@ export function outcomeOfResult(
   result: VerificationResult,
   now: Date,
   schedules: RetrySchedules,
+  /** When the session that got `result` began (default `now`). */
+  askedAt: Date = now,
 ): JobOutcome {
   const reason = result.status === "unknown" ? result.unknownReason : null;
   // A sandbox answer is fixed (verify/sandbox.ts): a retry would give it again, and its
@@ -66,15 +68,40 @@ export function outcomeOfResult(
     ? (schedules.deferredMs[retriesMade(job, "deferred")] ?? null)
     : retryDelayMs(reason, retriesMade(job, retryClass) + 1, schedules, result.retryAfterMs ?? null);
   if (delay === null) return { kind: "result", job, result };
+  // A delay of the schedule counts from when the server was asked: a greylisting window starts at
+  // the attempt, not when a long session (four connections for 36 deferred addresses) ended. A
+  // server's hint counts from its reply.
+  const from = result.retryAfterMs != null && !result.dependencyFailure ? now : askedAt;
   return {
     kind: "retry",
     job,
-    runAfter: new Date(now.getTime() + delay),
+    runAfter: new Date(from.getTime() + delay),
     error: reason,
     refundAttempt: false,
     schedule: retryClass,
     result,
   };
+}
+
+/** The answers that say a server holds back every address for a while (greylisting), not a limit on us. */
+const HOLDS_BACK_EVERYONE: ReadonlySet<string> = new Set(["greylisted", "temporary_failure"]);
+export const holdsBackEveryone = (reason: string | null): boolean =>
+  reason !== null && HOLDS_BACK_EVERYONE.has(reason);
+
+/**
+ * The (task, domain) pairs whose server deferred a job's first attempt with greylisting or a
+ * temporary failure: their untried jobs may start their own retry chains now
+ * (advanceDeferringDomains). A rate limit is left out: more addresses at once is what it refuses.
+ */
+export function firstDeferralsOf(outcomes: readonly JobOutcome[]): Array<{ taskId: string; domain: string }> {
+  const seen = new Map<string, { taskId: string; domain: string }>();
+  for (const o of outcomes) {
+    if (o.kind !== "retry" || o.schedule !== "deferred" || o.job.deferredRetries !== 0) continue;
+    const reason = o.result?.status === "unknown" ? o.result.unknownReason : null;
+    if (!holdsBackEveryone(reason) || o.result?.dependencyFailure) continue;
+    seen.set(`${o.job.taskId} ${o.job.domain}`, { taskId: o.job.taskId, domain: o.job.domain });
+  }
+  return [...seen.values()];
 }
 
 /**
@@ -85,6 +112,26 @@ export function outcomeOfResult(
 export function settleRetryPastEnd(o: JobOutcome, retriesEndAt: Date | null): JobOutcome {
   if (o.kind !== "retry" || o.result === null || o.schedule === null || retriesEndAt === null) return o;
   return o.runAfter.getTime() > retriesEndAt.getTime() ? { kind: "result", job: o.job, result: o.result } : o;
+}
+
+/**
+ * Jobs handed back untried (no session asked them), due again at `runAfter` (default: as they
+ * were, keeping their place). The claim's attempt is refunded unless `countClaim` (a first touch's
+ * rest: its next claim is then known not to be its first).
+ */
+export function outcomesOfUntried(
+  jobs: readonly JobRecord[],
+  opts: { runAfter?: Date; countClaim?: boolean } = {},
+): JobOutcome[] {
+  return jobs.map((job) => ({
+    kind: "retry",
+    job,
+    runAfter: opts.runAfter ?? job.runAfter,
+    error: null,
+    refundAttempt: opts.countClaim !== true,
+    schedule: null,
+    result: null,
+  }));
 }
 
 /** Why a group could not be verified at all. */
@@ -114,15 +161,7 @@ export function outcomesOfFailure(
   switch (failure.kind) {
     case "host_busy_locally":
       // Claims skip this host's domains while it is saturated, so the jobs keep their place.
-      return jobs.map((job) => ({
-        kind: "retry",
-        job,
-        runAfter: job.runAfter,
-        error: null,
-        refundAttempt: true,
-        schedule: null,
-        result: null,
-      }));
+      return outcomesOfUntried(jobs);
     case "host_busy_in_cluster":
     case "slots_unavailable": {
       const soon = now.getTime() + hostBusyDelayMs(rand);

@@ -1,5 +1,6 @@
 import type { Database, Transaction } from "../db/client.ts";
 import {
+  advanceDeferringDomains,
   cancelHeldJobs,
   completeJobs,
   failJobs,
@@ -13,7 +14,7 @@ import { isBillable } from "../db/queries/billable-jobs.ts";
 import { insertVerifications, type VerificationRecord } from "../db/queries/verifications.ts";
 import { yieldToEventLoop } from "../lib/sleep.ts";
 import { batchRecordOf } from "../verifications/record-of-result.ts";
-import { settleRetryPastEnd, type JobOutcome } from "./outcomes.ts";
+import { firstDeferralsOf, settleRetryPastEnd, type JobOutcome } from "./outcomes.ts";
 
 /**
  * Most outcomes one result write covers. On PGlite every statement runs on the event loop's
@@ -181,7 +182,9 @@ async function writeBatch(
   // A cancelled task's jobs never go back to the queue: a retry ends them instead.
   const isCancelled = (o: JobOutcome) => tasks.get(o.job.taskId)!.cancelledAt !== null;
   const retries = mine.filter((o) => o.kind === "retry");
-  await rescheduleJobs(tx, retries.filter((o) => !isCancelled(o)).map(rescheduleOf), worker, at);
+  const requeued = retries.filter((o) => !isCancelled(o));
+  await rescheduleJobs(tx, requeued.map(rescheduleOf), worker, at);
+  await advanceDeferringDomains(tx, firstDeferralsOf(requeued), at);
   await cancelHeldJobs(
     tx,
     retries.filter(isCancelled).map((o) => o.job.id),

@@ -6,7 +6,9 @@ import { isDatabaseUnavailable, type Database } from "../db/client.ts";
 import {
   claimDomainGroup,
   dropJobsOfCancelledTasks,
+  domainsAwaitingFirstSession,
   extendLeases,
+  nextDueAt,
   releaseExpiredLeases,
   rescheduleJobs,
   type JobRecord,
@@ -18,9 +20,12 @@ import type { Logger } from "../observability/logger.ts";
 import { decidedByEvidence, type Engine } from "../verify/index.ts";
 import { outageBackoffMs } from "../lib/backoff.ts";
 import { RECORD_RETRY_DELAYS_MS } from "./backoff.ts";
+import { CROWDED_HOST_DOMAINS, FIRST_TOUCH_SIZE, mayCutToFirstTouch } from "./first-touch.ts";
+import { canaryVerdict, outcomesOfHeldBack, splitCanary } from "./deferral-canary.ts";
 import {
   outcomeOfResult,
   outcomesOfFailure,
+  outcomesOfUntried,
   outcomesOfUnrecorded,
   type GroupFailure,
   type JobOutcome,
@@ -37,6 +42,14 @@ export const CLAIM_GROUP_MAX = 200;
  * crash between a result write and the task's finish right after it): rare, so a slow sweep.
  */
 const LEFT_UNFINISHED_SWEEP_MS = 30_000;
+
+/** How often, at most, and how many domains at a time, the pool learns mail hosts ahead. */
+const HOSTS_AHEAD_EVERY_MS = 1_000;
+const HOSTS_AHEAD_MAX = 500;
+const HOSTS_AHEAD_PARALLEL = 8;
+
+/** Shortest idle wait: a clock that stands still (tests) must not turn the wait into a busy loop. */
+const MIN_IDLE_WAIT_MS = 20;
 
 export interface WorkerPoolDeps {
   db: Database;
@@ -102,6 +115,44 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
   const takeTurn = (): Promise<void> => (lastTurn = lastTurn.then(yieldToEventLoop));
   let timers: NodeJS.Timeout[] = [];
   let paused: string | null = null;
+  // Ends the main loop's idle wait early. A claim that found nothing due may have skipped the
+  // domains of a saturated host; when one of our sessions there ends, that host has a slot (and
+  // an idle connection) for them now, and a poll would leave both unused for up to
+  // WORKER_POLL_INTERVAL_MS: at the provider hosting most of a list, that gap after every
+  // session made the tail of the pass twice as long as its bound.
+  let wakeIdle: (() => void) | null = null;
+
+  /**
+   * How long to wait after a claim found nothing: until the first pending job falls due (a retry
+   * chain's next step), at most WORKER_POLL_INTERVAL_MS. Work already due was skipped (its host is
+   * saturated): a session's end wakes the wait for it.
+   */
+  async function idleWaitMs(): Promise<number> {
+    try {
+      const due = await nextDueAt(db);
+      const ms = due === null ? Infinity : due.getTime() - clock.now().getTime();
+      return ms <= 0
+        ? config.pollIntervalMs
+        : Math.max(MIN_IDLE_WAIT_MS, Math.min(config.pollIntervalMs, ms));
+    } catch {
+      return config.pollIntervalMs;
+    }
+  }
+
+  /** Waits `ms`, or until a session of ours ends, or until the pool stops. */
+  function idleWait(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        stopping.signal.removeEventListener("abort", done);
+        if (wakeIdle === done) wakeIdle = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      stopping.signal.addEventListener("abort", done, { once: true });
+      wakeIdle = done;
+    });
+  }
 
   /** The pause reason now; logs when claiming stops and when it resumes. */
   function claimPaused(): string | null {
@@ -115,16 +166,81 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
   /** Verifies one claimed group and records what became of each job. */
   async function verifyAndRecord(jobs: JobRecord[]): Promise<void> {
     try {
-      await settle(await verify(jobs));
+      // A first touch at a crowded host (first-touch.ts); a deferring domain's canary (deferral-canary.ts).
+      const later =
+        mayCutToFirstTouch(jobs) && (await atCrowdedHost(jobs[0]!.domain))
+          ? jobs.slice(FIRST_TOUCH_SIZE)
+          : [];
+      const { ask, held } = splitCanary(later.length > 0 ? jobs.slice(0, FIRST_TOUCH_SIZE) : jobs);
+      const asked = await verify(ask);
+      const verdict = held.length > 0 ? canaryVerdict(asked) : "inconclusive";
+      const heldOutcomes =
+        verdict === "through"
+          ? await verify(held)
+          : verdict === "held_back"
+            ? outcomesOfHeldBack(held, clock.now(), schedules)
+            : outcomesOfUntried(held);
+      await settle([
+        ...asked,
+        ...heldOutcomes,
+        ...outcomesOfUntried(later, { runAfter: clock.now(), countClaim: true }),
+      ]);
     } finally {
       // Recorded, handed back, or (if even that failed) left to its lease, which no heartbeat renews.
       for (const job of jobs) inFlight.delete(job.id);
     }
   }
 
+  /**
+   * Whether the domain's mail host serves at least CROWDED_HOST_DOMAINS other domains we know of
+   * (first-touch.ts). The resolution is the engine's cached one, which the session reads next.
+   */
+  async function atCrowdedHost(domain: string): Promise<boolean> {
+    const host = await learnHost(domain);
+    return host !== null && domainHosts.otherDomainsAt(host, domain) >= CROWDED_HOST_DOMAINS;
+  }
+
+  /** The domain's first mail host address from the engine's (cached) resolution, learnt; null if none. */
+  async function learnHost(domain: string): Promise<string | null> {
+    try {
+      const resolution = await deps.engine.resolveDomain(domain);
+      const host = resolution.kind === "mail_hosts" ? resolution.hosts[0]?.addresses[0] : undefined;
+      if (host === undefined) return null;
+      domainHosts.learn(domain, host);
+      return host;
+    } catch {
+      // The session resolves again and reports what failed.
+      return null;
+    }
+  }
+
+  // The mail hosts of domains still waiting for their first session, learnt ahead (their DNS is
+  // looked up once either way: the session reads the engine's cache). Without it, a host that
+  // just freed a slot is offered only the domains a session or a claim had already taught us, so
+  // at a provider serving a fifth of a list its free slot went to a known domain's rest while
+  // its untouched domains (one of which may defer) waited for the pass to reach them.
+  let learningSince = 0;
+  let learning: Promise<void> | null = null;
+  let learntUpTo = "";
+  function learnHostsAhead(): void {
+    const now = clock.now();
+    if (learning !== null || now.getTime() - learningSince < HOSTS_AHEAD_EVERY_MS) return;
+    learningSince = now.getTime();
+    learning = (async () => {
+      const page = await domainsAwaitingFirstSession(db, now, learntUpTo, HOSTS_AHEAD_MAX);
+      learntUpTo = page.length < HOSTS_AHEAD_MAX ? "" : page[page.length - 1]!;
+      const domains = page.filter((d) => !domainHosts.knows(d));
+      for (let i = 0; i < domains.length && !stopping.signal.aborted; i += HOSTS_AHEAD_PARALLEL)
+        await Promise.all(domains.slice(i, i + HOSTS_AHEAD_PARALLEL).map(learnHost));
+    })()
+      .catch((err: unknown) => log.warn({ err }, "learning mail hosts ahead failed"))
+      .finally(() => (learning = null));
+  }
+
   async function verify(jobs: JobRecord[]): Promise<JobOutcome[]> {
     const domain = jobs[0]!.domain;
     let outcomes: JobOutcome[];
+    const askedAt = clock.now();
     try {
       const results = await deps.engine.verifyGroup(
         domain,
@@ -132,7 +248,7 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
         { signal: sessions.signal },
       );
       const now = clock.now();
-      outcomes = jobs.map((job, i) => outcomeOfResult(job, results[i]!, now, schedules));
+      outcomes = jobs.map((job, i) => outcomeOfResult(job, results[i]!, now, schedules, askedAt));
       for (const r of results) {
         // The wording alone would have said unknown: keep a trace of what decided instead.
         if (decidedByEvidence(r.evidence))
@@ -142,6 +258,7 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
       if (host) {
         domainHosts.learn(domain, host);
         domainHosts.markFreed(host);
+        wakeIdle?.();
       }
     } catch (error) {
       if (error instanceof HostBusyError) domainHosts.learn(domain, error.host);
@@ -215,6 +332,7 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
   }
 
   async function claim(): Promise<JobRecord[]> {
+    learnHostsAhead();
     const now = clock.now();
     const base = {
       worker: workerId,
@@ -278,7 +396,7 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
         if (failures > 0) log.info({ failures }, "claiming works again");
         failures = 0;
         if (jobs.length === 0) {
-          await sleep(config.pollIntervalMs, stopping.signal).catch(() => {});
+          await idleWait(await idleWaitMs());
           continue;
         }
         track(verifyAndRecord(jobs));
@@ -330,6 +448,7 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
       const cut = setTimeout(() => sessions.abort(), deadlineMs);
       await loop;
       await Promise.allSettled([...active]);
+      await learning;
       clearTimeout(cut);
       for (const t of timers) clearInterval(t);
       log.info("worker pool stopped");

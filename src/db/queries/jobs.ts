@@ -19,6 +19,8 @@ export interface JobRecord {
   /** Retries scheduled for an unreachable host or failed DNS: indexes VERIFY_UNREACHABLE_RETRY_DELAYS. */
   unreachableRetries: number;
   runAfter: Date;
+  /** CLAIM_LANE: where the job stands in claim order. */
+  claimLane: number;
   /** Why the last attempt did not settle the job (an unknown reason for retries, an error for failures). */
   lastError: string | null;
   emailId: string | null;
@@ -40,6 +42,7 @@ interface JobRow {
   deferred_retries: number;
   unreachable_retries: number;
   run_after: Date;
+  claim_lane: number;
   last_error: string | null;
   email_id: string | null;
   retry_result: (Omit<VerificationResult, "validatedAt"> & { validatedAt: string }) | null;
@@ -59,6 +62,7 @@ export const toJob = (r: JobRow): JobRecord => ({
   deferredRetries: r.deferred_retries,
   unreachableRetries: r.unreachable_retries,
   runAfter: r.run_after,
+  claimLane: r.claim_lane,
   lastError: r.last_error,
   emailId: r.email_id,
   retryResult: r.retry_result
@@ -274,6 +278,68 @@ export async function rescheduleJobs(
     ],
   );
   return rowCount;
+}
+
+/**
+ * A domain whose server just deferred a task's first addresses (greylisting) will defer the rest
+ * too, and each address's retry chain starts at its own first attempt: the task's pending, untried
+ * jobs of that domain move to the retry lane, due now, so their chains start with the first
+ * ones' instead of when the pass reaches them. A job being claimed right now is skipped (its
+ * claimer runs it). Returns how many moved.
+ */
+export async function advanceDeferringDomains(
+  q: Queryable,
+  domains: ReadonlyArray<{ taskId: string; domain: string }>,
+  now: Date,
+): Promise<number> {
+  if (domains.length === 0) return 0;
+  const { rowCount } = await q.query(
+    `update email_jobs set claim_lane = ${CLAIM_LANE.retry}, run_after = least(run_after, $3), updated_at = $3
+      where id in (select j.id from email_jobs j
+                     join unnest($1::uuid[], $2::text[]) as d(task_id, domain)
+                       on j.task_id = d.task_id and j.domain = d.domain
+                    where j.status = 'pending' and j.claim_lane <> ${CLAIM_LANE.retry} and j.retry_result is null
+                    order by j.id for no key update of j skip locked)`,
+    [domains.map((d) => d.taskId), domains.map((d) => d.domain), now],
+  );
+  return rowCount;
+}
+
+/**
+ * Up to `limit` domains after `after` (in name order) with a first chunk waiting in its first
+ * place (never claimed): the domains whose mail host the pool learns ahead of their first
+ * session. Paged by name so that a queue of many domains is covered in turn.
+ */
+export async function domainsAwaitingFirstSession(
+  q: Queryable,
+  now: Date,
+  after: string,
+  limit: number,
+): Promise<string[]> {
+  const { rows } = await q.query<{ domain: string }>(
+    `select distinct domain from email_jobs
+      where status = 'pending' and claim_lane = ${CLAIM_LANE.firstChunk} and run_after <= $1 and attempts = 0
+        and domain > $2
+      order by domain
+      limit $3`,
+    [now, after, limit],
+  );
+  return rows.map((r) => r.domain);
+}
+
+/**
+ * When the first pending job falls due, or null when none is pending: an idle worker sleeps until
+ * then rather than a whole poll interval. One index probe per lane (email_jobs_lane_claim_idx).
+ */
+export async function nextDueAt(q: Queryable): Promise<Date | null> {
+  const { rows } = await q.query<{ due: Date | null }>(
+    `select min(first) as due from (
+       select (select run_after from email_jobs
+                where status = 'pending' and claim_lane = lanes.lane
+                order by run_after limit 1) as first
+         from (values (${CLAIM_LANE.retry}), (${CLAIM_LANE.firstChunk}), (${CLAIM_LANE.bulk})) as lanes(lane)) firsts`,
+  );
+  return rows[0]?.due ?? null;
 }
 
 /** Marks jobs completed with their stored results; only jobs this worker still holds. */

@@ -6,48 +6,20 @@ import {
   outcomesOfFailure,
   outcomesOfUnrecorded,
   settleRetryPastEnd,
+  firstDeferralsOf,
+  outcomesOfUntried,
 } from "../../../src/jobs/outcomes.ts";
-import { allSkippedAfterSyntax, type VerificationResult } from "../../../src/verify/index.ts";
+import type { VerificationResult } from "../../../src/verify/index.ts";
+import { jobRecord, NOW, verificationResult } from "./fixtures.ts";
 
-const now = new Date("2026-01-01T00:00:00Z");
-const job = (attempts: number, retries: { deferred?: number; unreachable?: number } = {}): JobRecord => ({
-  id: "00000000-0000-0000-0000-000000000001",
-  taskId: "00000000-0000-0000-0000-000000000002",
-  userId: null,
-  position: 0,
-  emailAddress: "bob@example.test",
-  domain: "example.test",
-  status: "processing",
-  attempts,
-  deferredRetries: retries.deferred ?? 0,
-  unreachableRetries: retries.unreachable ?? 0,
-  runAfter: new Date("2025-12-31T23:00:00Z"),
-  lastError: null,
-  emailId: null,
-  retryResult: null,
-  createdAt: now,
-  updatedAt: now,
-});
-const result = (over: Partial<VerificationResult>): VerificationResult => ({
-  email: "bob@example.test",
-  status: "valid",
-  isRoleBased: false,
-  isDisposable: false,
-  hasMxRecords: true,
-  hasReverseDns: true,
-  domainName: "example.test",
-  hostName: "mx.example.test",
-  serverType: "postfix",
-  isCatchall: false,
-  validatedAt: now,
-  unknownReason: null,
-  needsPhysicalVerify: false,
-  didYouMean: null,
-  isFreeProvider: false,
-  checks: allSkippedAfterSyntax("scripted"),
-  evidence: "",
-  ...over,
-});
+const now = NOW;
+const job = (attempts: number, retries: { deferred?: number; unreachable?: number } = {}): JobRecord =>
+  jobRecord({
+    attempts,
+    deferredRetries: retries.deferred ?? 0,
+    unreachableRetries: retries.unreachable ?? 0,
+  });
+const result = (over: Partial<VerificationResult>): VerificationResult => verificationResult(over);
 const schedules = { deferredMs: [300_000, 900_000], unreachableMs: [30_000] };
 
 void test("a definitive answer is stored; a final unknown too", () => {
@@ -192,4 +164,65 @@ void test("a retry past its task's retries end records the answer it retries; ot
   // A busy host or our own shutdown tried nothing: kept, whatever the end.
   const [busy] = outcomesOfFailure([job(1)], { kind: "host_busy_in_cluster" }, now, 3, () => 0.5);
   assert.equal(settleRetryPastEnd(busy!, at(-1)), busy);
+});
+
+void test("a first deferral by greylisting or a temporary failure names its task and domain, once", () => {
+  const greylisted = result({ status: "unknown", unknownReason: "greylisted" });
+  const temporary = result({ status: "unknown", unknownReason: "temporary_failure" });
+  const limited = result({ status: "unknown", unknownReason: "rate_limited" });
+  const outcomes = [
+    outcomeOfResult(job(1), greylisted, now, schedules),
+    outcomeOfResult({ ...job(1), id: "00000000-0000-0000-0000-000000000009" }, temporary, now, schedules),
+  ];
+  assert.deepEqual(firstDeferralsOf(outcomes), [{ taskId: job(1).taskId, domain: "example.test" }]);
+  // A later step of the chain, a rate limit (more at once is what it refuses), our resolver failing: none.
+  assert.deepEqual(
+    firstDeferralsOf([outcomeOfResult(job(2, { deferred: 1 }), greylisted, now, schedules)]),
+    [],
+  );
+  assert.deepEqual(
+    firstDeferralsOf([
+      {
+        kind: "retry",
+        job: job(1),
+        runAfter: now,
+        error: "rate_limited",
+        refundAttempt: false,
+        schedule: "deferred",
+        result: limited,
+      },
+    ]),
+    [],
+  );
+  const resolverDown = result({
+    status: "unknown",
+    unknownReason: "temporary_failure",
+    dependencyFailure: { dependency: "dns_resolver", kind: "unavailable", detail: "refused" },
+  });
+  assert.deepEqual(firstDeferralsOf([outcomeOfResult(job(1), resolverDown, now, schedules)]), []);
+});
+
+void test("untried jobs go back in their place, attempt refunded; a first touch's rest behind, its claim counted", () => {
+  const [kept] = outcomesOfUntried([job(1)]);
+  assert.deepEqual(kept, {
+    kind: "retry",
+    job: job(1),
+    runAfter: job(1).runAfter,
+    error: null,
+    refundAttempt: true,
+    schedule: null,
+    result: null,
+  });
+  const [rest] = outcomesOfUntried([job(1)], { runAfter: now, countClaim: true });
+  assert.equal(rest?.kind === "retry" && rest.runAfter, now);
+  assert.equal(rest?.kind === "retry" && rest.refundAttempt, false);
+});
+
+void test("a schedule's delay counts from when the server was asked; a server's hint from its reply", () => {
+  const askedAt = new Date(now.getTime() - 4_000);
+  const greylisted = result({ status: "unknown", unknownReason: "greylisted" });
+  const stepped = outcomeOfResult(job(1), greylisted, now, schedules, askedAt);
+  assert.equal(stepped.kind === "retry" && stepped.runAfter.getTime(), askedAt.getTime() + 300_000);
+  const hinted = outcomeOfResult(job(1), { ...greylisted, retryAfterMs: 60_000 }, now, schedules, askedAt);
+  assert.equal(hinted.kind === "retry" && hinted.runAfter.getTime(), now.getTime() + 63_000);
 });

@@ -7,6 +7,9 @@ import {
   retryDelayMs,
 } from "../../../src/jobs/backoff.ts";
 import { createDomainHosts } from "../../../src/jobs/domain-hosts.ts";
+import { FIRST_TOUCH_SIZE, mayCutToFirstTouch } from "../../../src/jobs/first-touch.ts";
+import { CLAIM_LANE, type JobRecord } from "../../../src/db/queries/jobs.ts";
+import { jobRecord } from "./fixtures.ts";
 
 const schedules = { deferredMs: [300_000, 900_000, 1_800_000], unreachableMs: [30_000, 120_000] };
 
@@ -99,4 +102,45 @@ test("claims skip the domains of saturated hosts and prefer domains of a host th
   assert.deepEqual(hosts.domainsToSkip(), []);
   assert.deepEqual(hosts.domainsOfFreedHosts().sort(), ["a.test", "b.test"]);
   assert.deepEqual(hosts.domainsOfFreedHosts(), [], "one preferred claim per freed slot");
+});
+
+test("a host's count of other known domains follows what was learnt, moves and forgets", () => {
+  const hosts = createDomainHosts(() => false);
+  hosts.learn("a.test", "192.0.2.1");
+  hosts.learn("b.test", "192.0.2.1");
+  hosts.learn("c.test", "192.0.2.1");
+  assert.equal(hosts.otherDomainsAt("192.0.2.1", "a.test"), 2);
+  assert.equal(hosts.otherDomainsAt("192.0.2.1", "new.test"), 3);
+  // Learnt again at the same host: counted once.
+  hosts.learn("a.test", "192.0.2.1");
+  assert.equal(hosts.otherDomainsAt("192.0.2.1", "new.test"), 3);
+  // Moved to another host: no longer counted at the first.
+  hosts.learn("c.test", "192.0.2.2");
+  assert.equal(hosts.otherDomainsAt("192.0.2.1", "new.test"), 2);
+  assert.equal(hosts.otherDomainsAt("192.0.2.2", "c.test"), 0);
+});
+
+const claimed = (n: number, over: Partial<JobRecord> = {}): JobRecord[] =>
+  Array.from({ length: n }, (_, i) =>
+    jobRecord({
+      id: `00000000-0000-0000-0000-${i.toString().padStart(12, "0")}`,
+      position: i,
+      emailAddress: `u${i}@a.test`,
+      domain: "a.test",
+      ...over,
+    }),
+  );
+
+test("only an untried first chunk bigger than a first touch may be cut to one", () => {
+  assert.equal(mayCutToFirstTouch(claimed(FIRST_TOUCH_SIZE + 1)), true);
+  assert.equal(mayCutToFirstTouch(claimed(FIRST_TOUCH_SIZE)), false, "a first touch already");
+  assert.equal(mayCutToFirstTouch(claimed(40, { claimLane: CLAIM_LANE.bulk })), false, "the bulk");
+  const withRetry = claimed(40);
+  withRetry[0] = { ...withRetry[0]!, claimLane: CLAIM_LANE.retry };
+  assert.equal(mayCutToFirstTouch(withRetry), false, "a retry of the domain rides along");
+  assert.equal(
+    mayCutToFirstTouch(claimed(40, { attempts: 2 })),
+    false,
+    "a first touch's rest, claimed again",
+  );
 });
