@@ -21,11 +21,7 @@ export const CANARY_SIZE = FIRST_TOUCH_SIZE;
 
 /** A job waiting out a greylisting or temporary failure of its own. */
 const isDeferredRetry = (job: JobRecord): boolean =>
-  job.deferredRetries > 0 &&
-  job.retryResult !== null &&
-  job.retryResult.status === "unknown" &&
-  !job.retryResult.dependencyFailure &&
-  holdsBackEveryone(job.retryResult.unknownReason);
+  job.deferredRetries > 0 && holdsBackEveryone(job.retryResult);
 
 /**
  * The jobs to ask now and the deferred retries held back for the canary's answer: every job but
@@ -60,9 +56,7 @@ const answerOf = (o: JobOutcome): VerificationResult | null =>
 export function canaryVerdict(asked: readonly JobOutcome[]): CanaryVerdict {
   const answers = asked.filter((o) => isDeferredRetry(o.job)).map(answerOf);
   if (answers.some((a) => a !== null && a.status !== "unknown")) return "through";
-  const heldBack = (a: VerificationResult | null): boolean =>
-    a?.status === "unknown" && !a.dependencyFailure && holdsBackEveryone(a.unknownReason);
-  return answers.length > 0 && answers.every(heldBack) ? "held_back" : "inconclusive";
+  return answers.length > 0 && answers.every(holdsBackEveryone) ? "held_back" : "inconclusive";
 }
 
 /**

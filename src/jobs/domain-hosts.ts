@@ -1,21 +1,32 @@
 /**
- * Which mail host serves each domain, as learned from sessions. A claim skips the domains whose
- * host this process already works at its limit, so session slots go to domains that can start
- * now instead of queueing behind one provider hosting many domains.
+ * Which mail host serves each domain, as learned from sessions, claims and look-ups ahead. A claim
+ * skips the domains whose host this process already works at its limit, so session slots go to
+ * domains that can start now instead of queueing behind one provider hosting many domains.
  */
 export function createDomainHosts(isSaturated: (host: string) => boolean) {
   const MAX_KNOWN = 10_000;
   const MAX_SKIPPED = 500;
   const hostOf = new Map<string, string>();
-  // How many known domains each host serves (kept with hostOf).
-  const domainsAt = new Map<string, number>();
+  // The reverse of hostOf: a claim asks by host (the saturated ones, the freed ones), and a
+  // queue learnt ahead holds thousands of domains on a few hosts.
+  const domainsOf = new Map<string, Set<string>>();
   const forget = (domain: string): void => {
     const host = hostOf.get(domain);
     if (host === undefined) return;
     hostOf.delete(domain);
-    const n = (domainsAt.get(host) ?? 1) - 1;
-    if (n > 0) domainsAt.set(host, n);
-    else domainsAt.delete(host);
+    const domains = domainsOf.get(host)!;
+    domains.delete(domain);
+    if (domains.size === 0) domainsOf.delete(host);
+  };
+  /** Known domains of `hosts`, at most MAX_SKIPPED. */
+  const domainsOfHosts = (hosts: Iterable<string>): string[] => {
+    const out: string[] = [];
+    for (const host of hosts)
+      for (const domain of domainsOf.get(host) ?? []) {
+        if (out.length >= MAX_SKIPPED) return out;
+        out.push(domain);
+      }
+    return out;
   };
   const freed = new Set<string>();
   return {
@@ -25,35 +36,26 @@ export function createDomainHosts(isSaturated: (host: string) => boolean) {
     /** Known domains of hosts that just freed a slot (consumed: one preferred claim per freed slot). */
     domainsOfFreedHosts(): string[] {
       if (freed.size === 0) return [];
-      const hosts = new Set([...freed].filter((h) => !isSaturated(h)));
+      const hosts = [...freed].filter((h) => !isSaturated(h));
       freed.clear();
-      if (hosts.size === 0) return [];
-      const domains: string[] = [];
-      for (const [domain, host] of hostOf) {
-        if (hosts.has(host)) domains.push(domain);
-        if (domains.length >= MAX_SKIPPED) break;
-      }
-      return domains;
+      return domainsOfHosts(hosts);
     },
     learn(domain: string, host: string): void {
       forget(domain);
       hostOf.set(domain, host);
-      domainsAt.set(host, (domainsAt.get(host) ?? 0) + 1);
+      const domains = domainsOf.get(host);
+      if (domains) domains.add(domain);
+      else domainsOf.set(host, new Set([domain]));
       if (hostOf.size > MAX_KNOWN) forget(hostOf.keys().next().value!);
     },
     knows: (domain: string): boolean => hostOf.has(domain),
     /** Known domains served by `host`, other than `domain`. */
     otherDomainsAt(host: string, domain: string): number {
-      const n = domainsAt.get(host) ?? 0;
-      return hostOf.get(domain) === host ? n - 1 : n;
+      const domains = domainsOf.get(host);
+      return domains === undefined ? 0 : domains.size - (domains.has(domain) ? 1 : 0);
     },
     domainsToSkip(): string[] {
-      const skip: string[] = [];
-      for (const [domain, host] of hostOf) {
-        if (isSaturated(host)) skip.push(domain);
-        if (skip.length >= MAX_SKIPPED) break;
-      }
-      return skip;
+      return domainsOfHosts([...domainsOf.keys()].filter(isSaturated));
     },
   };
 }

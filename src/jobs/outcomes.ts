@@ -83,10 +83,15 @@ export function outcomeOfResult(
   };
 }
 
-/** The answers that say a server holds back every address for a while (greylisting), not a limit on us. */
+/** The reasons that say a server holds back every address for a while (greylisting), not a limit on us. */
 const HOLDS_BACK_EVERYONE: ReadonlySet<string> = new Set(["greylisted", "temporary_failure"]);
-export const holdsBackEveryone = (reason: string | null): boolean =>
-  reason !== null && HOLDS_BACK_EVERYONE.has(reason);
+
+/** Whether an answer is a server holding everyone back (not a rate limit, not our own resolver or proxy failing). */
+export const holdsBackEveryone = (answer: VerificationResult | null): boolean =>
+  answer !== null &&
+  answer.status === "unknown" &&
+  !answer.dependencyFailure &&
+  HOLDS_BACK_EVERYONE.has(answer.unknownReason ?? "");
 
 /**
  * The (task, domain) pairs whose server deferred a job's first attempt with greylisting or a
@@ -97,8 +102,7 @@ export function firstDeferralsOf(outcomes: readonly JobOutcome[]): Array<{ taskI
   const seen = new Map<string, { taskId: string; domain: string }>();
   for (const o of outcomes) {
     if (o.kind !== "retry" || o.schedule !== "deferred" || o.job.deferredRetries !== 0) continue;
-    const reason = o.result?.status === "unknown" ? o.result.unknownReason : null;
-    if (!holdsBackEveryone(reason) || o.result?.dependencyFailure) continue;
+    if (!holdsBackEveryone(o.result)) continue;
     seen.set(`${o.job.taskId} ${o.job.domain}`, { taskId: o.job.taskId, domain: o.job.domain });
   }
   return [...seen.values()];
