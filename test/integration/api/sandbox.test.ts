@@ -25,24 +25,46 @@ interface Traps {
   close(): Promise<void>;
 }
 
-async function listenTcp(server: Server, port = 0): Promise<number> {
-  server.listen(port, "127.0.0.1");
-  await once(server, "listening");
-  return (server.address() as AddressInfo).port;
+function listenTcp(server: Server, port = 0): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+// The kernel picks the UDP port; its TCP twin can already be some other file's ephemeral port
+// (the suite runs files in parallel), so a taken pair is released and another one tried.
+const BIND_ATTEMPTS = 20;
+
+async function bindDnsPair(counts: Traps["counts"]): Promise<{ udp: Socket; tcp: Server; port: number }> {
+  let lastError: unknown;
+  for (let attempt = 0; attempt < BIND_ATTEMPTS; attempt++) {
+    const udp: Socket = createSocket("udp4");
+    udp.on("message", () => counts.dnsPackets++);
+    udp.bind(0, "127.0.0.1");
+    await once(udp, "listening");
+    const port = udp.address().port;
+    const tcp = createServer((s) => {
+      counts.dnsConnections++;
+      s.destroy();
+    });
+    try {
+      await listenTcp(tcp, port);
+      return { udp, tcp, port };
+    } catch (error) {
+      lastError = error;
+      await new Promise<void>((resolve) => udp.close(() => resolve()));
+    }
+  }
+  throw new Error("sandbox traps: could not bind UDP+TCP on one port", { cause: lastError });
 }
 
 async function startTraps(): Promise<Traps> {
   const counts = { dnsPackets: 0, dnsConnections: 0, smtpConnections: 0 };
-  const udp: Socket = createSocket("udp4");
-  udp.on("message", () => counts.dnsPackets++);
-  udp.bind(0, "127.0.0.1");
-  await once(udp, "listening");
-  const dnsPort = udp.address().port;
-  const dnsTcp = createServer((s) => {
-    counts.dnsConnections++;
-    s.destroy();
-  });
-  await listenTcp(dnsTcp, dnsPort);
+  const { udp, tcp: dnsTcp, port: dnsPort } = await bindDnsPair(counts);
   const smtp = createServer((s) => {
     counts.smtpConnections++;
     s.destroy();
