@@ -12,6 +12,32 @@ const usePg = process.argv.includes("--pg");
 const only = process.argv.slice(2).filter((a) => !a.startsWith("--"));
 const root = new URL("..", import.meta.url).pathname;
 
+/**
+ * Files that took longest on the last measured runs (the slowest-files table each run prints at
+ * its end), started first: with two files at a time, a long file started last is the run's tail.
+ * An outdated entry only costs order, never a test.
+ */
+function longestFirst(a, b) {
+  const rank = (f) => {
+    const i = LONGEST_FILES.indexOf(f);
+    return i === -1 ? LONGEST_FILES.length : i;
+  };
+  return rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0);
+}
+
+const LONGEST_FILES = [
+  "test/integration/faults/hostile-load.test.ts",
+  "test/integration/cli/backup.test.ts",
+  "test/integration/cli/cli.test.ts",
+  "test/integration/cli/users.test.ts",
+  "test/integration/faults/disk-full.test.ts",
+  "test/integration/cli/client.test.ts",
+  "test/integration/tasks/crash-recovery.test.ts",
+  "test/integration/cli/start-up.test.ts",
+  "test/integration/faults/pg-restart.test.ts",
+  "test/integration/api/checks-and-dependencies.test.ts",
+];
+
 const files = only.length
   ? only
   : readdirSync(join(root, "test"), { recursive: true })
@@ -21,7 +47,7 @@ const files = only.length
       // browser suite needs Chromium (`npm run test:web`).
       .filter((f) => !/^(mta|fuzz|chaos|web)\//.test(String(f)))
       .map((f) => join("test", String(f)))
-      .sort();
+      .sort(longestFirst);
 
 const env = { ...process.env };
 let cleanup = async () => {};
@@ -70,6 +96,9 @@ const result = spawnSync(
     `--test-concurrency=${concurrency}`,
     "--test-timeout=300000",
     "--test-reporter=spec",
+    "--test-reporter-destination=stdout",
+    "--test-reporter=./scripts/test-timing-reporter.mjs",
+    "--test-reporter-destination=stdout",
     ...files,
   ],
   { cwd: root, stdio: "inherit", env },

@@ -41,9 +41,14 @@ before(async () => {
       })),
     ],
   });
-  // Temporary failures (connection refused, SERVFAIL, drops) are retried twice, quickly, then settle.
+  // Temporary failures (connection refused, SERVFAIL, drops) are retried twice, quickly, then settle;
+  // unreachable hosts too (their default 30 + 120 s was most of this file's time, spent idle).
   ctx = await createTestContext({
-    env: worldEnv(world, { VERIFY_RETRY_DELAYS: "0.05,0.05", WEBHOOK_ALLOW_PRIVATE: "true" }),
+    env: worldEnv(world, {
+      VERIFY_RETRY_DELAYS: "0.05,0.05",
+      VERIFY_UNREACHABLE_RETRY_DELAYS: "0.05,0.05",
+      WEBHOOK_ALLOW_PRIVATE: "true",
+    }),
   });
 });
 

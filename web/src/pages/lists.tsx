@@ -335,7 +335,6 @@ export function ListsPage() {
         {preview && file && (
           <PreviewTable file={file} preview={preview} column={column} onColumn={setColumn} />
         )}
-        {quote && error === null && webhookRefusalOf(quote) === null && <QuoteView quote={quote} />}
         <div class="field">
           <label for="webhook-url">Webhook URL</label>
           <input
@@ -373,6 +372,11 @@ export function ListsPage() {
             </span>
           )}
         </div>
+        {/* Below the button, not above it: the webhook field's change event (it fires on the
+            mousedown of a click on Start, as the field loses focus) re-prices the list, and a price
+            that grew or shrank above the button moved it from under the pointer before the mouseup,
+            so the click was lost. */}
+        {quote && error === null && webhookRefusalOf(quote) === null && <QuoteView quote={quote} />}
       </form>
     </section>
   );
