@@ -12,6 +12,7 @@ import { after, before, test } from "node:test";
 import { parse as parseCsv } from "csv-parse/sync";
 import { createWorkerRole, type WorkerRole } from "../../../src/app/worker-role.ts";
 import { waitForTaskFinished } from "../../support/batch.ts";
+import { bindPortPair } from "../../support/port-pair.ts";
 import { createTestContext, type TestContext, type TestUser } from "../../support/test-app.ts";
 
 const D = "sandbox.mailprobe.invalid";
@@ -35,36 +36,33 @@ function listenTcp(server: Server, port = 0): Promise<number> {
   });
 }
 
-// The kernel picks the UDP port; its TCP twin can already be some other file's ephemeral port
-// (the suite runs files in parallel), so a taken pair is released and another one tried.
-const BIND_ATTEMPTS = 20;
-
-async function bindDnsPair(counts: Traps["counts"]): Promise<{ udp: Socket; tcp: Server; port: number }> {
-  let lastError: unknown;
-  for (let attempt = 0; attempt < BIND_ATTEMPTS; attempt++) {
-    const udp: Socket = createSocket("udp4");
-    udp.on("message", () => counts.dnsPackets++);
-    udp.bind(0, "127.0.0.1");
-    await once(udp, "listening");
-    const port = udp.address().port;
-    const tcp = createServer((s) => {
-      counts.dnsConnections++;
-      s.destroy();
-    });
-    try {
-      await listenTcp(tcp, port);
-      return { udp, tcp, port };
-    } catch (error) {
-      lastError = error;
-      await new Promise<void>((resolve) => udp.close(() => resolve()));
-    }
+/** A UDP socket and a TCP server on one port, counting what reaches them and never answering. */
+async function bindDnsOnce(counts: Traps["counts"]): Promise<{ udp: Socket; tcp: Server; port: number }> {
+  const udp: Socket = createSocket("udp4");
+  udp.on("message", () => counts.dnsPackets++);
+  udp.bind(0, "127.0.0.1");
+  await once(udp, "listening");
+  const port = udp.address().port;
+  const tcp = createServer((s) => {
+    counts.dnsConnections++;
+    s.destroy();
+  });
+  try {
+    await listenTcp(tcp, port);
+    return { udp, tcp, port };
+  } catch (error) {
+    await new Promise<void>((resolve) => udp.close(() => resolve()));
+    throw error;
   }
-  throw new Error("sandbox traps: could not bind UDP+TCP on one port", { cause: lastError });
 }
 
 async function startTraps(): Promise<Traps> {
   const counts = { dnsPackets: 0, dnsConnections: 0, smtpConnections: 0 };
-  const { udp, tcp: dnsTcp, port: dnsPort } = await bindDnsPair(counts);
+  const {
+    udp,
+    tcp: dnsTcp,
+    port: dnsPort,
+  } = await bindPortPair("sandbox DNS trap", () => bindDnsOnce(counts));
   const smtp = createServer((s) => {
     counts.smtpConnections++;
     s.destroy();

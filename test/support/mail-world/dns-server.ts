@@ -6,11 +6,11 @@ import type net from "node:net";
 import { Packet, createTCPServer, createUDPServer } from "dns2";
 import type { DnsHandler, Question, Resource, TCPServer, UDPServer } from "dns2";
 
+import { bindPortPair } from "../port-pair.ts";
 import type { DomainSpec, WorldSpec } from "./types.ts";
 
 const TTL_SECONDS = 300;
 const LOOPBACK = "127.0.0.1";
-const BIND_ATTEMPTS = 20;
 /** RFC 1035 §4.1.1 response codes (dns2 has them at runtime but not in its typings). */
 const RCODE = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3 } as const;
 
@@ -179,15 +179,10 @@ export async function startDnsServer(
   opts: { port?: number; host?: string } = {},
 ): Promise<DnsServerHandle> {
   const host = opts.host ?? LOOPBACK;
-  let lastError: unknown;
-  for (let attempt = 0; attempt < (opts.port === undefined ? BIND_ATTEMPTS : 1); attempt++) {
-    try {
-      return await bindPair(zone, host, opts.port ?? 0);
-    } catch (error) {
-      lastError = error;
-    }
-  }
-  throw new Error(`mail-world DNS: could not bind UDP+TCP on ${host}`, { cause: lastError });
+  const { port } = opts;
+  return port === undefined
+    ? bindPortPair(`mail-world DNS on ${host}`, () => bindPair(zone, host, 0))
+    : bindPair(zone, host, port);
 }
 
 async function bindPair(zone: Zone, host: string, port: number): Promise<DnsServerHandle> {
