@@ -42,7 +42,6 @@
 import { createWorkerRole } from "../src/app/worker-role.ts";
 import type { Database } from "../src/db/client.ts";
 import { openPglite } from "../src/db/pglite.ts";
-import { openPostgres } from "../src/db/postgres.ts";
 import { waitForTaskFinished, worldEnv } from "../test/support/batch.ts";
 import {
   createExpectation,
@@ -53,8 +52,8 @@ import {
   type MailWorld,
 } from "../test/support/mail-world/index.ts";
 import { createTestContext } from "../test/support/test-app.ts";
-import { withSearchPath } from "../test/support/test-db.ts";
 import { migrate } from "../src/db/migrate.ts";
+import { benchEngines } from "./support/bench-engines.ts";
 import { countingDatabase } from "./support/counting-db.ts";
 
 const LATENCY_MS = 20;
@@ -350,45 +349,12 @@ async function run(
 }
 
 const RUNS = Number(process.argv.find((a) => a.startsWith("--runs="))?.slice("--runs=".length) ?? "1");
-const ENGINES = {
-  pglite: !process.argv.includes("--postgres-only"),
-  postgres: !process.argv.includes("--pglite-only"),
-};
-
 /** Runs `runOne` on a fresh database of each engine, RUNS times, and prints min/median/max of several figures. */
 async function onBothEngines(
   title: string,
   runOne: (label: string, db: Database, quiet: boolean) => Promise<RunFigures>,
 ): Promise<void> {
-  const engines: Array<[string, () => Promise<{ db: Database; done: () => Promise<void> }>]> = [];
-  if (ENGINES.pglite)
-    engines.push([
-      "pglite",
-      async () => {
-        const db = await openPglite(null);
-        return { db, done: () => db.close() };
-      },
-    ]);
-  const base = process.env.BENCH_DATABASE_URL;
-  if (ENGINES.postgres && base)
-    engines.push([
-      "postgres",
-      async () => {
-        const schema = `bench_${Date.now().toString(36)}`;
-        const admin = openPostgres(base, 1);
-        await admin.query(`create schema ${schema}`);
-        const db = openPostgres(withSearchPath(base, schema), 20);
-        return {
-          db,
-          done: async () => {
-            await db.close();
-            await admin.query(`drop schema ${schema} cascade`);
-            await admin.close();
-          },
-        };
-      },
-    ]);
-  else if (ENGINES.postgres) console.log("  postgres  skipped (set BENCH_DATABASE_URL)");
+  const engines = benchEngines();
   for (const [label, open] of engines) {
     const all: RunFigures[] = [];
     for (let i = 0; i < RUNS; i++) {

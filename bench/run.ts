@@ -4,6 +4,7 @@
 // when asked for (`npm run bench scale-out`): scale-out starts worker processes for minutes.
 import { benchBatch } from "./batch.ts";
 import { benchEngineWorld } from "./engine-world.ts";
+import { benchFairness } from "./fairness.ts";
 import { benchFiles } from "./files.ts";
 import { benchReports } from "./reports.ts";
 import { benchScaleOut } from "./scale-out.ts";
@@ -17,6 +18,7 @@ const benches: Array<[string, () => Promise<void>]> = [
   ["world", benchEngineWorld],
   ["verify-http", benchVerifyHttp],
   ["batch", benchBatch],
+  ["fairness", benchFairness],
   ["files", benchFiles],
   ["uploads", benchUploads],
   ["reports", benchReports],

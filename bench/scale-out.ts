@@ -1,29 +1,59 @@
 // Scale-out on PostgreSQL: N = 1, 2, 4 `mailprobe worker` processes (real child processes, as an
 // operator runs them: docs/operations.md "Scaling out on PostgreSQL") against one database and the
-// mail-world simulator with replies slow enough (150 ms each) that the work waits on the network,
-// not on a CPU; then 1, 2, 4 egress identities (SMTP_EGRESS, local source addresses) against one
-// busy provider IP. One more child, `mailprobe serve --no-worker`, takes the task over HTTP; this
-// process only runs the simulator, the counting proxy and the clock. `--service-dir DIR` runs the
-// children from another checkout (a snapshot of a commit with dist/ built), so figures can be
-// taken while this tree is being edited.
+// mail-world simulator with replies slow enough that the work waits on the network, not on a CPU;
+// then 1, 2, 4 egress identities (SMTP_EGRESS, local source addresses) against one busy provider
+// IP. One more child, `mailprobe serve --no-worker`, takes the task over HTTP; this process only
+// runs the simulator, the counting proxy and the clock. `--service-dir DIR` runs the children from
+// another checkout (a snapshot of a commit with dist/ built), so figures can be taken while this
+// tree is being edited.
 //
-// Printed per run: addresses/s; SMTP sessions per server IP as the simulator saw them (the most
-// at once on any IP, cluster-wide: it must never pass SMTP_MAX_CONNECTIONS_PER_HOST per identity;
-// and the mean while an IP was in use); sessions in flight (mean over the run, against the
-// workers' WORKER_CONCURRENCY sum); SMTP connections per address; database statements per address
-// (counted on the wire by a proxy in front of PostgreSQL, pg-wire-counter.ts: Query + Execute
-// messages, the unit counting-db.ts calls a round trip; pg_stat_statements is not loaded on a stock
-// server, and a wrapped Database would only count this process), cross-checked by the transactions
-// and rows PostgreSQL itself counted for the run's database (pg_stat_database, a fresh database per
-// run so other users of the server don't show; these include the API process and the bench's
-// 100 ms poll of the task); database connections the workers opened; the workers' CPU seconds
-// (/proc); the load average before and after, and this process's event-loop delay (how long a
-// ready callback waited for a CPU: on a shared machine, every process here waits as long).
+// Worlds (`--only NAME`; by default `workers`, then `egress`):
+//   workers: the scheduling question: does the cluster run W × WORKER_CONCURRENCY sessions? 1,000
+//            domains (`--domains N` takes the first N) of exactly 10 addresses, each domain on a
+//            server IP of its own (the generator's shared Google/Yahoo/Mimecast hosts are given one
+//            name per domain, so no per-host limit binds), 200 ms per reply, the batch mix
+//            without temporary failures;
+//   mixed:   170 domains of 20–30 addresses, 150 ms; its Google, Yahoo and Mimecast domains share
+//            those providers' IPs, so the busiest IP's per-host limit is the bound;
+//   big:     36 domains of 190–230 addresses (a full claim each), 150 ms;
+//   egress:  48 tenant domains of 16 addresses on one front-end IP, 2 workers, 150 ms.
+//
+// The round-trip lower bound of a world under these limits (bench/support/session-bound.ts, the
+// reasoning of bench/batch.ts's header), at t per SMTP reply:
+//   session(domain) = 100 ms banner pause + t connect/banner + t EHLO + ceil((n + 2) / 9) × t
+//     (n addresses + postmaster control + catch-all probe, 9 = SMTP_ERROR_BUDGET RCPTs a write;
+//     a host's lower RCPT limit, or more rejections than one connection's budget, cost more);
+//   bound(W) = max(Σ sessions / (W × 16), Σ sessions of the busiest server IP / (2 × identities),
+//                  the longest session),
+// without QUIT, DNS or database time, so it is optimistic. In the workers world (10 addresses,
+// t = 200 ms) a session is at least 100 + 2 × 200 + 2 × 200 = 900 ms and the sum term decides.
+//
+// Printed per run, first the scheduling figures: wall time, addresses/s, the bound, wall / bound,
+// the speed-up against the first row (W = 1), and the claims, counted on the wire: candidate reads
+// (claimCandidates, `with running as (`), group claims (claimDomainJobs, `with turn as (`),
+// result-write transactions (record-results.ts writeBatch's `… for share` of the tasks, one per
+// transaction whatever its outcomes: the groups claimed), candidate reads − result writes (an
+// empty-claim estimate; it also counts a claim's second read after losing a domain's turn), and claim transactions with the ones that took nothing (a claim
+// transaction that never ran markTasksStarted's `update tasks set started_at`).
+// Then the fuller table: SMTP sessions per server IP as the simulator saw them (the most at once on
+// any IP, cluster-wide: it must never pass SMTP_MAX_CONNECTIONS_PER_HOST per identity; and the
+// mean while an IP was in use); groups in flight (claimed, not yet recorded: the sessions the
+// workers run, sampled from the jobs table, against their WORKER_CONCURRENCY sum) and the
+// connections the simulator saw open (more: a connection waits SMTP_IDLE_REUSE_MS, idle, for a
+// next domain of its IP); SMTP connections per address; database statements per address (counted
+// on the wire by a proxy in front of PostgreSQL, pg-wire-counter.ts: Query + Execute messages, the
+// unit counting-db.ts calls a round trip; pg_stat_statements is not loaded on a stock server, and
+// a wrapped Database would only count this process), cross-checked by the transactions and rows
+// PostgreSQL itself counted for the run's database (pg_stat_database, a fresh database per run so
+// other users of the server don't show; these include the API process and the bench's 100 ms poll
+// of the task); database connections the workers opened; the workers' CPU seconds (/proc); the
+// load average before and after, and this process's event-loop delay (how long a ready callback
+// waited for a CPU: on a shared machine, every process here waits as long).
 //
 // Needs BENCH_DATABASE_URL (a PostgreSQL server it may CREATE/DROP DATABASE on). Bounded: every run
-// has a deadline, children are killed on exit or error. `npm run bench scale-out`, or
-// `tsx bench/scale-out.ts [--workers 1,2,4] [--identities 1,2,4] [--only workers|egress|big]
-// [--statements] [--service-dir DIR] [--latency MS]`.
+// has a deadline (3 min, or 5 × its bound if longer), children are killed on exit or error.
+// `npm run bench scale-out`, or `tsx bench/scale-out.ts [--workers 1,2,4] [--identities 1,2,4]
+// [--only workers|mixed|big|egress[,…]] [--domains N] [--statements] [--service-dir DIR] [--latency MS]`.
 import { spawn } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -39,18 +69,22 @@ import {
   NO_HOLDUPS_MIX,
   startMailWorld,
   tenantFrontEnd,
+  type DomainSpec,
   type MailWorld,
   type WorldSpec,
 } from "../test/support/mail-world/index.ts";
 import { withinBudget } from "./support/budget.ts";
 import { startWireCounter, type WireCounts } from "./support/pg-wire-counter.ts";
+import { roundTripBound, sessionWork, type Bound, type SessionWork } from "./support/session-bound.ts";
 
 /** The defaults of a deployment: what one worker process brings. */
 const CONCURRENCY = 16;
 const PER_HOST = 2;
 const POOL_SIZE = 10;
 const RUN_DEADLINE_MS = 180_000;
-const BUDGET_MS = 15 * 60_000;
+/** A run may take this many times its round-trip bound before it counts as stuck. */
+const DEADLINE_PER_BOUND = 5;
+const BUDGET_MS = 25 * 60_000;
 
 const arg = (name: string): string | undefined => {
   const i = process.argv.indexOf(`--${name}`);
@@ -62,8 +96,14 @@ const counts = (name: string, fallback: number[]): number[] =>
     .map(Number)
     .filter((n) => Number.isInteger(n) && n > 0 && n <= 8) ?? fallback;
 
-/** Per SMTP reply; `--latency MS` (1–2,000) to move the point where CPU takes over from waiting. */
-const LATENCY_MS = Math.min(2_000, Math.max(1, Number(arg("latency")) || 150));
+/**
+ * Per SMTP reply: a world's own default, or `--latency MS` (1–2,000) to move the point where CPU
+ * takes over from waiting.
+ */
+const latencyMs = (fallback: number): number =>
+  Math.min(2_000, Math.max(1, Number(arg("latency")) || fallback));
+/** Domains of the workers world: `--domains N` (1–1,000) takes the first N of the 1,000. */
+const SPREAD_DOMAINS = Math.min(1_000, Math.max(1, Number(arg("domains")) || 1_000));
 const WORKER_COUNTS = counts("workers", [1, 2, 4]);
 const IDENTITY_COUNTS = counts("identities", [1, 2, 4]);
 const ONLY = arg("only");
@@ -73,23 +113,71 @@ const TASKS = counts("tasks", [1])[0]!;
 /** Where the children's bin/mailprobe.js lives: this checkout, or a snapshot of the service. */
 const SERVICE_DIR = arg("service-dir") ?? fileURLToPath(new URL("..", import.meta.url));
 
+/** A world to run: its spec, the list, and the latency it was built with. */
+interface BuiltWorld {
+  spec: WorldSpec;
+  addresses: string[];
+  latencyMs: number;
+}
+
 /**
- * Many server IPs, one domain each: the per-host limit never binds, so what a worker process
- * sustains shows. The batch bench's mix without temporary failures (their retries wait minutes)
- * and without its 50-tenant front end (one IP with 2 slots would set the pace: the egress runs
- * measure that case on purpose).
+ * The batch bench's mix without temporary failures (their retries wait minutes, which no
+ * wall-clock figure should hide) and without its 50-tenant front end (one IP with 2 slots would
+ * set the pace: the egress runs measure that case on purpose).
  */
-function spreadWorld(big = false): { spec: WorldSpec; addresses: string[] } {
+const THROUGHPUT_MIX = { ...NO_HOLDUPS_MIX, tenant_front_end: 0 };
+
+/**
+ * The scheduling world: every domain on a server IP of its own, so nothing but the claim and the
+ * sessions bounds the cluster, and small domains (10 addresses, one session each), so a run is
+ * a thousand claims and records. The generator puts every Google, Yahoo and Mimecast domain on
+ * the same few hosts; each such domain gets copies named under its own (the provider's suffix
+ * kept, so the engine still knows the provider), which the simulator serves on an address each.
+ */
+function spreadWorld(): BuiltWorld {
+  const latency = latencyMs(200);
+  const g = generateMixedWorld({
+    seed: 2612,
+    domains: SPREAD_DOMAINS,
+    addressesPerDomain: 10,
+    latencyMs: latency,
+    mix: THROUGHPUT_MIX,
+  });
+  return {
+    spec: { ...g.spec, domains: ownHosts(g.spec.domains) },
+    addresses: g.addresses,
+    latencyMs: latency,
+  };
+}
+
+/** The domains with every MX host that several of them share renamed per domain. */
+function ownHosts(domains: readonly DomainSpec[]): DomainSpec[] {
+  const uses = new Map<string, number>();
+  for (const h of domains.flatMap((d) => d.hosts ?? [])) uses.set(h.name, (uses.get(h.name) ?? 0) + 1);
+  return domains.map((d) => {
+    const prefix = d.name.replace(/\./g, "-");
+    const hosts = d.hosts?.map((h) =>
+      (uses.get(h.name) ?? 0) > 1 ? { ...h, name: `${prefix}.${h.name}` } : h,
+    );
+    return hosts ? { ...d, hosts } : d;
+  });
+}
+
+/**
+ * The world of docs/scale-out.md's figures (its "spread"), or with `big` domains of a webmail
+ * provider's size, each a full claim (CLAIM_GROUP_MAX, 200) or more, so a group's record costs
+ * the same per group but far less per address.
+ */
+function mixedWorld(big = false): BuiltWorld {
+  const latency = latencyMs(150);
   const g = generateMixedWorld({
     seed: 2511,
-    // `big`: domains of a webmail provider's size, each a full claim (CLAIM_GROUP_MAX, 200) or
-    // more, so a group's record costs the same per group but far less per address.
     domains: big ? 36 : 170,
     addressesPerDomain: big ? [190, 230] : [20, 30],
-    latencyMs: LATENCY_MS,
-    mix: { ...NO_HOLDUPS_MIX, tenant_front_end: 0 },
+    latencyMs: latency,
+    mix: THROUGHPUT_MIX,
   });
-  return { spec: g.spec, addresses: g.addresses };
+  return { spec: g.spec, addresses: g.addresses, latencyMs: latency };
 }
 
 /**
@@ -97,15 +185,16 @@ function spreadWorld(big = false): { spec: WorldSpec; addresses: string[] } {
  * of the list: SMTP_MAX_CONNECTIONS_PER_HOST sessions at a time per egress identity is the
  * ceiling, which is what egress identities lift.
  */
-function providerWorld(): { spec: WorldSpec; addresses: string[] } {
+function providerWorld(): BuiltWorld {
   const tenants = 48;
   const valid = 12;
+  const latency = latencyMs(150);
   const domains = tenantFrontEnd({ tenants, mailboxesPerTenant: valid, tenantAttribution: true });
   const addresses = domains.flatMap((d) => [
     ...(d.mailboxes ?? []).map((m) => `${m}@${d.name}`),
     ...Array.from({ length: 4 }, (_, i) => `ghost${i.toString()}@${d.name}`),
   ]);
-  return { spec: { domains, latencyMs: LATENCY_MS }, addresses };
+  return { spec: { domains, latencyMs: latency }, addresses, latencyMs: latency };
 }
 
 /** Whether the service run reads SMTP_EGRESS (another change adds it). */
@@ -122,12 +211,19 @@ function egressLanded(): boolean {
 const egressList = (n: number): string =>
   Array.from({ length: n }, (_, i) => `127.0.0.${(i + 2).toString()}`).join(",");
 
-interface RunFigures {
+interface RunOptions {
   label: string;
   workers: number;
   identities: number;
+  bound: Bound;
+}
+
+interface RunFigures extends RunOptions {
   addresses: number;
+  /** From the task's creation answered (its jobs claimable) to its finished_at. */
   wallS: number;
+  /** The POST that created the task (its jobs inserted). */
+  createS: number;
   maxPerIp: number;
   /** Most connections at once from one of our source addresses to one server IP. */
   maxPerClientIp: number;
@@ -143,6 +239,12 @@ interface RunFigures {
   /** Mean backends of the run's database waiting for a lock / running a statement (sampled). */
   lockWaiting: number;
   active: number;
+  /**
+   * Mean groups claimed and not yet recorded, cluster-wide (jobs in `processing` by worker and
+   * domain, as the claim counts them): the sessions the workers are running. The simulator's
+   * open connections count more, since a connection stays open idle for SMTP_IDLE_REUSE_MS.
+   */
+  groupsInFlight: number;
   workerCpuS: number;
   /** This process: the simulator, the proxy, the poll. */
   benchCpuS: number;
@@ -151,6 +253,94 @@ interface RunFigures {
   load: [number, number];
   /** This process's event-loop delay p50/p99 in ms: how long a ready callback waited for a CPU. */
   loopDelayMs: [number, number];
+}
+
+/**
+ * Beginnings of the statements the claim figures come from (counting-db's keys: whitespace
+ * collapsed). If the claim's SQL is reworded, these go to 0 and the run says so.
+ */
+const CLAIM_TEXT = {
+  /** claimCandidates (src/db/queries/claims.ts): one read of the fair order. */
+  candidateRead: "with running as (",
+  /** claimDomainJobs: a domain's advisory-lock turn and its due jobs. */
+  groupClaim: "with turn as (",
+  /** markTasksStarted: once in every claim that took jobs (src/jobs/claim.ts startClaimed). */
+  started: "update tasks set started_at",
+  /**
+   * shareLockTasks: once in every result-write transaction (src/jobs/record-results.ts
+   * writeBatch), whatever its outcomes, where `insert into email_verifications` is skipped by a
+   * group of retries only. A group of at most RECORD_BATCH_MAX (100) outcomes is one write.
+   */
+  resultWrite: "select * from tasks where id = any($1::uuid[]) order by id for share",
+} as const;
+
+/** A claim transaction (it read the fair order) that started a task's jobs, or one that took nothing. */
+const claimLabel = (keys: readonly string[]): string | undefined => {
+  if (!keys.some((k) => k.startsWith(CLAIM_TEXT.candidateRead))) return undefined;
+  return keys.some((k) => k.startsWith(CLAIM_TEXT.started)) ? "claim" : "empty claim";
+};
+
+interface ClaimFigures {
+  candidateReads: number;
+  groupClaims: number;
+  resultWrites: number;
+  claimTransactions: number;
+  emptyClaims: number;
+}
+
+function claimFigures(wire: WireCounts): ClaimFigures {
+  const ran = (prefix: string): number =>
+    [...wire.texts].reduce((n, [key, count]) => (key.startsWith(prefix) ? n + count : n), 0);
+  const empty = wire.transactions.get("empty claim") ?? 0;
+  return {
+    candidateReads: ran(CLAIM_TEXT.candidateRead),
+    groupClaims: ran(CLAIM_TEXT.groupClaim),
+    resultWrites: ran(CLAIM_TEXT.resultWrite),
+    claimTransactions: (wire.transactions.get("claim") ?? 0) + empty,
+    emptyClaims: empty,
+  };
+}
+
+interface ActivitySampler {
+  /** Ends the sampling; the means over it. */
+  stop(): Promise<{ lockWaiting: number; active: number; groupsInFlight: number }>;
+}
+
+/**
+ * Every 200 ms: the run's backends (pg_stat_activity, on the admin connection) and its groups in
+ * flight (on `db`, a connection of the run's database that bypasses the counting proxy).
+ */
+function sampleActivity(admin: Database, db: Database, dbName: string): ActivitySampler {
+  const sum = { samples: 0, waiting: 0, active: 0, groups: 0 };
+  let done = false;
+  const loop = (async () => {
+    while (!done) {
+      const [backends, groups] = await Promise.all([
+        admin.query<{ waiting: number; active: number }>(
+          `select count(*) filter (where wait_event_type = 'Lock')::int as waiting,
+                  count(*) filter (where state = 'active')::int as active
+             from pg_stat_activity where datname = $1`,
+          [dbName],
+        ),
+        db.query<{ groups: number }>(
+          `select count(distinct (locked_by, domain))::int as groups from email_jobs where status = 'processing'`,
+        ),
+      ]);
+      sum.samples++;
+      sum.waiting += backends.rows[0]?.waiting ?? 0;
+      sum.active += backends.rows[0]?.active ?? 0;
+      sum.groups += groups.rows[0]?.groups ?? 0;
+      await delay(200);
+    }
+  })().catch(() => {});
+  return {
+    async stop() {
+      done = true;
+      await loop;
+      const n = Math.max(1, sum.samples);
+      return { lockWaiting: sum.waiting / n, active: sum.active / n, groupsInFlight: sum.groups / n };
+    },
+  };
 }
 
 /** utime + stime of a process in seconds, or 0 once it is gone. */
@@ -220,6 +410,32 @@ async function stopChild(c: MailprobeChild): Promise<void> {
   children.delete(c);
 }
 
+/** The list as TASKS tasks (contiguous chunks) over HTTP, at once; their ids. */
+async function createTasks(port: number, apiKey: string, list: readonly string[]): Promise<string[]> {
+  const chunk = Math.ceil(list.length / TASKS);
+  return Promise.all(
+    Array.from({ length: TASKS }, async (_, i) => {
+      const res = await fetch(`http://127.0.0.1:${port.toString()}/api/v1/tasks`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ emails: list.slice(i * chunk, (i + 1) * chunk) }),
+      });
+      const body = await res.text();
+      if (!res.ok) throw new Error(`task creation answered ${res.status.toString()}: ${body.slice(0, 500)}`);
+      return (JSON.parse(body) as { id: string }).id;
+    }),
+  );
+}
+
+/** The latest finished_at of the tasks (epoch ms): the workers' clock, this machine's. */
+async function lastFinishedAt(db: Database, taskIds: readonly string[]): Promise<number> {
+  const { rows } = await db.query<{ at: Date }>(
+    "select max(finished_at) as at from tasks where id = any($1::uuid[])",
+    [taskIds],
+  );
+  return rows[0]!.at.getTime();
+}
+
 interface DbStats {
   xact_commit: string;
   xact_rollback: string;
@@ -249,7 +465,7 @@ async function runOnce(
   base: string,
   world: MailWorld,
   list: readonly string[],
-  opts: { label: string; workers: number; identities: number },
+  opts: RunOptions,
 ): Promise<RunFigures> {
   const dbName = `bench_scale_${Date.now().toString(36)}`;
   const admin = openPostgres(base, 1);
@@ -258,9 +474,12 @@ async function runOnce(
   const dbUrl = new URL(base);
   dbUrl.pathname = `/${dbName}`;
   const db = openPostgres(dbUrl.toString(), 1);
-  const wire = await startWireCounter({ host: dbUrl.hostname, port: Number(dbUrl.port || 5432) });
+  const wire = await startWireCounter(
+    { host: dbUrl.hostname, port: Number(dbUrl.port || 5432) },
+    { labelTransaction: claimLabel },
+  );
   const sampler = { timer: undefined as NodeJS.Timeout | undefined };
-  const activity = { done: false, samples: 0, waiting: 0, active: 0 };
+  let activity: ActivitySampler | undefined;
   try {
     const viaProxy = new URL(dbUrl);
     viaProxy.hostname = wire.host;
@@ -329,43 +548,19 @@ async function runOnce(
       }
       if (over) samplesOverLimit++;
     }, 100);
-    const activityLoop = (async () => {
-      while (!activity.done) {
-        const { rows } = await admin.query<{ waiting: number; active: number }>(
-          `select count(*) filter (where wait_event_type = 'Lock')::int as waiting,
-                  count(*) filter (where state = 'active')::int as active
-             from pg_stat_activity where datname = $1`,
-          [dbName],
-        );
-        activity.samples++;
-        activity.waiting += rows[0]?.waiting ?? 0;
-        activity.active += rows[0]?.active ?? 0;
-        await delay(200);
-      }
-    })().catch(() => {});
+    activity = sampleActivity(admin, db, dbName);
     const loop = monitorEventLoopDelay({ resolution: 10 });
     loop.enable();
     const t0 = performance.now();
-    const chunk = Math.ceil(list.length / TASKS);
-    const taskIds = await Promise.all(
-      Array.from({ length: TASKS }, async (_, i) => {
-        const res = await fetch(`http://127.0.0.1:${port.toString()}/api/v1/tasks`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${created.api_key}`, "content-type": "application/json" },
-          body: JSON.stringify({ emails: list.slice(i * chunk, (i + 1) * chunk) }),
-        });
-        const body = await res.text();
-        if (!res.ok)
-          throw new Error(`task creation answered ${res.status.toString()}: ${body.slice(0, 500)}`);
-        return (JSON.parse(body) as { id: string }).id;
-      }),
-    );
-    for (const id of taskIds) await waitForTaskFinished(db, id, RUN_DEADLINE_MS);
-    const wallS = (performance.now() - t0) / 1000;
+    const taskIds = await createTasks(port, created.api_key, list);
+    const claimable = Date.now();
+    const createS = (performance.now() - t0) / 1000;
+    const deadlineMs = Math.max(RUN_DEADLINE_MS, DEADLINE_PER_BOUND * opts.bound.ms);
+    for (const id of taskIds) await waitForTaskFinished(db, id, deadlineMs);
+    const wallS = ((await lastFinishedAt(db, taskIds)) - claimable) / 1000;
     clearInterval(sampler.timer);
-    activity.done = true;
+    const means = await activity.stop();
     loop.disable();
-    await activityLoop;
     const wireCounts = wire.read();
     const workerCpuS = started.reduce((s, c, i) => s + cpuSeconds(c.proc.pid) - cpuBefore[i]!, 0);
     const bench = process.cpuUsage(benchBefore);
@@ -388,6 +583,7 @@ async function runOnce(
       ...opts,
       addresses: list.length,
       wallS,
+      createS,
       maxPerIp,
       maxPerClientIp,
       samplesOverLimit,
@@ -398,8 +594,7 @@ async function runOnce(
       xact: statsAfter.xact - statsBefore.xact,
       rowsWritten: statsAfter.rows - statsBefore.rows,
       tasks: TASKS,
-      lockWaiting: activity.waiting / Math.max(1, activity.samples),
-      active: activity.active / Math.max(1, activity.samples),
+      ...means,
       workerCpuS,
       benchCpuS,
       pgCpuS,
@@ -408,7 +603,7 @@ async function runOnce(
     };
   } finally {
     clearInterval(sampler.timer);
-    activity.done = true;
+    void activity?.stop();
     killAll();
     children.clear();
     await db.close();
@@ -421,20 +616,23 @@ async function runOnce(
   }
 }
 
+/** Groups the workers run (of their WORKER_CONCURRENCY sum) / connections the simulator saw open. */
+const inFlight = (f: RunFigures): string =>
+  `${f.groupsInFlight.toFixed(1)} (${(f.workers * CONCURRENCY).toString()}) / ${f.meanInFlight.toFixed(1)}`;
+
 const HEADER =
   "| workers | identities | tasks | addresses | wall s | addresses/s | max connections/server IP (per source IP; samples over the limit) | mean connections/busy IP | " +
-  "sessions in flight (of) | SMTP conn/address | DB statements/address | DB tx/address | rows written/address | " +
+  "groups in flight (of) / SMTP connections open | SMTP conn/address | DB statements/address | DB tx/address | rows written/address | " +
   "DB connections | DB backends active / waiting on a lock | CPU s per 1k addresses: workers / PostgreSQL / simulator | load 1 min before→after | bench event-loop delay p50/p99 ms |";
 
 function row(f: RunFigures): string {
   const per = (n: number): string => (n / f.addresses).toFixed(2);
-  const capacity = f.workers * CONCURRENCY;
   const k = (cpuS: number): string => ((1000 * cpuS) / f.addresses).toFixed(2);
   return (
     `| ${f.workers.toString()} | ${f.identities.toString()} | ${f.tasks.toString()} | ${f.addresses.toString()} | ${f.wallS.toFixed(1)} | ` +
     `${(f.addresses / f.wallS).toFixed(0)} | ` +
     `${f.maxPerIp.toString()} (${f.maxPerClientIp.toString()}; ${f.samplesOverLimit.toString()}) | ${f.meanPerBusyIp.toFixed(2)} | ` +
-    `${f.meanInFlight.toFixed(1)} (${capacity.toString()}) | ${(f.smtpConnections / f.addresses).toFixed(3)} | ` +
+    `${inFlight(f)} | ${(f.smtpConnections / f.addresses).toFixed(3)} | ` +
     `${per(f.wire.statements)} | ${per(f.xact)} | ${per(f.rowsWritten)} | ${f.wire.connections.toString()} | ` +
     `${f.active.toFixed(1)} / ${f.lockWaiting.toFixed(1)} | ` +
     `${k(f.workerCpuS)} / ${k(f.pgCpuS)} / ${k(f.benchCpuS)} | ` +
@@ -458,71 +656,130 @@ function printStatements(f: RunFigures): void {
     );
 }
 
+const SCHEDULING_HEADER =
+  "| workers | identities | wall s (task creation s) | addresses/s | round-trip bound s (set by) | wall / bound | speed-up vs first row | " +
+  "candidate reads/address | group claims/address | result writes/address | empty-claim estimate/address (reads − writes) | " +
+  "claim transactions/address (of them empty) | max connections/server IP (per source IP; samples over the limit) | " +
+  "groups in flight (of) / SMTP connections open | DB statements/address | CPU s per 1k addresses: workers / PostgreSQL / simulator |";
+
+function schedulingRow(f: RunFigures, first: RunFigures): string {
+  const per = (n: number): string => (n / f.addresses).toFixed(3);
+  const k = (cpuS: number): string => ((1000 * cpuS) / f.addresses).toFixed(2);
+  const c = claimFigures(f.wire);
+  return (
+    `| ${f.workers.toString()} | ${f.identities.toString()} | ${f.wallS.toFixed(1)} (${f.createS.toFixed(1)}) | ` +
+    `${(f.addresses / f.wallS).toFixed(0)} | ${(f.bound.ms / 1000).toFixed(1)} (${f.bound.decidedBy}) | ` +
+    `${((1000 * f.wallS) / f.bound.ms).toFixed(2)} | ${(first.wallS / f.wallS).toFixed(2)} | ` +
+    `${per(c.candidateReads)} | ${per(c.groupClaims)} | ${per(c.resultWrites)} | ${per(c.candidateReads - c.resultWrites)} | ` +
+    `${per(c.claimTransactions)} (${per(c.emptyClaims)}) | ` +
+    `${f.maxPerIp.toString()} (${f.maxPerClientIp.toString()}; ${f.samplesOverLimit.toString()}) | ` +
+    `${inFlight(f)} | ${per(f.wire.statements)} | ` +
+    `${k(f.workerCpuS)} / ${k(f.pgCpuS)} / ${k(f.benchCpuS)} |`
+  );
+}
+
+/** A claim figure read as 0 means its statement's text changed under the bench, not that it never ran. */
+function warnUnseenClaimTexts(f: RunFigures): void {
+  const c = claimFigures(f.wire);
+  const unseen = Object.entries({
+    [CLAIM_TEXT.candidateRead]: c.candidateReads,
+    [CLAIM_TEXT.groupClaim]: c.groupClaims,
+    [CLAIM_TEXT.resultWrite]: c.resultWrites,
+    [CLAIM_TEXT.started]: c.claimTransactions - c.emptyClaims,
+  }).filter(([, n]) => n === 0);
+  for (const [text] of unseen)
+    console.log(
+      `    ${f.label}: no statement beginning "${text}" was seen: its claim figure is not measured`,
+    );
+}
+
+function printTables(figures: readonly RunFigures[]): void {
+  const first = figures[0];
+  if (!first) return;
+  console.log(`\n${SCHEDULING_HEADER}\n|${"---|".repeat(16)}`);
+  for (const f of figures) console.log(schedulingRow(f, first));
+  console.log(`\n${HEADER}\n|${"---|".repeat(18)}`);
+  for (const f of figures) console.log(row(f));
+  console.log("");
+  for (const f of figures) warnUnseenClaimTexts(f);
+  for (const f of figures) printStatements(f);
+}
+
 async function dimension(
   base: string,
   title: string,
-  built: { spec: WorldSpec; addresses: string[] },
+  built: BuiltWorld,
   runs: Array<{ workers: number; identities: number }>,
 ): Promise<void> {
-  console.log(`\n  ${title}`);
+  console.log(`\n  ${title}, ${built.latencyMs.toString()} ms per SMTP reply`);
+  const work = sessionWork(built.spec, built.addresses);
   const world = await startMailWorld(built.spec);
   const figures: RunFigures[] = [];
   try {
     for (const r of runs) {
       const label = `${r.workers.toString()} worker(s), ${r.identities.toString()} identit${r.identities === 1 ? "y" : "ies"}`;
-      figures.push(await runOnce(base, world, built.addresses, { label, ...r }));
-      console.log(`    done: ${label}, ${figures.at(-1)!.wallS.toFixed(1)} s`);
+      const bound = boundOf(work, r);
+      figures.push(await runOnce(base, world, built.addresses, { label, ...r, bound }));
+      console.log(
+        `    done: ${label}, ${figures.at(-1)!.wallS.toFixed(1)} s (bound ${(bound.ms / 1000).toFixed(1)} s)`,
+      );
     }
   } finally {
     await world.close();
   }
-  console.log(`\n${HEADER}\n|${"---|".repeat(18)}`);
-  for (const f of figures) console.log(row(f));
-  console.log("");
-  for (const f of figures) printStatements(f);
+  printTables(figures);
 }
 
-async function run(base: string): Promise<void> {
-  const landed = egressLanded();
-  console.log(
-    `\nscale-out: PostgreSQL, ${LATENCY_MS.toString()} ms per SMTP reply, WORKER_CONCURRENCY ${CONCURRENCY.toString()} ` +
-      `and SMTP_MAX_CONNECTIONS_PER_HOST ${PER_HOST.toString()} per worker process, DATABASE_POOL_SIZE ${POOL_SIZE.toString()}`,
+/** The world's bound for a cluster of `workers` processes and `identities` egress identities. */
+const boundOf = (work: SessionWork, r: { workers: number; identities: number }): Bound =>
+  roundTripBound(work, { slotsPerIp: PER_HOST * r.identities, sessionSlots: r.workers * CONCURRENCY });
+
+/** A series of worker-process runs (1 identity) over a world of many domains. */
+async function workerSeries(base: string, name: string, built: BuiltWorld): Promise<void> {
+  const { addresses, spec } = built;
+  await dimension(
+    base,
+    `worker processes, ${name}: ${addresses.length.toString()} addresses over ${spec.domains.length.toString()} domains`,
+    built,
+    WORKER_COUNTS.map((workers) => ({ workers, identities: 1 })),
   );
-  if (ONLY === "big") {
-    const big = spreadWorld(true);
-    await dimension(
-      base,
-      `worker processes, big domains: ${big.addresses.length.toString()} addresses over ${big.spec.domains.length.toString()} domains, one server IP each`,
-      big,
-      WORKER_COUNTS.map((workers) => ({ workers, identities: 1 })),
+}
+
+async function egressSeries(base: string): Promise<void> {
+  const landed = egressLanded();
+  const provider = providerWorld();
+  const identities = landed ? IDENTITY_COUNTS : IDENTITY_COUNTS.filter((n) => n === 1);
+  // Two workers at most: one IP's few slots keep any more idle.
+  const workers = Math.max(1, ...WORKER_COUNTS.filter((n) => n <= 2));
+  await dimension(
+    base,
+    `egress identities: ${provider.addresses.length.toString()} addresses of ${provider.spec.domains.length.toString()} tenant domains on one provider IP, ${workers.toString()} worker(s)`,
+    provider,
+    identities.map((n) => ({ workers, identities: n })),
+  );
+  if (!landed)
+    console.log(
+      `  egress identities ${IDENTITY_COUNTS.filter((n) => n > 1).join(", ")}: unmeasured (SMTP_EGRESS is not read by src/config yet)`,
     );
-    return;
-  }
-  if (ONLY !== "egress") {
-    const spread = spreadWorld();
-    await dimension(
-      base,
-      `worker processes: ${spread.addresses.length.toString()} addresses over ${spread.spec.domains.length.toString()} domains, one server IP each`,
-      spread,
-      WORKER_COUNTS.map((workers) => ({ workers, identities: 1 })),
-    );
-  }
-  if (ONLY !== "workers") {
-    const provider = providerWorld();
-    const identities = landed ? IDENTITY_COUNTS : IDENTITY_COUNTS.filter((n) => n === 1);
-    // Two workers at most: one IP's few slots keep any more idle.
-    const workers = Math.max(1, ...WORKER_COUNTS.filter((n) => n <= 2));
-    await dimension(
-      base,
-      `egress identities: ${provider.addresses.length.toString()} addresses of ${provider.spec.domains.length.toString()} tenant domains on one provider IP, ${workers.toString()} worker(s)`,
-      provider,
-      identities.map((n) => ({ workers, identities: n })),
-    );
-    if (!landed)
-      console.log(
-        `  egress identities ${IDENTITY_COUNTS.filter((n) => n > 1).join(", ")}: unmeasured (SMTP_EGRESS is not read by src/config yet)`,
-      );
-  }
+}
+
+const SERIES: Record<string, (base: string) => Promise<void>> = {
+  workers: (base) => workerSeries(base, "one server IP per domain", spreadWorld()),
+  mixed: (base) => workerSeries(base, "the mixed world (shared provider IPs)", mixedWorld()),
+  big: (base) => workerSeries(base, "big domains, one server IP each", mixedWorld(true)),
+  egress: egressSeries,
+};
+
+async function run(base: string): Promise<void> {
+  const names = ONLY?.split(",") ?? ["workers", "egress"];
+  const unknown = names.filter((n) => !(n in SERIES));
+  if (unknown.length > 0)
+    throw new Error(`--only ${unknown.join(",")}: expected one of ${Object.keys(SERIES).join(", ")}`);
+  console.log(
+    `\nscale-out: PostgreSQL, WORKER_CONCURRENCY ${CONCURRENCY.toString()} and SMTP_MAX_CONNECTIONS_PER_HOST ` +
+      `${PER_HOST.toString()} per worker process, DATABASE_POOL_SIZE ${POOL_SIZE.toString()}`,
+  );
+  for (const name of names) await SERIES[name]!(base);
 }
 
 export async function benchScaleOut(): Promise<void> {

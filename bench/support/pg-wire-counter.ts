@@ -8,7 +8,10 @@
 // BEGIN/COMMIT) or one Execute ('E': the extended protocol of every parameterised query, whose
 // text arrived in the Parse ('P') before it). That is the unit counting-db.ts calls a round trip,
 // so the two figures compare. Statement texts are kept by counting-db's key (first 80 characters)
-// and classified the same way (write, lock, read, tx).
+// and classified the same way (write, lock, read, tx). With `labelTransaction`, each transaction
+// (BEGIN to COMMIT/ROLLBACK on one connection) is also tallied under the label it gets from its
+// statements' keys: what a transaction did shows only in the order of its statements, which the
+// counts by text lose.
 import { createServer, connect, type Server, type Socket } from "node:net";
 import { classify, statementKey, type StatementKind } from "./counting-db.ts";
 
@@ -20,8 +23,15 @@ export interface WireCounts {
   byKind: Record<StatementKind, number>;
   /** Statement text (counting-db's key) → how many times it ran. */
   texts: Map<string, number>;
+  /** labelTransaction's label → how many transactions got it. */
+  transactions: Map<string, number>;
   bytesToServer: number;
   bytesToClient: number;
+}
+
+export interface WireCounterOptions {
+  /** The label a finished transaction is tallied under, from its statements' keys in order (none: not tallied). */
+  labelTransaction?: (keys: readonly string[]) => string | undefined;
 }
 
 export interface WireCounter {
@@ -43,6 +53,7 @@ const empty = (): WireCounts => ({
   statements: 0,
   byKind: { write: 0, lock: 0, read: 0, tx: 0 },
   texts: new Map(),
+  transactions: new Map(),
   bytesToServer: 0,
   bytesToClient: 0,
 });
@@ -53,15 +64,28 @@ const cString = (b: Buffer, at: number): string => {
   return b.toString("utf8", at, end === -1 ? b.length : end);
 };
 
-export async function startWireCounter(target: { host: string; port: number }): Promise<WireCounter> {
+const BEGIN = /^\s*(begin|start transaction)\b/i;
+
+export async function startWireCounter(
+  target: { host: string; port: number },
+  opts: WireCounterOptions = {},
+): Promise<WireCounter> {
   let counts = empty();
   const sockets = new Set<Socket>();
 
-  const note = (text: string): void => {
+  /** Counts a statement; `tx` is its connection's open transaction (keys so far), returned as it is after. */
+  const note = (text: string, tx: string[] | null): string[] | null => {
     counts.statements++;
-    counts.byKind[classify(text)]++;
+    const kind = classify(text);
+    counts.byKind[kind]++;
     const key = statementKey(text);
     counts.texts.set(key, (counts.texts.get(key) ?? 0) + 1);
+    if (!opts.labelTransaction) return null;
+    if (kind !== "tx") return tx?.concat(key) ?? null;
+    if (BEGIN.test(text)) return [];
+    const label = tx && opts.labelTransaction(tx);
+    if (label) counts.transactions.set(label, (counts.transactions.get(label) ?? 0) + 1);
+    return null;
   };
 
   const server: Server = createServer((client) => {
@@ -73,6 +97,7 @@ export async function startWireCounter(target: { host: string; port: number }): 
     // Prepared statement name ("" = unnamed) → text; a Bind names the one the next Execute runs.
     const prepared = new Map<string, string>();
     let bound = "";
+    let tx: string[] | null = null;
     const parse = (chunk: Buffer): void => {
       counts.bytesToServer += chunk.length;
       pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
@@ -91,10 +116,10 @@ export async function startWireCounter(target: { host: string; port: number }): 
         const len = pending.readInt32BE(1);
         if (pending.length < 1 + len) return;
         const body = pending.subarray(5, 1 + len);
-        if (type === "Q") note(cString(body, 0));
+        if (type === "Q") tx = note(cString(body, 0), tx);
         else if (type === "P") prepared.set(cString(body, 0), cString(body, body.indexOf(0) + 1));
         else if (type === "B") bound = prepared.get(cString(body, body.indexOf(0) + 1)) ?? "";
-        else if (type === "E") note(bound);
+        else if (type === "E") tx = note(bound, tx);
         pending = pending.subarray(1 + len);
       }
     };
@@ -119,7 +144,12 @@ export async function startWireCounter(target: { host: string; port: number }): 
   return {
     host: "127.0.0.1",
     port,
-    read: () => ({ ...counts, byKind: { ...counts.byKind }, texts: new Map(counts.texts) }),
+    read: () => ({
+      ...counts,
+      byKind: { ...counts.byKind },
+      texts: new Map(counts.texts),
+      transactions: new Map(counts.transactions),
+    }),
     reset: () => void (counts = empty()),
     close: () =>
       new Promise<void>((resolve) => {

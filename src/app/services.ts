@@ -110,6 +110,7 @@ export function buildServices(opts: ServiceOptions): Services {
     // A request has no later to defer to: with every identity resting, the server answers.
     ...gateEgressFrom(config.verify),
     whenAllResting: "try",
+    priority: "realtime",
   });
   // One set of idle SMTP connections per process, shared by the realtime and the batch engine:
   // both reach the same server IPs, and a connection one leaves idle serves the other's next domain.

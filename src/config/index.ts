@@ -118,6 +118,8 @@ export interface WorkerConfig {
   concurrency: number;
   /** Cluster-wide limit of concurrent SMTP sessions to one MX host. */
   maxConnectionsPerHost: number;
+  /** Cluster-wide cap on the groups (SMTP sessions) one user's tasks run at once; 0 = none. */
+  maxSessionsPerUser: number;
   /** Delays before re-verifying a greylisted / temporarily failed address, one per retry. */
   retryDelaysMs: number[];
   /** Delays before retrying an address whose host was unreachable or whose DNS failed. */
@@ -331,6 +333,9 @@ function loadWorkerConfig(env: Record<string, string | undefined>): Readonly<Wor
   return Object.freeze({
     concurrency: intVar(env, "WORKER_CONCURRENCY", 16, 1, 1000),
     maxConnectionsPerHost: intVar(env, "SMTP_MAX_CONNECTIONS_PER_HOST", 2, 1, 100),
+    // The fair order already gives a waiting user the next free sessions; a cap also keeps a
+    // share free for users who have not arrived yet, at the cost of idle sessions when one is alone.
+    maxSessionsPerUser: intVar(env, "MAX_SESSIONS_PER_USER", 0, 0, 100_000),
     // Greylisting windows are typically 5-15 minutes; an immediate retry never helps.
     retryDelaysMs: secondsList(env, "VERIFY_RETRY_DELAYS", [300, 900, 1800]),
     // Unreachable hosts and DNS failures: retry soon, give up within minutes (a dead domain must

@@ -1,20 +1,26 @@
 import type { Database } from "../db/client.ts";
 import {
+  endHostWait,
   extendHostSlots,
+  hostsWaitedFor,
   releaseHostSlot,
   restEgress,
   restingEgress,
   tryAcquireHostSlot,
+  waitForHostSlot,
 } from "../db/queries/host-slots.ts";
 import type { Clock } from "../lib/clock.ts";
 import { sleep } from "../lib/sleep.ts";
 import { KeyedSemaphore, type HostGate, type HostSlot, type SlotWish } from "../verify/index.ts";
 
-/** The host had no free slot within the wait: the group goes back to the queue for a moment. */
 /** The earliest end among the rests. */
 const firstWake = (resting: ReadonlyMap<string, Date>): Date | null =>
   [...resting.values()].reduce<Date | null>((min, d) => (min === null || d < min ? d : min), null);
 
+/** Best effort: a wait not recorded (the database is down) only loses the request its priority. */
+const say = (write: Promise<void>): Promise<void> => write.catch(() => undefined);
+
+/** The host had no free slot within the wait: the group goes back to the queue for a moment. */
 export class HostBusyError extends Error {
   override name = "HostBusyError";
   constructor(
@@ -74,9 +80,17 @@ export interface PgHostGateOptions {
    * (a realtime request has no later: the server's own answer is the best it can get).
    */
   whenAllResting?: "defer" | "try";
+  /**
+   * "realtime": a request that finds a host full says so (smtp_host_waits) while it waits, and
+   * the worker pools leave that host's next free slot to it. "batch" (default): takes no slot at
+   * a host a realtime request waits for.
+   */
+  priority?: "realtime" | "batch";
 }
 
 export interface PgHostGate extends HostGate {
+  /** Slots of one server IP over every egress identity: held this many times, it is saturated. */
+  readonly slotsPerAddress: number;
   /** Renews the slots this process's sessions hold. */
   heartbeat(): Promise<void>;
   /**
@@ -89,6 +103,9 @@ export interface PgHostGate extends HostGate {
 // A rest read from the database stands for this long: an acquire per session would otherwise
 // add a statement per session with several identities.
 const RESTS_TTL_MS = 1_000;
+// How stale the batch side's list of hosts with a waiting realtime request may be: one read per
+// this long per process, not one per session end.
+const WAITS_TTL_MS = 250;
 const DEFAULT_REST_MS = 15 * 60_000;
 
 /**
@@ -109,6 +126,25 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
   // Identity → end of its rest, per provider.
   const rests = new Map<string, { at: number; resting: Map<string, Date> }>();
   let turn = 0;
+  // Realtime waits of this process, numbered: each request's wait is a row of its own.
+  let waits = 0;
+  const waited = { hosts: new Set<string>(), readAt: -Infinity, reading: false };
+
+  /** Whether a realtime request waits at `host` (batch gates only), from a list at most WAITS_TTL_MS old. */
+  function realtimeWaitsAt(host: string): boolean {
+    const now = o.clock.now();
+    if (!waited.reading && now.getTime() - waited.readAt >= WAITS_TTL_MS) {
+      waited.reading = true;
+      void hostsWaitedFor(o.db, now)
+        .then((hosts) => {
+          waited.hosts = hosts;
+          waited.readAt = now.getTime();
+        })
+        .catch(() => undefined)
+        .finally(() => (waited.reading = false));
+    }
+    return waited.hosts.has(host);
+  }
   const localHolders = (egress: string, host: string): number => local.holders(keyOf(egress, host));
 
   async function restingFor(provider: string, host: string): Promise<Map<string, Date>> {
@@ -138,6 +174,7 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
   }
 
   return {
+    slotsPerAddress: o.slotsPerHost * identities.length,
     isSaturated: (host) => identities.every((e) => localHolders(e, host) >= o.slotsPerHost),
     async acquire(host, signal, wish) {
       const candidates = await candidatesOf(host, wish);
@@ -188,26 +225,52 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
     signal: AbortSignal | undefined,
   ): Promise<HostSlot> {
     const deadline = Date.now() + o.maxWaitMs;
-    for (let pause = 25; ; pause = Math.min(pause * 2, 250)) {
-      const mine = await tryTake(host, egress, leave);
-      if (mine !== null) return mine;
-      for (const other of others) {
-        if (localHolders(other, host) >= o.slotsPerHost) continue;
-        const leaveOther = await local.acquire(keyOf(other, host), signal);
-        const theirs = await tryTake(host, other, leaveOther).catch((error: unknown) => {
-          leaveOther();
-          throw error;
-        });
-        if (theirs === null) {
-          leaveOther();
-          continue;
+    const waiter = `${o.holder}#${(waits++).toString()}`;
+    let waiting = false;
+    try {
+      for (let pause = 25; ; pause = Math.min(pause * 2, 250)) {
+        const taken = await takeAny(host, egress, leave, others, signal);
+        if (taken !== null) return taken;
+        if (Date.now() + pause > deadline) throw new HostBusyError(host, false);
+        if (o.priority === "realtime" && !waiting) {
+          waiting = true;
+          await say(waitForHostSlot(o.db, { host, waiter, until: new Date(deadline) }));
         }
-        leave();
-        return theirs;
+        await sleep(pause, signal);
       }
-      if (Date.now() + pause > deadline) throw new HostBusyError(host, false);
-      await sleep(pause, signal);
+    } finally {
+      if (waiting) await say(endHostWait(o.db, { host, waiter }, o.clock.now()));
     }
+  }
+
+  /**
+   * The cluster slot of `egress` (whose local place `leave` frees), or, while it has none free,
+   * of any `others` with local room; null when none is free now.
+   */
+  async function takeAny(
+    host: string,
+    egress: string,
+    leave: () => void,
+    others: readonly string[],
+    signal: AbortSignal | undefined,
+  ): Promise<HostSlot | null> {
+    const mine = await tryTake(host, egress, leave);
+    if (mine !== null) return mine;
+    for (const other of others) {
+      if (localHolders(other, host) >= o.slotsPerHost) continue;
+      const leaveOther = await local.acquire(keyOf(other, host), signal);
+      const theirs = await tryTake(host, other, leaveOther).catch((error: unknown) => {
+        leaveOther();
+        throw error;
+      });
+      if (theirs === null) {
+        leaveOther();
+        continue;
+      }
+      leave();
+      return theirs;
+    }
+    return null;
   }
 
   async function tryTake(host: string, egress: string, leave: () => void): Promise<HostSlot | null> {
@@ -219,6 +282,7 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
       holder: o.holder,
       now,
       expiresAt: new Date(now.getTime() + o.leaseMs),
+      yieldToWaiters: o.priority !== "realtime",
     }).catch((error: unknown) => {
       throw new SlotsUnavailableError(host, error);
     });
@@ -238,6 +302,7 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
         })
         .finally(leave);
     };
-    return Object.assign(release, { egress });
+    const keepIdle = o.priority === "realtime" ? undefined : () => !realtimeWaitsAt(host);
+    return Object.assign(release, { egress, keepIdle });
   }
 }

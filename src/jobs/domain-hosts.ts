@@ -40,15 +40,20 @@ export function createDomainHosts(isSaturated: (host: string) => boolean) {
       freed.clear();
       return domainsOfHosts(hosts);
     },
-    learn(domain: string, host: string): void {
+    /** Records where `domain` is served; true when that is news (unknown before, or moved). */
+    learn(domain: string, host: string): boolean {
+      if (hostOf.get(domain) === host) return false;
       forget(domain);
       hostOf.set(domain, host);
       const domains = domainsOf.get(host);
       if (domains) domains.add(domain);
       else domainsOf.set(host, new Set([domain]));
       if (hostOf.size > MAX_KNOWN) forget(hostOf.keys().next().value!);
+      return true;
     },
     knows: (domain: string): boolean => hostOf.has(domain),
+    /** Known hosts that pass `test`. */
+    hostsWhere: (test: (host: string) => boolean): string[] => [...domainsOf.keys()].filter(test),
     /** Known domains served by `host`, other than `domain`. */
     otherDomainsAt(host: string, domain: string): number {
       const domains = domainsOf.get(host);

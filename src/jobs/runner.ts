@@ -3,17 +3,8 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { WorkerConfig } from "../config/index.ts";
 import { isDatabaseUnavailable, type Database } from "../db/client.ts";
-import {
-  claimDomainGroup,
-  dropJobsOfCancelledTasks,
-  domainsAwaitingFirstSession,
-  extendLeases,
-  nextDueAt,
-  releaseExpiredLeases,
-  rescheduleJobs,
-  type JobRecord,
-} from "../db/queries/jobs.ts";
-import { markTasksStarted } from "../db/queries/tasks.ts";
+import { extendLeases, releaseExpiredLeases, rescheduleJobs, type JobRecord } from "../db/queries/jobs.ts";
+import { pruneDomainHosts } from "../db/queries/claims.ts";
 import type { Clock } from "../lib/clock.ts";
 import { sleep, yieldToEventLoop } from "../lib/sleep.ts";
 import type { Logger } from "../observability/logger.ts";
@@ -32,10 +23,12 @@ import {
 } from "./outcomes.ts";
 import { HostBusyError, SlotsUnavailableError, type PgHostGate } from "../hostslots/host-gate.ts";
 import { createDomainHosts } from "./domain-hosts.ts";
+import { claimNextGroup } from "./claim.ts";
+import { HostLearning } from "./host-learning.ts";
+import { IdleWait } from "./idle-wait.ts";
 import { recordGroup, rescheduleOf, type GroupsRecordedHandler } from "./record-results.ts";
 
-/** Most jobs one claim takes: one SMTP session runs them in transactions of SMTP_MAX_RCPT. */
-export const CLAIM_GROUP_MAX = 200;
+export { CLAIM_GROUP_MAX } from "./claim.ts";
 
 /**
  * How often a worker looks for tasks whose jobs are all closed but that were never finished (a
@@ -43,13 +36,8 @@ export const CLAIM_GROUP_MAX = 200;
  */
 const LEFT_UNFINISHED_SWEEP_MS = 30_000;
 
-/** How often, at most, and how many domains at a time, the pool learns mail hosts ahead. */
-const HOSTS_AHEAD_EVERY_MS = 1_000;
-const HOSTS_AHEAD_MAX = 500;
-const HOSTS_AHEAD_PARALLEL = 8;
-
-/** Shortest idle wait: a clock that stands still (tests) must not turn the wait into a busy loop. */
-const MIN_IDLE_WAIT_MS = 20;
+/** Where a domain's mail is served changes rarely; a row not learnt again for this long is dropped. */
+const DOMAIN_HOSTS_KEPT_MS = 24 * 3_600_000;
 
 export interface WorkerPoolDeps {
   db: Database;
@@ -97,6 +85,21 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
   const domainHosts = createDomainHosts(
     (address) => deps.gate.isSaturated(address) && deps.engine.idleConnections(address) === 0,
   );
+  const idle = new IdleWait({
+    db,
+    clock,
+    logger: log,
+    pollIntervalMs: config.pollIntervalMs,
+    stopping: stopping.signal,
+  });
+  const learning = new HostLearning({
+    db,
+    clock,
+    logger: log,
+    engine: deps.engine,
+    hosts: domainHosts,
+    stopping: stopping.signal,
+  });
   const schedules = { deferredMs: config.retryDelaysMs, unreachableMs: config.unreachableRetryDelaysMs };
   const recordRetryDelaysMs = deps.recordRetryDelaysMs ?? RECORD_RETRY_DELAYS_MS;
   // Jobs claimed by this pool and not yet recorded or handed back: the only ones the heartbeat
@@ -115,45 +118,6 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
   const takeTurn = (): Promise<void> => (lastTurn = lastTurn.then(yieldToEventLoop));
   let timers: NodeJS.Timeout[] = [];
   let paused: string | null = null;
-  // Ends the main loop's idle wait early. A claim that found nothing due may have skipped the
-  // domains of a saturated host; when one of our sessions there ends, that host has a slot (and
-  // an idle connection) for them now, and a poll would leave both unused for up to
-  // WORKER_POLL_INTERVAL_MS: at the provider hosting most of a list, that gap after every
-  // session made the tail of the pass twice as long as its bound.
-  let wakeIdle: (() => void) | null = null;
-
-  /**
-   * How long to wait after a claim found nothing: until the first pending job falls due (a retry
-   * chain's next step), at most WORKER_POLL_INTERVAL_MS. Work already due was skipped (its host is
-   * saturated): a session's end wakes the wait for it.
-   */
-  async function idleWaitMs(): Promise<number> {
-    try {
-      const due = await nextDueAt(db);
-      const ms = due === null ? Infinity : due.getTime() - clock.now().getTime();
-      return ms <= 0
-        ? config.pollIntervalMs
-        : Math.max(MIN_IDLE_WAIT_MS, Math.min(config.pollIntervalMs, ms));
-    } catch {
-      return config.pollIntervalMs;
-    }
-  }
-
-  /** Waits `ms`, or until a session of ours ends, or until the pool stops. */
-  function idleWait(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        stopping.signal.removeEventListener("abort", done);
-        if (wakeIdle === done) wakeIdle = null;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      stopping.signal.addEventListener("abort", done, { once: true });
-      wakeIdle = done;
-    });
-  }
-
   /** The pause reason now; logs when claiming stops and when it resumes. */
   function claimPaused(): string | null {
     const reason = deps.claimPause?.() ?? null;
@@ -196,45 +160,8 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
    * (first-touch.ts). The resolution is the engine's cached one, which the session reads next.
    */
   async function atCrowdedHost(domain: string): Promise<boolean> {
-    const host = await learnHost(domain);
+    const host = await learning.learn(domain);
     return host !== null && domainHosts.otherDomainsAt(host, domain) >= CROWDED_HOST_DOMAINS;
-  }
-
-  /** The domain's first mail host address from the engine's (cached) resolution, learnt; null if none. */
-  async function learnHost(domain: string): Promise<string | null> {
-    try {
-      const resolution = await deps.engine.resolveDomain(domain);
-      const host = resolution.kind === "mail_hosts" ? resolution.hosts[0]?.addresses[0] : undefined;
-      if (host === undefined) return null;
-      domainHosts.learn(domain, host);
-      return host;
-    } catch {
-      // The session resolves again and reports what failed.
-      return null;
-    }
-  }
-
-  // The mail hosts of domains still waiting for their first session, learnt ahead (their DNS is
-  // looked up once either way: the session reads the engine's cache). Without it, a host that
-  // just freed a slot is offered only the domains a session or a claim had already taught us, so
-  // at a provider serving a fifth of a list its free slot went to a known domain's rest while
-  // its untouched domains (one of which may defer) waited for the pass to reach them.
-  let learningSince = 0;
-  let learning: Promise<void> | null = null;
-  let learntUpTo = "";
-  function learnHostsAhead(): void {
-    const now = clock.now();
-    if (learning !== null || now.getTime() - learningSince < HOSTS_AHEAD_EVERY_MS) return;
-    learningSince = now.getTime();
-    learning = (async () => {
-      const page = await domainsAwaitingFirstSession(db, now, learntUpTo, HOSTS_AHEAD_MAX);
-      learntUpTo = page.length < HOSTS_AHEAD_MAX ? "" : page[page.length - 1]!;
-      const domains = page.filter((d) => !domainHosts.knows(d));
-      for (let i = 0; i < domains.length && !stopping.signal.aborted; i += HOSTS_AHEAD_PARALLEL)
-        await Promise.all(domains.slice(i, i + HOSTS_AHEAD_PARALLEL).map(learnHost));
-    })()
-      .catch((err: unknown) => log.warn({ err }, "learning mail hosts ahead failed"))
-      .finally(() => (learning = null));
   }
 
   async function verify(jobs: JobRecord[]): Promise<JobOutcome[]> {
@@ -256,12 +183,13 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
       }
       const host = results.find((r) => r.hostAddress)?.hostAddress;
       if (host) {
-        domainHosts.learn(domain, host);
+        learning.taught(domain, host);
         domainHosts.markFreed(host);
-        wakeIdle?.();
+        // That host has a slot (and an idle connection) for the domains a claim skipped.
+        idle.wake();
       }
     } catch (error) {
-      if (error instanceof HostBusyError) domainHosts.learn(domain, error.host);
+      if (error instanceof HostBusyError) learning.taught(domain, error.host);
       const failure = groupFailureOf(error);
       if (failure.kind === "internal")
         log.error({ err: error, domain, jobs: jobs.length }, "verifying a group failed");
@@ -332,38 +260,19 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
   }
 
   async function claim(): Promise<JobRecord[]> {
-    learnHostsAhead();
+    learning.learnAhead();
     const now = clock.now();
-    const base = {
+    const jobs = await claimNextGroup(db, {
       worker: workerId,
       now,
       leaseUntil: new Date(now.getTime() + config.leaseMs),
-      max: CLAIM_GROUP_MAX,
+      slotsPerHost: deps.gate.slotsPerAddress,
+      maxSessionsPerUser: config.maxSessionsPerUser,
       skipDomains: domainHosts.domainsToSkip(),
-    };
-    // A host whose session just ended has a free slot: give it to another of its domains first,
-    // so the busiest providers (the bottleneck of a list) never sit idle.
-    const preferred = domainHosts.domainsOfFreedHosts();
-    // One transaction: if marking the tasks started fails, the claim is undone too, so no job is
-    // left leased to a group that never runs. It locks jobs before tasks, against the global
-    // order (docs/locking.md), safely: SKIP LOCKED never waits for a job, and the only tasks it
-    // waits for are ones not started yet, whose lockers (a cancel) wait for no pending job.
-    const jobs = await db.transaction(async (tx) => {
-      let claimed =
-        preferred.length > 0 ? await claimDomainGroup(tx, { ...base, onlyDomains: preferred }) : [];
-      if (claimed.length === 0) claimed = await claimDomainGroup(tx, base);
-      if (claimed.length === 0) return claimed;
-      await markTasksStarted(tx, [...new Set(claimed.map((j) => j.taskId))], now);
-      // No job of a cancelled task runs: one a lease sweep or a lost write put back after the
-      // cancel, or one taken while a cancel of its task was committing, when the update above had
-      // to wait for that cancel's task lock. A claim that committed first is in flight: it
-      // finishes and is billed like any group running at the cancel.
-      const dropped = await dropJobsOfCancelledTasks(
-        tx,
-        claimed.map((j) => j.id),
-        now,
-      );
-      return dropped.size > 0 ? claimed.filter((j) => !dropped.has(j.id)) : claimed;
+      // A host whose session just ended has a free slot: first among equals for its other
+      // domains, so the busiest providers (the bottleneck of a list) never sit idle.
+      preferDomains: domainHosts.domainsOfFreedHosts(),
+      idleHosts: domainHosts.hostsWhere((host) => deps.engine.idleConnections(host) > 0),
     });
     for (const job of jobs) inFlight.add(job.id);
     return jobs;
@@ -396,9 +305,10 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
         if (failures > 0) log.info({ failures }, "claiming works again");
         failures = 0;
         if (jobs.length === 0) {
-          await idleWait(await idleWaitMs());
+          await idle.afterEmptyClaim();
           continue;
         }
+        idle.claimed();
         track(verifyAndRecord(jobs));
       } catch (err) {
         if (stopping.signal.aborted) break;
@@ -432,12 +342,17 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
           const until = new Date(clock.now().getTime() + config.leaseMs);
           await Promise.all([extendLeases(db, workerId, [...inFlight], until), deps.gate.heartbeat()]);
         }),
-        every(Math.max(1_000, config.leaseMs / 2), () => releaseExpiredLeases(db, clock.now())),
+        every(Math.max(1_000, config.leaseMs / 2), async () => {
+          // A dead worker's jobs are due again: nobody announced them.
+          if ((await releaseExpiredLeases(db, clock.now())) > 0) idle.wake();
+        }),
         every(LEFT_UNFINISHED_SWEEP_MS, async () => {
           const finished = await deps.onGroupsRecorded.finishTasksLeftUnfinished(db, clock.now());
           for (const taskId of finished) log.warn({ taskId }, "finished a task a crash had left unfinished");
+          await pruneDomainHosts(db, new Date(clock.now().getTime() - DOMAIN_HOSTS_KEPT_MS));
         }),
       ];
+      idle.start();
       loop = mainLoop();
       log.info({ concurrency: config.concurrency }, "worker pool started");
     },
@@ -448,7 +363,8 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
       const cut = setTimeout(() => sessions.abort(), deadlineMs);
       await loop;
       await Promise.allSettled([...active]);
-      await learning;
+      await learning.idle();
+      await idle.stop();
       clearTimeout(cut);
       for (const t of timers) clearInterval(t);
       log.info("worker pool stopped");

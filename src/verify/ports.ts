@@ -23,8 +23,12 @@ export interface SlotWish {
   provider: string;
 }
 
-/** Frees the slot (idempotent); `egress` names the identity it was taken for (absent: the first wished). */
-export type HostSlot = (() => void) & { readonly egress?: string };
+/**
+ * Frees the slot (idempotent); `egress` names the identity it was taken for (absent: the first
+ * wished). `keepIdle`, when present and false, says the slot is wanted elsewhere (a realtime
+ * request waits at the server): a session ending well closes its connection instead of parking it.
+ */
+export type HostSlot = (() => void) & { readonly egress?: string; readonly keepIdle?: () => boolean };
 
 /** Why an identity rests for a provider: the provider blocklists or throttles it. */
 export type RestReason = "ip_blocklisted" | "rate_limited";

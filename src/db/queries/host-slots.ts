@@ -13,7 +13,16 @@ import type { Queryable } from "../client.ts";
  */
 export async function tryAcquireHostSlot(
   q: Queryable,
-  a: { egress?: string; host: string; slots: number; holder: string; now: Date; expiresAt: Date },
+  a: {
+    egress?: string;
+    host: string;
+    slots: number;
+    holder: string;
+    now: Date;
+    expiresAt: Date;
+    /** Take nothing while a realtime request waits for this host (smtp_host_waits). */
+    yieldToWaiters?: boolean;
+  },
 ): Promise<number | null> {
   const egress = a.egress ?? "";
   await q.query(
@@ -26,11 +35,12 @@ export async function tryAcquireHostSlot(
     `update smtp_host_slots s set holder = $4, expires_at = $6
        from (select egress, host, slot from smtp_host_slots
               where egress = $1 and host = $2 and slot < $3 and (holder is null or expires_at < $5)
+                and not ($7 and exists (select 1 from smtp_host_waits w where w.host = $2 and w.until >= $5))
               order by slot limit 1
               for update skip locked) free
       where s.egress = free.egress and s.host = free.host and s.slot = free.slot
      returning s.slot`,
-    [egress, a.host, a.slots, a.holder, a.now, a.expiresAt],
+    [egress, a.host, a.slots, a.holder, a.now, a.expiresAt, a.yieldToWaiters === true],
   );
   return rows[0]?.slot ?? null;
 }
@@ -86,4 +96,38 @@ export async function restEgress(
        set until = greatest(smtp_egress_rests.until, excluded.until), reason = excluded.reason`,
     [r.egress, r.provider, r.until, r.reason],
   );
+}
+
+/** `waiter` (a realtime request) waits for a slot of `host` until `until`. */
+export async function waitForHostSlot(
+  q: Queryable,
+  w: { host: string; waiter: string; until: Date },
+): Promise<void> {
+  await q.query(
+    `insert into smtp_host_waits (host, waiter, until) values ($1, $2, $3)
+     on conflict (host, waiter) do update set until = excluded.until`,
+    [w.host, w.waiter, w.until],
+  );
+}
+
+/** `waiter` no longer waits for `host`; waits whose deadline passed go too. */
+export async function endHostWait(
+  q: Queryable,
+  w: { host: string; waiter: string },
+  now: Date,
+): Promise<void> {
+  await q.query("delete from smtp_host_waits where (host = $1 and waiter = $2) or until < $3", [
+    w.host,
+    w.waiter,
+    now,
+  ]);
+}
+
+/** The server IPs some realtime request waits for now. */
+export async function hostsWaitedFor(q: Queryable, now: Date): Promise<Set<string>> {
+  const { rows } = await q.query<{ host: string }>(
+    "select distinct host from smtp_host_waits where until >= $1",
+    [now],
+  );
+  return new Set(rows.map((r) => r.host));
 }

@@ -30,7 +30,7 @@ export interface JobRecord {
   updatedAt: Date;
 }
 
-interface JobRow {
+export interface JobRow {
   id: string;
   task_id: string;
   user_id: string | null;
@@ -112,7 +112,14 @@ export const CLAIM_FIRST_CHUNK = 50;
 export const claimLaneOf = (rank: number): number =>
   rank < CLAIM_FIRST_CHUNK ? CLAIM_LANE.firstChunk : CLAIM_LANE.bulk;
 
-/** All jobs of a task in one statement (array parameters, not one round trip per job). */
+/** NOTIFY channel of new jobs: an idle worker wakes to claim them (src/jobs/idle-wait.ts). */
+export const JOBS_DUE_CHANNEL = "mailprobe_jobs_due";
+
+/**
+ * All jobs of a task in one statement (array parameters, not one round trip per job), announced
+ * on JOBS_DUE_CHANNEL when the transaction commits (NOTIFY is transactional; one per transaction
+ * however many inserts, as PostgreSQL folds equal notifications).
+ */
 export async function insertJobs(
   q: Queryable,
   taskId: string,
@@ -137,60 +144,7 @@ export async function insertJobs(
       jobs.map((j) => j.claimLane),
     ],
   );
-}
-
-/**
- * Claims up to `max` due pending jobs of ONE domain, in one statement: SKIP LOCKED lets any
- * number of workers claim concurrently without waiting on each other, the attempt is counted at
- * claim time, and the lease says until when the job is ours.
- *
- * The domain is the one of the first due job in claim order (lane, then run_after: see
- * CLAIM_LANE). A first-chunk target takes only that domain's first chunk (and any due retry of
- * it), so a big domain's first session does not carry its bulk; a retry or bulk target takes
- * every due job of the domain, lanes in order, so a deferring domain's retries and its
- * still-untried addresses share one session. `onlyDomains` (the domains of a host that just
- * freed a slot) only ever offers work of the best lane due anywhere: a freed host's next bulk
- * never goes before another domain's first session or a due retry.
- */
-export async function claimDomainGroup(
-  q: Queryable,
-  c: {
-    worker: string;
-    now: Date;
-    leaseUntil: Date;
-    max: number;
-    skipDomains?: string[];
-    onlyDomains?: string[];
-  },
-): Promise<JobRecord[]> {
-  const { rows } = await q.query<JobRow>(
-    `with target as (
-       select domain, claim_lane from email_jobs
-        where status = 'pending' and run_after <= $2 and not (domain = any($5::text[]))
-          and ($6::text[] is null or (domain = any($6::text[]) and claim_lane <= (
-                select b.claim_lane from email_jobs b
-                 where b.status = 'pending' and b.run_after <= $2 and not (b.domain = any($5::text[]))
-                 order by b.claim_lane, b.run_after
-                 limit 1)))
-        order by claim_lane, run_after
-        limit 1
-        for update skip locked
-     ), picked as (
-       select j.id from email_jobs j, target t
-        where j.status = 'pending' and j.run_after <= $2 and j.domain = t.domain
-          and (t.claim_lane <> $7 or j.claim_lane <= $7)
-        order by j.claim_lane, j.run_after, j.task_id, j.position
-        limit $4
-        for update of j skip locked
-     )
-     update email_jobs j
-        set status = 'processing', attempts = j.attempts + 1, locked_by = $1, locked_until = $3, updated_at = $2
-       from picked
-      where j.id = picked.id
-     returning j.*`,
-    [c.worker, c.now, c.leaseUntil, c.max, c.skipDomains ?? [], c.onlyDomains ?? null, CLAIM_LANE.firstChunk],
-  );
-  return rows.map(toJob);
+  await q.query("select pg_notify($1, '')", [JOBS_DUE_CHANNEL]);
 }
 
 /**
@@ -218,18 +172,26 @@ export async function extendLeases(
 }
 
 /**
- * A crashed or killed worker's jobs return to pending once its lease has run out. A job being
- * written right now is skipped (its writer settles it; if not, the next sweep takes it).
+ * A crashed or killed worker's jobs return to pending once its lease has run out, or end
+ * `cancelled` when their task was cancelled meanwhile: the claim reads open tasks only, so a
+ * cancelled task's job put back to pending would stay there. A job being written right now is
+ * skipped (its writer settles it; if not, the next sweep takes it).
  */
 export async function releaseExpiredLeases(q: Queryable, now: Date): Promise<number> {
   const { rowCount } = await q.query(
-    `update email_jobs set status = 'pending', locked_by = null, locked_until = null, updated_at = $1
-      where id in (select id from email_jobs where status = 'processing' and locked_until < $1
-                    order by id for no key update skip locked)`,
+    `update email_jobs j
+        set status = ${PENDING_UNLESS_CANCELLED}, locked_by = null, locked_until = null, updated_at = $1
+       from tasks t
+      where t.id = j.task_id
+        and j.id in (select id from email_jobs where status = 'processing' and locked_until < $1
+                      order by id for no key update skip locked)`,
     [now],
   );
   return rowCount;
 }
+
+/** A job handed back goes to pending, or ends cancelled when its task (`t`) was cancelled. */
+const PENDING_UNLESS_CANCELLED = "case when t.cancelled_at is null then 'pending' else 'cancelled' end";
 
 /** The retry schedule a rescheduled job consumes a step of (null: none, e.g. a busy host). */
 export type RetrySchedule = "deferred" | "unreachable";
@@ -245,7 +207,10 @@ export interface Reschedule {
   result: VerificationResult | null;
 }
 
-/** Puts jobs this worker holds back to pending (retry later), in one statement. */
+/**
+ * Puts jobs this worker holds back to pending (retry later), in one statement; those of a task
+ * cancelled meanwhile end cancelled instead (see releaseExpiredLeases).
+ */
 export async function rescheduleJobs(
   q: Queryable,
   jobs: Reschedule[],
@@ -255,7 +220,7 @@ export async function rescheduleJobs(
   if (jobs.length === 0) return 0;
   const { rowCount } = await q.query(
     `update email_jobs j
-        set status = 'pending', locked_by = null, locked_until = null, run_after = r.run_after,
+        set status = ${PENDING_UNLESS_CANCELLED}, locked_by = null, locked_until = null, run_after = r.run_after,
             last_error = r.error, updated_at = $2, attempts = j.attempts - r.refund::int,
             deferred_retries = j.deferred_retries + (r.schedule is not distinct from 'deferred')::int,
             unreachable_retries = j.unreachable_retries + (r.schedule is not distinct from 'unreachable')::int,
@@ -264,8 +229,8 @@ export async function rescheduleJobs(
             -- untried (busy host, shutdown, lost write) keeps its place.
             claim_lane = case when r.schedule is null then j.claim_lane else ${CLAIM_LANE.retry} end
        from unnest($1::uuid[], $4::timestamptz[], $5::text[], $6::boolean[], $7::text[], $8::jsonb[])
-              as r(id, run_after, error, refund, schedule, result)
-      where j.id = r.id and j.locked_by = $3 and j.status = 'processing'`,
+              as r(id, run_after, error, refund, schedule, result), tasks t
+      where j.id = r.id and j.locked_by = $3 and j.status = 'processing' and t.id = j.task_id`,
     [
       jobs.map((j) => j.id),
       now,

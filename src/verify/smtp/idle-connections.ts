@@ -9,6 +9,7 @@
 // ride in the same write as the RCPTs, so a shared transaction would save no round trip, and
 // front ends that attribute a message to one tenant (Exchange Online) refuse cross-tenant RCPTs.
 import { AbortedError } from "../abort.ts";
+import type { HostSlot } from "../ports.ts";
 import type { SmtpConnection } from "./connection.ts";
 
 /** What a later conversation must know to continue on a connection. */
@@ -34,7 +35,7 @@ export interface IdleConnection {
   egress: string;
   conn: SmtpConnection;
   /** Frees the host-gate slot the connection holds; called once, after the connection is closed. */
-  release: () => void;
+  release: HostSlot;
   state: ConnectionState;
 }
 

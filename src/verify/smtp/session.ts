@@ -332,7 +332,13 @@ async function runOneIdentity(
   } finally {
     req.signal?.removeEventListener("abort", onAbort);
     const idleConnections = deps.idle;
-    if (park && politeEnd && idleConnections !== undefined && parkable(conn, live, config, req.signal)) {
+    if (
+      park &&
+      politeEnd &&
+      idleConnections !== undefined &&
+      parkable(conn, live, config, req.signal) &&
+      release.keepIdle?.() !== false
+    ) {
       idleConnections.put(idleOf(address, identity.id, conn, release, live, report));
     } else {
       // QUIT is polite but its 221 tells us nothing: the caller gets the report now and the
@@ -445,7 +451,7 @@ function idleOf(
   address: string,
   egress: string,
   conn: SmtpConnection,
-  release: () => void,
+  release: HostSlot,
   live: LiveConnection,
   report: SessionReport,
 ): IdleConnection {
@@ -510,7 +516,7 @@ async function endConnection(conn: SmtpConnection, polite: boolean, config: Sess
 
 type Opened = {
   conn: SmtpConnection;
-  release: () => void;
+  release: HostSlot;
   address: string;
   identity: EgressIdentity;
   live: LiveConnection;
@@ -571,12 +577,14 @@ async function openSession(
     }
 
     const greeted = await connectAndGreet(address, config, identity.connect, report, req.signal, failures);
+    // A connection that was open (closed before or at its banner) keeps its slot for the
+    // server's settle time, like every other close: the next host is another IP, so nothing waits.
     if (greeted.kind === "next") {
-      release();
+      void sleep(SERVER_SETTLE_MS).finally(release);
       continue;
     }
     if (greeted.kind === "failed") {
-      report.done = greeted.closed.finally(release);
+      report.done = greeted.closed.then(() => sleep(SERVER_SETTLE_MS)).finally(release);
       return null;
     }
     return { conn: greeted.conn, release, address, identity, live: freshConnection(config) };

@@ -3,7 +3,8 @@
 // health read from the real tables. Runs on PGlite and, with TEST_DATABASE_URL, on PostgreSQL.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { claimDomainGroup, rescheduleJobs } from "../../../src/db/queries/jobs.ts";
+import { rescheduleJobs } from "../../../src/db/queries/jobs.ts";
+import { claimNextGroup } from "../../../src/jobs/claim.ts";
 import {
   claimWebhookDeliveries,
   insertWebhookDelivery,
@@ -328,7 +329,7 @@ describe("queue health", () => {
 
     // A worker claims one domain's jobs (the real claim statement), then defers one of them.
     const now = new Date();
-    const claimed = await claimDomainGroup(q.db, {
+    const claimed = await claimNextGroup(q.db, {
       worker: "worker-test-1",
       now,
       leaseUntil: new Date(now.getTime() + 60_000),

@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import { after, before, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config/index.ts";
+import { releaseExpiredLeases } from "../../../src/db/queries/jobs.ts";
 import type { PgHostGate } from "../../../src/hostslots/host-gate.ts";
 import type { GroupsRecordedHandler } from "../../../src/jobs/record-results.ts";
 import { createWorkerPool, type WorkerPool } from "../../../src/jobs/runner.ts";
@@ -335,12 +336,17 @@ describe("POST /api/v1/tasks/{id}/cancel", () => {
     assert.equal(await p.pool.runOnce(), false);
   });
 
-  test("a job put back to pending after the cancel (expired lease) is dropped at the claim, never run", async () => {
+  test("a cancelled task's job whose worker died ends cancelled when its lease runs out, never run", async () => {
     const user = await ctx.createUser(10);
     const taskId = await createTask(user, ["v1@lease.test"]);
     const p = scriptedPool();
+    const now = ctx.services.clock.now();
+    await ctx.db.query(
+      "update email_jobs set status = 'processing', locked_by = 'dead', locked_until = $2 where task_id = $1",
+      [taskId, new Date(now.getTime() + 1_000)],
+    );
     assert.equal((await cancel(user, taskId)).statusCode, 200);
-    await ctx.db.query("update email_jobs set status = 'pending' where task_id = $1", [taskId]);
+    assert.equal(await releaseExpiredLeases(ctx.db, new Date(now.getTime() + 2_000)), 1);
     await drain(p);
     assert.equal(p.groups.includes("lease.test"), false);
     assert.deepEqual(await jobStatuses(taskId), { "v1@lease.test": "cancelled" });

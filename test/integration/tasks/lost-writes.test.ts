@@ -9,7 +9,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { after, before, test } from "node:test";
 import { createWorkerRole } from "../../../src/app/worker-role.ts";
 import { DatabaseUnavailableError, type Database, type Queryable } from "../../../src/db/client.ts";
-import { claimDomainGroup } from "../../../src/db/queries/jobs.ts";
+import { claimNextGroup } from "../../../src/jobs/claim.ts";
 import { createPgHostGate } from "../../../src/hostslots/host-gate.ts";
 import { waitForTaskFinished, worldEnv } from "../../support/batch.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
@@ -161,7 +161,7 @@ test("the heartbeat renews only jobs in flight: a job locked by this worker but 
   // of it is working on.
   const now = ctx.services.clock.now();
   const leaseUntil = new Date(now.getTime() + ctx.config.worker.leaseMs);
-  const orphaned = await claimDomainGroup(inner, { worker: "pool-lw", now, leaseUntil, max: 10 });
+  const orphaned = await claimNextGroup(inner, { worker: "pool-lw", now, leaseUntil, max: 10 });
   assert.equal(orphaned.length, 2);
   const role = createWorkerRole(ctx.services, { workerId: "pool-lw" });
   role.start();

@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { createWorkerRole } from "../../../src/app/worker-role.ts";
-import { claimDomainGroup, releaseExpiredLeases } from "../../../src/db/queries/jobs.ts";
+import { releaseExpiredLeases } from "../../../src/db/queries/jobs.ts";
+import { claimNextGroup } from "../../../src/jobs/claim.ts";
 import { worldEnv } from "../../support/batch.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
 import { createTestContext, ManualClock, type TestContext } from "../../support/test-app.ts";
@@ -54,7 +55,7 @@ async function jobRow(taskId: string) {
 async function crashWhileHolding(): Promise<void> {
   const now = clock.now();
   const leaseUntil = new Date(now.getTime() + ctx.config.worker.leaseMs);
-  const claimed = await claimDomainGroup(ctx.db, { worker: "doomed-worker", now, leaseUntil, max: 10 });
+  const claimed = await claimNextGroup(ctx.db, { worker: "doomed-worker", now, leaseUntil, max: 10 });
   assert.equal(claimed.length, 1);
   clock.advance(ctx.config.worker.leaseMs + 1_000);
   assert.equal(await releaseExpiredLeases(ctx.db, clock.now()), 1);
