@@ -8,6 +8,7 @@ import { benchFairness } from "./fairness.ts";
 import { benchFiles } from "./files.ts";
 import { benchReports } from "./reports.ts";
 import { benchScaleOut } from "./scale-out.ts";
+import { benchThrottle } from "./throttle.ts";
 import { benchUploads } from "./uploads.ts";
 import { benchVerifyEngine } from "./verify-engine.ts";
 import { benchVerifyHttp } from "./verify-http.ts";
@@ -18,6 +19,7 @@ const benches: Array<[string, () => Promise<void>]> = [
   ["world", benchEngineWorld],
   ["verify-http", benchVerifyHttp],
   ["batch", benchBatch],
+  ["throttle", benchThrottle],
   ["fairness", benchFairness],
   ["files", benchFiles],
   ["uploads", benchUploads],

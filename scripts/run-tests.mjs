@@ -32,6 +32,8 @@ const LONGEST_FILES = [
   "test/integration/cli/users.test.ts",
   "test/integration/faults/disk-full.test.ts",
   "test/integration/cli/client.test.ts",
+  "test/integration/tasks/pipeline.test.ts",
+  "test/integration/tasks/per-ip-limit.test.ts",
   "test/integration/tasks/crash-recovery.test.ts",
   "test/integration/cli/start-up.test.ts",
   "test/integration/faults/pg-restart.test.ts",

@@ -3,10 +3,7 @@
 
 import assert from "node:assert/strict";
 import { promises as dnsPromises } from "node:dns";
-import { once } from "node:events";
-import net from "node:net";
 import { after, before, describe, test } from "node:test";
-import tls from "node:tls";
 
 import { TCPClient } from "dns2";
 
@@ -21,6 +18,7 @@ import {
 } from "../support/mail-world/index.ts";
 import type { DomainSpec, MailWorld, WorldSpec } from "../support/mail-world/index.ts";
 import { errorLimits } from "../support/mail-world/rules.ts";
+import { RawSmtp } from "../support/raw-smtp.ts";
 
 const SPAMHAUS = "5.7.1 Service unavailable; Client host [127.0.0.1] blocked using zen.spamhaus.org";
 
@@ -196,133 +194,6 @@ async function rejectsWithCode(promise: Promise<unknown>, code: string): Promise
     assert.equal(error.code, code);
     return true;
   });
-}
-
-// ---------------------------------------------------------------------------------------------
-// A minimal SMTP client: reads whole (multi-line) replies, nothing more.
-
-interface Reply {
-  code: number;
-  lines: string[];
-  text: string;
-}
-
-class RawSmtp {
-  private buffer = "";
-  private closed = false;
-  private waiter: (() => void) | undefined;
-
-  private constructor(private socket: net.Socket) {
-    this.listen(socket);
-  }
-
-  private listen(socket: net.Socket): void {
-    socket.setEncoding("latin1");
-    socket.on("data", (chunk: string) => {
-      this.buffer += chunk;
-      this.wake();
-    });
-    socket.on("close", () => {
-      this.closed = true;
-      this.wake();
-    });
-    socket.on("error", () => undefined);
-  }
-
-  /** allowHalfOpen: keep writing after the server closed its side (to send what a client must not). */
-  static open(world: MailWorld, host: string, opts: { allowHalfOpen?: boolean } = {}): Promise<RawSmtp> {
-    return new Promise((resolve, reject) => {
-      const socket = net.connect({
-        port: world.smtpPort,
-        host: world.addressOf(host),
-        allowHalfOpen: opts.allowHalfOpen ?? false,
-      });
-      socket.once("connect", () => resolve(new RawSmtp(socket)));
-      socket.once("error", reject);
-    });
-  }
-
-  /** TLS handshake over the connection (after a 220 to STARTTLS); the simulator's cert is self-signed. */
-  async startTls(): Promise<tls.TLSSocket> {
-    const secure = tls.connect({ socket: this.socket, rejectUnauthorized: false });
-    await once(secure, "secureConnect");
-    this.socket = secure;
-    this.listen(secure);
-    return secure;
-  }
-
-  get isClosed(): boolean {
-    return this.closed;
-  }
-
-  write(raw: string): void {
-    this.socket.write(raw);
-  }
-
-  async command(line: string): Promise<Reply> {
-    this.write(`${line}\r\n`);
-    return this.reply();
-  }
-
-  /** The next complete reply; rejects if the server closes first or nothing comes in time. */
-  async reply(timeoutMs = 3000): Promise<Reply> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const reply = this.takeReply();
-      if (reply) return reply;
-      if (this.closed) throw new Error(`connection closed; unread: ${JSON.stringify(this.buffer)}`);
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`no reply within ${timeoutMs.toString()} ms`);
-      await this.wait(left);
-    }
-  }
-
-  async waitClosed(timeoutMs = 3000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!this.closed) {
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error("connection still open");
-      await this.wait(left);
-    }
-  }
-
-  destroy(): void {
-    this.socket.destroy();
-  }
-
-  private takeReply(): Reply | undefined {
-    const lines: string[] = [];
-    let offset = 0;
-    for (;;) {
-      const end = this.buffer.indexOf("\r\n", offset);
-      if (end < 0) return undefined;
-      const line = this.buffer.slice(offset, end);
-      offset = end + 2;
-      lines.push(line);
-      if (line.charAt(3) !== "-") break;
-    }
-    this.buffer = this.buffer.slice(offset);
-    const text = lines.map((l) => l.slice(4)).join("\n");
-    return { code: Number(lines[0]?.slice(0, 3)), lines, text };
-  }
-
-  private wait(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiter = undefined;
-        resolve();
-      }, ms);
-      this.waiter = () => {
-        clearTimeout(timer);
-        this.waiter = undefined;
-        resolve();
-      };
-    });
-  }
-
-  private wake(): void {
-    this.waiter?.();
-  }
 }
 
 /** Opens a session, checks the banner, says EHLO and starts a transaction. */

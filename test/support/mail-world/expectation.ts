@@ -9,9 +9,11 @@
 //    the verifier move on; if every host fails that way, the most preferred host's failure is the
 //    answer. Politeness traps are not truth: rateLimitAfterConnections > 0, maxRcptPerMessage,
 //    maxRcptPerConnection, the error limits (soft/hard, postfixErrorLimits), the PIPELINING
-//    setting, frontEndMaxConnections and tenantAttribution only punish a verifier that is not
-//    careful. startTls "require" is not truth either: a perfect verifier uses STARTTLS when
-//    offered. A host of a front end behaves as its front end's listener (rules.ts effectiveHost).
+//    setting, frontEndMaxConnections, tenantAttribution and a provider's RCPT quota
+//    (HostSpec.throttle: every address can be answered once the window slides) only punish a
+//    verifier that is not careful. startTls "require" is not truth either: a perfect verifier
+//    uses STARTTLS when offered. A host of a front end behaves as its front end's listener
+//    (rules.ts effectiveHost).
 // 3. The first host that reaches RCPT decides, in this order:
 //    a. its rcptReply if it has one (classified below);
 //    a'. closeOnRcpt for that local part: "421" -> its reply classified below (the stock Google

@@ -7,6 +7,7 @@ import type { DnsServerHandle } from "./dns-server.ts";
 import { createExpectation } from "./expectation.ts";
 import { routedHosts } from "./rules.ts";
 import { Greylist, SmtpHost, startSmtpHosts } from "./smtp-host.ts";
+import { RcptThrottles } from "./throttle.ts";
 import type { DomainSpec, HostCounters, HostSpec, MailWorld, WorldSpec } from "./types.ts";
 
 export type * from "./types.ts";
@@ -87,6 +88,7 @@ export function loopbackAddress(index: number): string {
 export async function startMailWorld(spec: WorldSpec, opts: StartOptions = {}): Promise<MailWorld> {
   const listeners = planListeners(planHosts(spec));
   const greylist = new Greylist();
+  const throttles = declaredThrottles(spec);
   /** Listeners by key (host name or front-end label), each once. */
   const hosts = new Map<string, SmtpHost>();
   /** Every name with an address, front-end members and labels included, to its listener. */
@@ -97,7 +99,15 @@ export async function startMailWorld(spec: WorldSpec, opts: StartOptions = {}): 
     const address = loopbackAddress(hosts.size);
     const latencyMs = listener.spec.latencyMs ?? spec.latencyMs ?? 0;
     const { key, domains } = listener;
-    const host = new SmtpHost({ name: key, spec: listener.spec, address, latencyMs, domains, greylist });
+    const host = new SmtpHost({
+      name: key,
+      spec: listener.spec,
+      address,
+      latencyMs,
+      domains,
+      greylist,
+      throttles,
+    });
     hosts.set(key, host);
     byName.set(key, host);
     for (const name of listener.names) {
@@ -115,7 +125,18 @@ export async function startMailWorld(spec: WorldSpec, opts: StartOptions = {}): 
     await Promise.all([...hosts.values()].map((h) => h.close()));
     throw error;
   }
-  return makeWorld(spec, dns, smtpPort, hosts, byName);
+  return makeWorld(spec, dns, smtpPort, hosts, byName, throttles);
+}
+
+/** The world's quotas, once every host's HostSpec.throttle is known to name one of them. */
+function declaredThrottles(spec: WorldSpec): RcptThrottles {
+  const throttles = new RcptThrottles(spec.throttles);
+  for (const domain of spec.domains) {
+    for (const host of domain.hosts ?? []) {
+      if (host.throttle !== undefined) throttles.assertDeclared(host.throttle, host.name);
+    }
+  }
+  return throttles;
 }
 
 function makeWorld(
@@ -124,6 +145,7 @@ function makeWorld(
   smtpPort: number,
   hosts: ReadonlyMap<string, SmtpHost>,
   byName: ReadonlyMap<string, SmtpHost>,
+  throttles: RcptThrottles,
 ): MailWorld {
   const host = (hostName: string): SmtpHost => {
     const found = byName.get(normalizeName(hostName));
@@ -145,7 +167,9 @@ function makeWorld(
     allCounters: () => new Map([...hosts].map(([key, h]) => [key, h.counters()])),
     resetCounters: () => {
       for (const h of hosts.values()) h.resetCounters();
+      throttles.resetCounters();
     },
+    throttleCounters: (name) => throttles.counters(name),
     dnsQueries: (type) => dns.queries(type),
     resetDnsQueries: () => dns.resetQueries(),
     expectation: createExpectation(spec),

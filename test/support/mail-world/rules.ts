@@ -4,7 +4,7 @@
 // real mail software.
 
 import { normalizeName } from "./dns-server.ts";
-import type { CloseOnRcpt, DomainSpec, FixedReply, HostSpec, ServerKind } from "./types.ts";
+import type { CloseOnRcpt, DomainSpec, FixedReply, HostSpec, ServerKind, ThrottleReply } from "./types.ts";
 
 /**
  * Real reply texts, for HostSpec/DomainSpec.unknownUserReply and blockExceptPostmaster ("%a" is
@@ -239,6 +239,36 @@ export function tooManyConnectionsReply(hostName: string, clientAddress: string)
 /** Exchange Online Protection's refusal of a recipient of another tenant in the same transaction. */
 export function crossTenantReply(hostName: string): FixedReply {
   return { code: 452, text: `4.5.3 Recipients belong to multiple regions ATTR38 [${hostName}]` };
+}
+
+/**
+ * A provider's refusal of a RCPT over its per-client-IP quota (ThrottleSpec). Modelled on what
+ * each provider sends when it throttles a client IP, as bounces and postmaster pages quote it:
+ * Gmail's "421 4.7.0 Try again later, closing connection." (Google's SMTP error reference, with
+ * the trace Gmail appends to every reply), Yahoo's "[TSS04] … unexpected volume or user
+ * complaints" (Yahoo Sender Hub's SMTP error codes) and Outlook.com's "451 4.7.650 … temporarily
+ * rate limited due to IP reputation … (S775)". A 421 closes the connection (smtp-server closes
+ * after any 421), Outlook's 451 does not.
+ */
+export function throttleReply(style: ThrottleReply, client: string, traceId: string): FixedReply {
+  switch (style) {
+    case "gmail":
+      return { code: 421, text: `4.7.0 Try again later, closing connection. ${traceId} - gsmtp` };
+    case "yahoo":
+      return {
+        code: 421,
+        text:
+          `4.7.0 [TSS04] Messages from ${client} temporarily deferred due to unexpected volume or user ` +
+          "complaints - 4.16.55.1; see https://postmaster.yahooinc.com/error-codes",
+      };
+    case "outlook":
+      return {
+        code: 451,
+        text:
+          `4.7.650 The mail server [${client}] has been temporarily rate limited due to IP reputation. ` +
+          "For e-mail delivery information, see https://aka.ms/postmaster (S775)",
+      };
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

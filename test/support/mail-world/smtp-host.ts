@@ -33,9 +33,11 @@ import {
   receivingTooQuicklyReply,
   roleExists,
   senderBlockReply,
+  throttleReply,
   tooManyConnectionsReply,
 } from "./rules.ts";
 import type { ErrorLimits } from "./rules.ts";
+import type { RcptThrottles } from "./throttle.ts";
 import type { ClientCounters, DomainSpec, FixedReply, HostCounters, HostSpec, ServerKind } from "./types.ts";
 
 /** What a persona needs to know to phrase a reply. `text` may hold several lines separated by "\n". */
@@ -299,6 +301,8 @@ export interface SmtpHostConfig {
   /** Domains routed to this host (MX target or A-only address; every member's, for a front end). */
   domains: readonly DomainSpec[];
   greylist: Greylist;
+  /** The world's quotas (HostSpec.throttle names one of them). */
+  throttles: RcptThrottles;
 }
 
 interface SessionState {
@@ -427,6 +431,7 @@ export class SmtpHost {
   private readonly pipelining: boolean;
   private readonly domains: Map<string, ServedDomain>;
   private readonly greylist: Greylist;
+  private readonly throttles: RcptThrottles;
   private readonly smtp: SMTPServer;
   private server: net.Server | undefined;
   private stats: HostCounters = emptyCounters();
@@ -446,6 +451,7 @@ export class SmtpHost {
     this.limits = errorLimits(config.spec);
     this.pipelining = config.spec.pipelining ?? this.persona.pipelining ?? true;
     this.greylist = config.greylist;
+    this.throttles = config.throttles;
     this.domains = new Map(config.domains.map((d) => [d.name.toLowerCase(), serve(d)]));
     this.smtp = this.createSmtpServer();
   }
@@ -866,6 +872,8 @@ export class SmtpHost {
     if (perConnection !== undefined && state.rcptInSession > perConnection) return TOO_MANY_RCPT;
     const max = this.spec.maxRcptPerMessage;
     if (max !== undefined && state.rcptInTransaction > max) return TOO_MANY_RCPT;
+    const throttled = this.throttled(state.client);
+    if (throttled) return throttled;
     if (this.spec.rcptReply) return this.spec.rcptReply;
     const recipient = address.address.toLowerCase();
     const at = recipient.lastIndexOf("@");
@@ -900,6 +908,14 @@ export class SmtpHost {
     const decision = this.mailboxDecision(domain, local, recipient);
     if (decision === undefined && this.spec.tenantAttribution) state.tenant ??= tenant;
     return decision;
+  }
+
+  /** The provider's refusal when the client's quota is used up; otherwise the RCPT is counted in it. */
+  private throttled(client: string): Reply | undefined {
+    const name = this.spec.throttle;
+    if (name === undefined) return undefined;
+    const style = this.throttles.refusal(name, client);
+    return style === undefined ? undefined : throttleReply(style, client, traceId());
   }
 
   private mailboxDecision(domain: ServedDomain, local: string, recipient: string): Reply | undefined {

@@ -146,6 +146,12 @@ export interface HostSpec {
    * HostCounters.crossTenantRefusals. A politeness trap, not truth.
    */
   tenantAttribution?: boolean;
+  /**
+   * The name of a WorldSpec.throttles entry this host belongs to: every host naming it (a
+   * provider's MX servers, each on its own IP) draws on one RCPT quota per client IP. A
+   * politeness trap, not truth. Default: no throttle.
+   */
+  throttle?: string;
 }
 
 /** A recipient that makes the host give up on the connection (DomainSpec.closeOnRcpt). */
@@ -250,10 +256,45 @@ export interface DomainSpec {
   closeOnRcpt?: CloseOnRcpt[];
 }
 
+/**
+ * Whose words a throttle refuses with (rules.ts throttleReply; <ip> is the client's address):
+ * - "gmail": "421 4.7.0 Try again later, closing connection. <trace> - gsmtp", then the host
+ *   closes the connection;
+ * - "yahoo": "421 4.7.0 [TSS04] Messages from <ip> temporarily deferred due to unexpected volume
+ *   or user complaints - 4.16.55.1; see https://postmaster.yahooinc.com/error-codes", then the
+ *   host closes the connection;
+ * - "outlook": "451 4.7.650 The mail server [<ip>] has been temporarily rate limited due to IP
+ *   reputation. For e-mail delivery information, see https://aka.ms/postmaster (S775)", for that
+ *   RCPT only: the connection stays open (and every further RCPT over the quota gets it too).
+ */
+export type ThrottleReply = "gmail" | "yahoo" | "outlook";
+
+/**
+ * A provider-wide recipient quota per client IP, as large providers keep one across all their
+ * mail servers: a sliding window of the RCPTs each client IP got through. A RCPT that would make
+ * it more than maxRcpts within the last windowMs gets the provider's throttle reply and is not
+ * counted in the window. "Got through" means answered by the mailbox logic, whatever the answer
+ * (250, 550, greylisting…): the provider meters the asking, not the mailboxes found. Refusals by
+ * a host's own per-connection or per-transaction caps happen before the quota and do not count.
+ * The windows belong to the running world, so they outlive sessions and tasks (and
+ * MailWorld.resetCounters()).
+ */
+export interface ThrottleSpec {
+  /** What hosts name in HostSpec.throttle, and MailWorld.throttleCounters takes. */
+  name: string;
+  /** RCPTs one client IP may get through within any windowMs. */
+  maxRcpts: number;
+  /** Length of the sliding window, in ms. */
+  windowMs: number;
+  reply: ThrottleReply;
+}
+
 export interface WorldSpec {
   domains: DomainSpec[];
   /** Default per-command reply latency in ms (0 in tests, 20 in benchmarks). */
   latencyMs?: number;
+  /** Provider-wide RCPT quotas per client IP, named by HostSpec.throttle. Default: none. */
+  throttles?: ThrottleSpec[];
 }
 
 /**
@@ -302,6 +343,25 @@ export interface ClientCounters {
   refusals: number;
 }
 
+/** What one throttle (ThrottleSpec) saw, since start or MailWorld.resetCounters(). */
+export interface ThrottleCounters {
+  /** RCPTs the quota let through, every client together. */
+  accepted: number;
+  /** RCPTs refused with the throttle reply, every client together. */
+  refusals: number;
+  /** The most RCPTs any one client had in its window at once (at most maxRcpts). */
+  maxInWindow: number;
+  /** The same per client IP (the address our connections came from). */
+  byClient: Record<string, ThrottleClientCounters>;
+}
+
+export interface ThrottleClientCounters {
+  accepted: number;
+  refusals: number;
+  /** The most RCPTs of this client in its window at once. */
+  maxInWindow: number;
+}
+
 export interface GreylistPass {
   recipient: string;
   sender: string;
@@ -334,7 +394,13 @@ export interface MailWorld {
    * summing them counts every connection once).
    */
   allCounters(): Map<string, HostCounters>;
+  /**
+   * Zeroes every host's and every throttle's counters. A throttle's windows stay as they are (a
+   * provider does not forget): each client's maxInWindow restarts at its current window.
+   */
   resetCounters(): void;
+  /** Counters of the named throttle (WorldSpec.throttles). */
+  throttleCounters(name: string): ThrottleCounters;
   /**
    * How many queries of one type ("A", "AAAA", "MX", "PTR", …) the DNS server received, by owner
    * name (lowercase, no trailing dot), since start or resetDnsQueries().
