@@ -37,7 +37,7 @@ import {
   type DomainSpec,
   type MailWorld,
 } from "../test/support/mail-world/index.ts";
-import { createTestContext, type TestContext, type TestUser } from "../test/support/test-app.ts";
+import { createTestContext } from "../test/support/test-app.ts";
 import { benchEngines } from "./support/bench-engines.ts";
 
 const LATENCY_MS = 20;
@@ -108,17 +108,6 @@ interface Figures {
   bigDoneWhenSmallFinished: number | null;
 }
 
-async function postTask(ctx: TestContext, user: TestUser, emails: string[]): Promise<string> {
-  const res = await ctx.app.inject({
-    method: "POST",
-    url: "/api/v1/tasks",
-    headers: ctx.bearer(user.apiKey),
-    payload: { emails },
-  });
-  if (res.statusCode !== 201) throw new Error(`task not created: ${res.statusCode.toString()} ${res.body}`);
-  return res.json<{ id: string }>().id;
-}
-
 async function run(db: Database, world: MailWorld, scenario: Scenario): Promise<Figures> {
   await migrate(db);
   const ctx = await createTestContext({
@@ -142,10 +131,10 @@ async function run(db: Database, world: MailWorld, scenario: Scenario): Promise<
   let bigId: string | null = null;
   let smallId: string | null = null;
   try {
-    if (scenario.big) bigId = await postTask(ctx, userA, bigList);
+    if (scenario.big) bigId = await ctx.createTask(userA, bigList);
     // Counted from A's 201, not its request: B must find A's whole list queued ahead of it.
     if (scenario.big && scenario.small !== null) await delay(SMALL_AFTER_MS);
-    if (scenario.small !== null) smallId = await postTask(ctx, userB, smallList);
+    if (scenario.small !== null) smallId = await ctx.createTask(userB, smallList);
     const ids = [bigId, smallId].filter((id): id is string => id !== null);
     // A task that misses the deadline is printed as not finished; the other may still have finished.
     const waits = await Promise.allSettled(

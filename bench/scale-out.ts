@@ -30,7 +30,7 @@
 //
 // Printed per run, first the scheduling figures: wall time, addresses/s, the bound, wall / bound,
 // the speed-up against the first row (W = 1), and the claims, counted on the wire: candidate reads
-// (claimCandidates, `with running as (`), group claims (claimDomainJobs, `with turn as (`),
+// (claimCandidate, `with running as (`), group claims (claimDomainJobs, `with turn as (`),
 // result-write transactions (record-results.ts writeBatch's `… for share` of the tasks, one per
 // transaction whatever its outcomes: the groups claimed), candidate reads − result writes (an
 // empty-claim estimate; it also counts a claim's second read after losing a domain's turn), and claim transactions with the ones that took nothing (a claim
@@ -260,7 +260,7 @@ interface RunFigures extends RunOptions {
  * collapsed). If the claim's SQL is reworded, these go to 0 and the run says so.
  */
 const CLAIM_TEXT = {
-  /** claimCandidates (src/db/queries/claims.ts): one read of the fair order. */
+  /** claimCandidate (src/db/queries/claims.ts): one read of the fair order. */
   candidateRead: "with running as (",
   /** claimDomainJobs: a domain's advisory-lock turn and its due jobs. */
   groupClaim: "with turn as (",

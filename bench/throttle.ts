@@ -115,13 +115,7 @@ async function runTask(db: Database, world: MailWorld): Promise<{ wallMs: number
   try {
     const user = await ctx.createUser(addresses.length);
     const started = performance.now();
-    const res = await ctx.app.inject({
-      method: "POST",
-      url: "/api/v1/tasks",
-      headers: ctx.bearer(user.apiKey),
-      payload: { emails: addresses },
-    });
-    const taskId = res.json<{ id: string }>().id;
+    const taskId = await ctx.createTask(user, addresses);
     const role = createWorkerRole(ctx.services);
     role.start();
     try {

@@ -1,5 +1,5 @@
 import type { Database, Transaction } from "../db/client.ts";
-import { claimCandidates, claimDomainJobs } from "../db/queries/claims.ts";
+import { claimCandidate, claimDomainJobs } from "../db/queries/claims.ts";
 import { dropJobsOfCancelledTasks, type JobRecord } from "../db/queries/jobs.ts";
 import { markTasksStarted } from "../db/queries/tasks.ts";
 
@@ -44,16 +44,15 @@ export async function claimNextGroup(db: Database, r: ClaimRequest): Promise<Job
   return db.transaction(async (tx) => {
     const skipped = [...(r.skipDomains ?? [])];
     for (let read = 0; read < READS_PER_CLAIM; read++) {
-      const [best] = await claimCandidates(tx, {
+      const best = await claimCandidate(tx, {
         now: r.now,
-        limit: 1,
         skipDomains: skipped,
         preferDomains: r.preferDomains ?? [],
         idleHosts: r.idleHosts ?? [],
         slotsPerHost: r.slotsPerHost ?? Number.MAX_SAFE_INTEGER,
         maxSessionsPerUser: r.maxSessionsPerUser ?? 0,
       });
-      if (best === undefined) return [];
+      if (best === null) return [];
       const claimed = await claimDomainJobs(tx, {
         worker: r.worker,
         now: r.now,

@@ -18,10 +18,13 @@ const BACKOFF_MAX = 8;
 /**
  * How a worker waits after a claim found nothing: until the first pending job falls due (a retry
  * chain's next step), at most WORKER_POLL_INTERVAL_MS; otherwise a poll interval, doubling with
- * each empty claim in a row up to BACKOFF_MAX of them. Woken early by one of its own sessions ending (its host has a slot and an
- * idle connection now for the domains a claim skipped: at the provider hosting most of a list, a
- * poll's gap after every session made the tail of the pass twice as long as its bound), by new jobs anywhere in the cluster (NOTIFY on JOBS_DUE_CHANNEL, sent by
- * the transaction that inserts them), and by the pool stopping.
+ * each empty claim in a row up to BACKOFF_MAX of them. Woken early:
+ * - by one of its own sessions ending: its host has a slot and an idle connection now for the
+ *   domains a claim skipped (at the provider hosting most of a list, a poll's gap after every
+ *   session made the tail of the pass twice as long as its bound);
+ * - by new jobs anywhere in the cluster (NOTIFY on JOBS_DUE_CHANNEL, sent by the transaction
+ *   that inserts them);
+ * - by the pool stopping.
  */
 export class IdleWait {
   private emptyClaims = 0;

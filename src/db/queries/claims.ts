@@ -43,8 +43,6 @@ export interface ClaimCandidate {
 
 export interface CandidateQuery {
   now: Date;
-  /** Candidates returned, best first. */
-  limit: number;
   /** Domains this process knows it cannot serve now (its own sessions fill their host). */
   skipDomains: readonly string[];
   /** Domains of server IPs where this process just freed a slot: first among equals. */
@@ -58,7 +56,7 @@ export interface CandidateQuery {
 }
 
 /**
- * The best due domains to claim, in the fair order: the user running the fewest groups
+ * The best due domain to claim (null: none), in the fair order: the user running the fewest groups
  * cluster-wide first; inside a user, the claim lane (due retries, then first chunks, then bulk),
  * then a domain of a host this process just freed, then the task running the fewest groups, then
  * the oldest due job, then the older task. "Running" is counted from the jobs in `processing`
@@ -72,7 +70,7 @@ export interface CandidateQuery {
  * an idle connection is not saturated to it (the connection serves the next domain), unless a
  * realtime request waits there.
  */
-export async function claimCandidates(q: Queryable, c: CandidateQuery): Promise<ClaimCandidate[]> {
+export async function claimCandidate(q: Queryable, c: CandidateQuery): Promise<ClaimCandidate | null> {
   const { rows } = await q.query<{ task_id: string; domain: string; claim_lane: number }>(
     `with running as (
        select user_id, task_id, count(distinct (locked_by, domain))::int as groups
@@ -103,10 +101,13 @@ export async function claimCandidates(q: Queryable, c: CandidateQuery): Promise<
          ${taskProbe(0, "true")}
        ) c
       order by o.user_groups, c.claim_lane, c.preferred desc, o.task_groups, c.run_after, o.created_at
-      limit $7`,
-    [c.now, c.skipDomains, c.preferDomains, c.idleHosts, c.slotsPerHost, c.maxSessionsPerUser, c.limit],
+      limit 1`,
+    [c.now, c.skipDomains, c.preferDomains, c.idleHosts, c.slotsPerHost, c.maxSessionsPerUser],
   );
-  return rows.map((r) => ({ taskId: r.task_id, domain: r.domain, claimLane: r.claim_lane }));
+  const best = rows[0];
+  return best === undefined
+    ? null
+    : { taskId: best.task_id, domain: best.domain, claimLane: best.claim_lane };
 }
 
 /**
