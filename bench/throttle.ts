@@ -17,8 +17,8 @@
 // The quota bound: the provider's addresses ÷ its allowed rate (maxRcpts per windowMs). A
 // verifier that answers every one of them needs at least that long, and longer for the RCPTs it
 // spends on controls (postmaster@, a random catch-all probe); the first window's burst could
-// shave one window off. Wall ÷ bound near 1 with no unknown among them is the goal; today's
-// engine finishes early, with the quota's refusals standing as unknown answers.
+// shave one window off. Wall ÷ bound near 1 with no unknown among them is the goal (the engine
+// learns the provider's pace from its first refusal: docs/pacing.md, with the figures before it).
 // Run: npm run bench throttle (--pglite-only / --postgres-only pick one engine).
 import { createWorkerRole } from "../src/app/worker-role.ts";
 import type { Database } from "../src/db/client.ts";

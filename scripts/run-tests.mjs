@@ -34,6 +34,7 @@ const LONGEST_FILES = [
   "test/integration/cli/client.test.ts",
   "test/integration/tasks/pipeline.test.ts",
   "test/integration/tasks/per-ip-limit.test.ts",
+  "test/integration/tasks/provider-pace.test.ts",
   "test/integration/tasks/crash-recovery.test.ts",
   "test/integration/cli/start-up.test.ts",
   "test/integration/faults/pg-restart.test.ts",

@@ -1064,6 +1064,19 @@ export interface components {
         /** @description When the task's retries end (its retry window, or a finish): no retry is made after it, and the addresses still waiting are settled as unknown. Null with no retry pending, or for a task without a window */
         settles_at: string | null;
       };
+      /** @description Not in the spec's metrics object: providers that asked us to slow down and whose pace holds this task's addresses back (they are asked as the pace allows, within the task's retry window) */
+      paced: {
+        /** @description The provider's key: google, yahoo, outlook, … or its MX domain */
+        provider: string;
+        /** @description Its name for people, e.g. Gmail */
+        name: string;
+        /** @description This task's addresses still to ask it */
+        pending: number;
+        /** @description Recipients per minute its pace allows; null while the pace is being learnt */
+        rate_per_minute: number | null;
+        /** @description When the last of them should be answered at that pace; null while it is being learnt */
+        expected_done_at: string | null;
+      }[];
     };
     /** @description One point per UTC day of the range */
     TaskSeries: {
@@ -1114,6 +1127,19 @@ export interface components {
         /** @description When the task's retries end (its retry window, or a finish): no retry is made after it, and the addresses still waiting are settled as unknown. Null with no retry pending, or for a task without a window */
         settles_at: string | null;
       };
+      /** @description Not in the spec's metrics object: providers that asked us to slow down and whose pace holds this task's addresses back (they are asked as the pace allows, within the task's retry window) */
+      paced: {
+        /** @description The provider's key: google, yahoo, outlook, … or its MX domain */
+        provider: string;
+        /** @description Its name for people, e.g. Gmail */
+        name: string;
+        /** @description This task's addresses still to ask it */
+        pending: number;
+        /** @description Recipients per minute its pace allows; null while the pace is being learnt */
+        rate_per_minute: number | null;
+        /** @description When the last of them should be answered at that pace; null while it is being learnt */
+        expected_done_at: string | null;
+      }[];
     };
     /**
      * @description Origin: `api_key` (an API key) or `frontend` (a dashboard session)

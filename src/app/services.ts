@@ -29,7 +29,7 @@ import {
   type EnginePorts,
   type IdleConnections,
 } from "../verify/index.ts";
-import { engineOptionsFrom, gateEgressFrom, guardPorts } from "./engine-options.ts";
+import { engineOptionsFrom, gateEgressFrom, guardPorts, paceFrom } from "./engine-options.ts";
 
 /** Everything a request handler or a worker may call. Built once per process (or per test). */
 export interface Services {
@@ -119,6 +119,8 @@ export function buildServices(opts: ServiceOptions): Services {
     clock,
     hostGate: realtimeGate,
     idleConnections,
+    // A request has no later: without room under a provider's pace it answers unknown, unasked.
+    pace: paceFrom({ db, clock, logger, config }, "answer"),
     ...guardPorts,
     ...opts.enginePorts,
   });

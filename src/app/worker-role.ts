@@ -5,7 +5,7 @@ import { createWorkerPool, newWorkerId, type WorkerPool } from "../jobs/runner.t
 import { createRetentionSweeper, type RetentionSweeper } from "../tasks/retention.ts";
 import { createEngine } from "../verify/index.ts";
 import { createWebhookDispatcher, type WebhookDispatcher } from "../webhooks/dispatcher.ts";
-import { engineOptionsFrom, gateEgressFrom, guardPorts } from "./engine-options.ts";
+import { engineOptionsFrom, gateEgressFrom, guardPorts, paceFrom } from "./engine-options.ts";
 
 export interface WorkerRole {
   pool: WorkerPool;
@@ -43,6 +43,8 @@ export function createWorkerRole(
     clock,
     hostGate: gate,
     idleConnections: services.idleConnections,
+    // No room under a provider's pace: the group goes back to the queue until there is.
+    pace: paceFrom(services, "defer"),
     ...guardPorts,
   });
   const pool = createWorkerPool({

@@ -178,6 +178,8 @@ export interface VerifyConfig {
   smtpEgress: readonly string[];
   /** SMTP_EGRESS_REST_SECONDS, in ms: how long a blocked or throttled identity rests for a provider. */
   smtpEgressRestMs: number;
+  /** PROVIDER_PACE_QUIET_SECONDS, in ms: a provider's pace not refused for this long is forgotten (docs/pacing.md). */
+  providerPaceQuietMs: number;
   /** Probe mail hosts on loopback/private/link-local addresses (test worlds, labs); off: refused. */
   smtpAllowPrivateHosts: boolean;
   /** Deadline of one realtime verification; past it the answer is 408 with partial results. */
@@ -374,6 +376,7 @@ function loadVerifyConfig(
     smtpProxy,
     smtpEgress: Object.freeze(parseEgressList(env.SMTP_EGRESS, smtpProxy)),
     smtpEgressRestMs: intVar(env, "SMTP_EGRESS_REST_SECONDS", 900, 1, 7 * 86_400) * 1000,
+    providerPaceQuietMs: intVar(env, "PROVIDER_PACE_QUIET_SECONDS", 86_400, 1, 30 * 86_400) * 1000,
     smtpAllowPrivateHosts: boolVar(env, "SMTP_ALLOW_PRIVATE_HOSTS", false),
     verifyTimeoutMs: intVar(env, "VERIFY_TIMEOUT_MS", 30_000, 100, 600_000),
     resultCacheTtlMs: intVar(env, "VERIFY_CACHE_TTL_SECONDS", 86_400, 0, 30 * 86_400) * 1000,

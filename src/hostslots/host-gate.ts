@@ -91,6 +91,8 @@ export interface PgHostGateOptions {
 export interface PgHostGate extends HostGate {
   /** Slots of one server IP over every egress identity: held this many times, it is saturated. */
   readonly slotsPerAddress: number;
+  /** Egress identities the gate hands slots out for. */
+  readonly identities: number;
   /** Renews the slots this process's sessions hold. */
   heartbeat(): Promise<void>;
   /**
@@ -175,6 +177,7 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
 
   return {
     slotsPerAddress: o.slotsPerHost * identities.length,
+    identities: identities.length,
     isSaturated: (host) => identities.every((e) => localHolders(e, host) >= o.slotsPerHost),
     async acquire(host, signal, wish) {
       const candidates = await candidatesOf(host, wish);

@@ -2,6 +2,7 @@ import type { Database, Transaction } from "../db/client.ts";
 import { claimCandidate, claimDomainJobs } from "../db/queries/claims.ts";
 import { dropJobsOfCancelledTasks, type JobRecord } from "../db/queries/jobs.ts";
 import { markTasksStarted } from "../db/queries/tasks.ts";
+import { budgetOf } from "../verify/index.ts";
 
 /** Most jobs one claim takes: one SMTP session runs them in transactions of SMTP_MAX_RCPT. */
 export const CLAIM_GROUP_MAX = 200;
@@ -24,6 +25,8 @@ export interface ClaimRequest {
   slotsPerHost?: number;
   /** MAX_SESSIONS_PER_USER (0: no cap). */
   maxSessionsPerUser?: number;
+  /** Egress identities (SMTP_EGRESS; default 1). */
+  egressCount?: number;
   /** Domains whose host this process already works at its limit. */
   skipDomains?: readonly string[];
   /** Domains of hosts where this process just freed a slot. */
@@ -51,13 +54,17 @@ export async function claimNextGroup(db: Database, r: ClaimRequest): Promise<Job
         idleHosts: r.idleHosts ?? [],
         slotsPerHost: r.slotsPerHost ?? Number.MAX_SAFE_INTEGER,
         maxSessionsPerUser: r.maxSessionsPerUser ?? 0,
+        egressCount: r.egressCount ?? 1,
       });
       if (best === null) return [];
+      const max = r.max ?? CLAIM_GROUP_MAX;
       const claimed = await claimDomainJobs(tx, {
         worker: r.worker,
         now: r.now,
         leaseUntil: r.leaseUntil,
-        max: r.max ?? CLAIM_GROUP_MAX,
+        // A paced provider answers at most its budget per window: a bigger group would hand most
+        // of its jobs back unasked (docs/pacing.md).
+        max: best.pacedRcpts === null ? max : Math.min(max, budgetOf(best.pacedRcpts)),
         domain: best.domain,
         claimLane: best.claimLane,
       });

@@ -7,6 +7,8 @@ export function createDomainHosts(isSaturated: (host: string) => boolean) {
   const MAX_KNOWN = 10_000;
   const MAX_SKIPPED = 500;
   const hostOf = new Map<string, string>();
+  // The provider each known domain's host belongs to, when a look-up or a session said.
+  const providerOfDomain = new Map<string, string>();
   // The reverse of hostOf: a claim asks by host (the saturated ones, the freed ones), and a
   // queue learnt ahead holds thousands of domains on a few hosts.
   const domainsOf = new Map<string, Set<string>>();
@@ -14,6 +16,7 @@ export function createDomainHosts(isSaturated: (host: string) => boolean) {
     const host = hostOf.get(domain);
     if (host === undefined) return;
     hostOf.delete(domain);
+    providerOfDomain.delete(domain);
     const domains = domainsOf.get(host)!;
     domains.delete(domain);
     if (domains.size === 0) domainsOf.delete(host);
@@ -40,11 +43,16 @@ export function createDomainHosts(isSaturated: (host: string) => boolean) {
       freed.clear();
       return domainsOfHosts(hosts);
     },
-    /** Records where `domain` is served; true when that is news (unknown before, or moved). */
-    learn(domain: string, host: string): boolean {
-      if (hostOf.get(domain) === host) return false;
+    /** Records where `domain` is served (and by whom); true when that is news (unknown before, moved, or newly named). */
+    learn(domain: string, host: string, provider: string | null = null): boolean {
+      const named = provider !== null && providerOfDomain.get(domain) !== provider;
+      if (hostOf.get(domain) === host) {
+        if (named) providerOfDomain.set(domain, provider);
+        return named;
+      }
       forget(domain);
       hostOf.set(domain, host);
+      if (provider !== null) providerOfDomain.set(domain, provider);
       const domains = domainsOf.get(host);
       if (domains) domains.add(domain);
       else domainsOf.set(host, new Set([domain]));

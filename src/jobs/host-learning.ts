@@ -3,7 +3,7 @@ import { rememberDomainHosts } from "../db/queries/claims.ts";
 import { domainsAwaitingFirstSession } from "../db/queries/jobs.ts";
 import type { Clock } from "../lib/clock.ts";
 import type { Logger } from "../observability/logger.ts";
-import type { Engine } from "../verify/index.ts";
+import { providerOf, type Engine } from "../verify/index.ts";
 import type { createDomainHosts } from "./domain-hosts.ts";
 
 /** How often, at most, and how many domains at a time, the pool learns mail hosts ahead. */
@@ -41,16 +41,19 @@ export class HostLearning {
 
   /** The domain's first mail host address from the engine's (cached) resolution, learnt; null if none. */
   async learn(domain: string): Promise<string | null> {
-    const host = await this.resolve(domain);
-    if (host !== null) this.taught(domain, host);
-    return host;
+    const found = await this.resolve(domain);
+    if (found !== null) this.taught(domain, found.host, found.provider);
+    return found?.host ?? null;
   }
 
-  /** A session or a busy host told us where `domain` is served. */
-  taught(domain: string, host: string): void {
-    if (!this.deps.hosts.learn(domain, host)) return;
-    rememberDomainHosts(this.deps.db, [{ domain, host }], this.deps.clock.now()).catch((err: unknown) =>
-      this.deps.logger.warn({ err, domain }, "remembering a mail host failed"),
+  /**
+   * A session, a busy host or a provider's pace told us where `domain` is served (and by which
+   * provider, when it said: egress.ts providerOf).
+   */
+  taught(domain: string, host: string, provider: string | null): void {
+    if (!this.deps.hosts.learn(domain, host, provider)) return;
+    rememberDomainHosts(this.deps.db, [{ domain, host, provider }], this.deps.clock.now()).catch(
+      (err: unknown) => this.deps.logger.warn({ err, domain }, "remembering a mail host failed"),
     );
   }
 
@@ -74,23 +77,28 @@ export class HostLearning {
     const page = await domainsAwaitingFirstSession(db, now, this.learntUpTo, HOSTS_AHEAD_MAX);
     this.learntUpTo = page.length < HOSTS_AHEAD_MAX ? "" : page[page.length - 1]!;
     const domains = page.filter((d) => !hosts.knows(d));
-    const learnt: Array<{ domain: string; host: string }> = [];
+    const learnt: Array<{ domain: string; host: string; provider: string }> = [];
     for (let i = 0; i < domains.length && !stopping.aborted; i += HOSTS_AHEAD_PARALLEL) {
       const slice = domains.slice(i, i + HOSTS_AHEAD_PARALLEL);
       const found = await Promise.all(slice.map((d) => this.resolve(d)));
       slice.forEach((domain, j) => {
-        const host = found[j];
-        if (host != null && hosts.learn(domain, host)) learnt.push({ domain, host });
+        const f = found[j];
+        if (f != null && hosts.learn(domain, f.host, f.provider)) learnt.push({ domain, ...f });
       });
     }
     await rememberDomainHosts(db, learnt, this.deps.clock.now());
   }
 
-  /** The first address of the domain's best mail host; null when it has none or DNS failed. */
-  private async resolve(domain: string): Promise<string | null> {
+  /** The first address of the domain's best mail host and its provider; null when it has none or DNS failed. */
+  private async resolve(domain: string): Promise<{ host: string; provider: string } | null> {
     try {
       const resolution = await this.deps.engine.resolveDomain(domain);
-      return resolution.kind === "mail_hosts" ? (resolution.hosts[0]?.addresses[0] ?? null) : null;
+      if (resolution.kind !== "mail_hosts") return null;
+      const best = resolution.hosts[0];
+      const host = best?.addresses[0];
+      return best === undefined || host === undefined
+        ? null
+        : { host, provider: providerOf(best.name, host) };
     } catch {
       // The session resolves again and reports what failed.
       return null;

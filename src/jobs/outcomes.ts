@@ -46,6 +46,7 @@ export function outcomeOfResult(
   if (reason === null || isSandboxAddress(job.emailAddress)) return { kind: "result", job, result };
   // `cancelled` and the timeout_* reasons only arise when our own shutdown aborted the session:
   // the address was never really tried.
+  if (result.pacedBy != null) return pacedRetry(job, result, result.pacedBy.retryAt, now);
   if (retryClassOf(reason) === "interrupted") {
     return {
       kind: "retry",
@@ -83,6 +84,28 @@ export function outcomeOfResult(
   };
 }
 
+// A paced address with no time given (the pace's store was out of reach) looks again this soon.
+const PACED_FALLBACK_MS = 5_000;
+
+/**
+ * A provider's pace held the address back (its volume refusal, or no room to ask it): it is
+ * asked again when the pace has room, as often as the task's retry window allows. The pace, not
+ * VERIFY_RETRY_DELAYS, governs it (docs/pacing.md), so no step of the schedule is taken and the
+ * claim's attempt is undone; the unknown stands if the window ends first (settleRetryPastEnd).
+ */
+function pacedRetry(job: JobRecord, result: VerificationResult, retryAt: Date | null, now: Date): JobOutcome {
+  const at = retryAt ?? new Date(now.getTime() + PACED_FALLBACK_MS);
+  return {
+    kind: "retry",
+    job,
+    runAfter: at > now ? at : now,
+    error: result.unknownReason,
+    refundAttempt: true,
+    schedule: null,
+    result,
+  };
+}
+
 /** The reasons that say a server holds back every address for a while (greylisting), not a limit on us. */
 const HOLDS_BACK_EVERYONE: ReadonlySet<string> = new Set(["greylisted", "temporary_failure"]);
 
@@ -111,10 +134,11 @@ export function firstDeferralsOf(outcomes: readonly JobOutcome[]): Array<{ taskI
 /**
  * A retry its task no longer waits for: one scheduled after the task's retries end (its retry
  * window, or a finish now) records the unknown answer it retries instead. Only a retry of a
- * server's answer (deferred, unreachable) ends so; a busy host or our own shutdown tried nothing.
+ * server's answer (deferred, unreachable, paced) ends so; a busy host or our own shutdown tried
+ * nothing.
  */
 export function settleRetryPastEnd(o: JobOutcome, retriesEndAt: Date | null): JobOutcome {
-  if (o.kind !== "retry" || o.result === null || o.schedule === null || retriesEndAt === null) return o;
+  if (o.kind !== "retry" || o.result === null || retriesEndAt === null) return o;
   return o.runAfter.getTime() > retriesEndAt.getTime() ? { kind: "result", job: o.job, result: o.result } : o;
 }
 

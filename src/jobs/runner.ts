@@ -8,7 +8,7 @@ import { pruneDomainHosts } from "../db/queries/claims.ts";
 import type { Clock } from "../lib/clock.ts";
 import { sleep, yieldToEventLoop } from "../lib/sleep.ts";
 import type { Logger } from "../observability/logger.ts";
-import { decidedByEvidence, type Engine } from "../verify/index.ts";
+import { decidedByEvidence, PaceRefusal, providerOf, type Engine } from "../verify/index.ts";
 import { outageBackoffMs } from "../lib/backoff.ts";
 import { RECORD_RETRY_DELAYS_MS } from "./backoff.ts";
 import { CROWDED_HOST_DOMAINS, FIRST_TOUCH_SIZE, mayCutToFirstTouch } from "./first-touch.ts";
@@ -181,15 +181,17 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
         if (decidedByEvidence(r.evidence))
           log.info({ domain, email: r.email, evidence: r.evidence }, "decided by evidence");
       }
-      const host = results.find((r) => r.hostAddress)?.hostAddress;
+      const asked = results.find((r) => r.hostAddress);
+      const host = asked?.hostAddress;
       if (host) {
-        learning.taught(domain, host);
+        learning.taught(domain, host, providerOf(asked.hostName, host));
         domainHosts.markFreed(host);
         // That host has a slot (and an idle connection) for the domains a claim skipped.
         idle.wake();
       }
     } catch (error) {
-      if (error instanceof HostBusyError) learning.taught(domain, error.host);
+      if (error instanceof HostBusyError) learning.taught(domain, error.host, null);
+      if (error instanceof PaceRefusal) learning.taught(domain, error.host, error.provider);
       const failure = groupFailureOf(error);
       if (failure.kind === "internal")
         log.error({ err: error, domain, jobs: jobs.length }, "verifying a group failed");
@@ -255,6 +257,8 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
         ? { kind: "host_busy_locally" }
         : { kind: "host_busy_in_cluster", retryAt: error.retryAt };
     if (error instanceof SlotsUnavailableError) return { kind: "slots_unavailable" };
+    // The provider's pace has no room: back when it has, untried and unbilled like at a busy host.
+    if (error instanceof PaceRefusal) return { kind: "host_busy_in_cluster", retryAt: error.roomAt };
     if (sessions.signal.aborted) return { kind: "stopping" };
     return { kind: "internal", message: error instanceof Error ? error.message : String(error) };
   }
@@ -267,6 +271,7 @@ export function createWorkerPool(deps: WorkerPoolDeps): WorkerPool {
       now,
       leaseUntil: new Date(now.getTime() + config.leaseMs),
       slotsPerHost: deps.gate.slotsPerAddress,
+      egressCount: deps.gate.identities,
       maxSessionsPerUser: config.maxSessionsPerUser,
       skipDomains: domainHosts.domainsToSkip(),
       // A host whose session just ended has a free slot: first among equals for its other

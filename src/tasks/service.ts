@@ -29,6 +29,7 @@ import {
   type DownloadOptions,
 } from "./export-task.ts";
 import { finishTaskNow } from "./finish-now.ts";
+import { pacedOfTasks } from "./paced-metrics.ts";
 import { checkTaskEmails } from "./task-input.ts";
 
 export type { Download, DownloadOptions, TaskMetrics, TaskQuote, TaskRecord };
@@ -107,10 +108,27 @@ export function createTasksService(
 
   async function viewOf(task: TaskRecord): Promise<TaskView> {
     const [metrics, uploads] = await Promise.all([
-      metricsOfTasks(db, [task.id]),
+      metricsWithPaces([task]),
       findUploadsOfTasks(db, [task.id]),
     ]);
     return { task, metrics: metrics.get(task.id) ?? emptyMetrics(), upload: uploads.get(task.id) ?? null };
+  }
+
+  /** The tasks' metrics, with the providers pacing the unfinished ones. */
+  async function metricsWithPaces(tasks: readonly TaskRecord[]): Promise<Map<string, TaskMetrics>> {
+    const running = tasks.filter((t) => t.finishedAt === null).map((t) => t.id);
+    const [metrics, paced] = await Promise.all([
+      metricsOfTasks(
+        db,
+        tasks.map((t) => t.id),
+      ),
+      pacedOfTasks(db, running, clock.now()),
+    ]);
+    for (const [id, list] of paced) {
+      const m = metrics.get(id);
+      if (m !== undefined) m.paced = list;
+    }
+    return metrics;
   }
 
   return {
@@ -123,7 +141,10 @@ export function createTasksService(
     async list(principal, f) {
       const page = await listTasks(db, { userId: principal.userId, ...f });
       const ids = page.tasks.map((t) => t.id);
-      const [metrics, uploads] = await Promise.all([metricsOfTasks(db, ids), findUploadsOfTasks(db, ids)]);
+      const [metrics, uploads] = await Promise.all([
+        metricsWithPaces(page.tasks),
+        findUploadsOfTasks(db, ids),
+      ]);
       return {
         tasks: page.tasks.map((task) => ({
           task,

@@ -17,6 +17,24 @@ export {
   type RestReason,
   type SlotWish,
 } from "./ports.ts";
+export {
+  PaceRefusal,
+  providerLabel,
+  type PaceAnswer,
+  type PaceGrant,
+  type PacedBy,
+  type PaceUsage,
+  type ProviderPace,
+} from "./pace.ts";
+export {
+  afterRetrip,
+  budgetOf,
+  firstProbeOffsetMs,
+  forgetAt,
+  nextProbeOffsetMs,
+  PROBE_RCPTS,
+  ratePerMinute,
+} from "./pace-rules.ts";
 export { createNodeDns, type DnsAnswer, type DnsPort, type MxRecord, type NodeDnsOptions } from "./dns.ts";
 export type { DomainResolution, MailHost, MxTarget, NoMailCause } from "./resolve-domain.ts";
 export { DEFAULT_EGRESS, egressIdentities, egressName, isProxySpec, providerOf } from "./smtp/egress.ts";

@@ -1,6 +1,7 @@
 // The outside world as the engine sees it. Every port has a default; tests replace them.
 import type { Clock } from "../lib/clock.ts";
 import type { DnsPort } from "./dns.ts";
+import type { ProviderPace } from "./pace.ts";
 import type { ConnectPort } from "./smtp/connect.ts";
 import type { IdleConnections } from "./smtp/idle-connections.ts";
 
@@ -81,6 +82,8 @@ export interface EnginePorts {
   addressPolicy: AddressPolicy;
   /** Idle connections to share between the engines of one process (realtime and batch). */
   idleConnections: IdleConnections;
+  /** Providers' paces (docs/pacing.md); absent: no provider is paced. */
+  pace?: ProviderPace;
 }
 
 /**

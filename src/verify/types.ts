@@ -1,6 +1,7 @@
 // Public types of the verification engine. The engine is a pure library: the outside world
 // (DNS, TCP connections, clock, randomness, per-host politeness gate) comes in through ports.
 import type { ResultChecks } from "./checks.ts";
+import type { PacedBy } from "./pace.ts";
 
 /** The spec's result statuses, in its order (the API schema's enum follows it). */
 export const VERIFICATION_STATUSES = [
@@ -94,6 +95,12 @@ export interface VerificationResult {
    * realtime API answers 424 instead of this result. Not a public result field.
    */
   dependencyFailure?: DependencyFailure | null;
+  /**
+   * Set when the answer is `unknown` because a provider's pace held it back: the provider refused
+   * our volume, or its pace had no room (docs/pacing.md). The batch retries it when the pace has
+   * room, without taking a step of the retry schedule. Not a public result field.
+   */
+  pacedBy?: PacedBy | null;
 }
 
 /** Which of our own dependencies failed, and how (the spec's DEPENDENCY_* codes). */

@@ -20,6 +20,7 @@ import { refusalEvidence, vetEach, type RefusedAddress } from "./host-policy.ts"
 import { isDisposableDomain } from "./lists/disposable.ts";
 import { isRoleAccount } from "./lists/role-accounts.ts";
 import type { RecipientSource } from "./micro-batch.ts";
+import { providerLabel, type PacedBy } from "./pace.ts";
 import type { AddressPolicy } from "./ports.ts";
 import { detectServerType, isFreeProviderDomain, providerTraits, type ServerType } from "./providers.ts";
 import { DomainResolver, MX_LIMIT_CODE, type DomainResolution, type NoMailCause } from "./resolve-domain.ts";
@@ -160,7 +161,7 @@ export function resultOf(
     VerificationResult,
     "status" | "unknownReason" | "isCatchall" | "needsPhysicalVerify" | "evidence" | "retryAfterMs"
   > &
-    Partial<Pick<VerificationResult, "didYouMean" | "isFreeProvider" | "dependencyFailure">> & {
+    Partial<Pick<VerificationResult, "didYouMean" | "isFreeProvider" | "dependencyFailure" | "pacedBy">> & {
       smtp: Check;
     },
 ): VerificationResult {
@@ -386,16 +387,33 @@ export async function verifyDomain(
     const verdict = decided.get(address)?.verdict.kind;
     const smtp = smtpCheckOf(settled.status, settled.unknownReason, verdict);
     const dependencyFailure = settled.status === "unknown" && verdict === undefined ? proxyFailure : null;
+    const pacedBy = settled.unknownReason === "rate_limited" ? pacedByOf(report.paced, address) : null;
     results.set(
       address,
       resultOf(run, address, domain, progress, {
         ...settled,
+        ...(pacedBy === null ? {} : { pacedBy, evidence: pacedEvidence(pacedBy, settled.evidence) }),
         smtp: dependencyFailure === null ? smtp : checkError(`proxy_${dependencyFailure.kind}`),
         ...(dependencyFailure === null ? {} : { dependencyFailure }),
       }),
     );
   }
   return results;
+}
+
+/** Why `address` is unknown because of its provider's pace, when it is. */
+function pacedByOf(paced: SessionReport["paced"], address: string): PacedBy | null {
+  if (paced === null) return null;
+  return { provider: paced.provider, retryAt: paced.retryAt, unasked: paced.unasked.includes(address) };
+}
+
+/** The evidence of a paced address: what the provider said, or that the pace left it unasked. */
+function pacedEvidence(paced: PacedBy, said: string): string {
+  const until = paced.retryAt === null ? "" : ` until ${paced.retryAt.toISOString()}`;
+  const label = providerLabel(paced.provider);
+  return paced.unasked
+    ? `not asked: ${label} asked us to slow down, and its pace has no room${until}`
+    : `${said}; ${label} asked us to slow down: paced${until}`;
 }
 
 /**

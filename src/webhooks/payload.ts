@@ -53,6 +53,14 @@ export function toMetricsReply(m: TaskMetrics) {
       last_attempt_at: iso(m.retries.lastAttemptAt),
       settles_at: iso(m.retries.settlesAt),
     },
+    // Not in the spec's object (additive): providers whose pace holds addresses back.
+    paced: m.paced.map((p) => ({
+      provider: p.provider,
+      name: p.name,
+      pending: p.pending,
+      rate_per_minute: p.ratePerMinute === null ? null : Math.round(p.ratePerMinute * 10) / 10,
+      expected_done_at: iso(p.expectedDoneAt),
+    })),
   };
 }
 

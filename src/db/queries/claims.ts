@@ -19,8 +19,9 @@ const TAKE_DOMAIN_TURN = `pg_try_advisory_xact_lock(${CLAIM_TURN_CLASS.toString(
 
 /**
  * The best due job of open task `o` (email_jobs_task_claim_idx: lane, then run_after) that also
- * meets `where`: not a domain the caller skips ($2), not on a busy server (`busy_hosts`), and
- * whose claim turn this transaction takes. `preferred` ranks it among equals.
+ * meets `where`: not a domain the caller skips ($2), not on a blocked server (`blocked_hosts`: busy,
+ * or of a provider whose pace has no room), and whose claim turn this transaction takes.
+ * `preferred` ranks it among equals.
  */
 const taskProbe = (preferred: 0 | 1, where: string): string =>
   `(select j.domain, j.claim_lane, j.run_after, ${preferred.toString()} as preferred
@@ -28,7 +29,7 @@ const taskProbe = (preferred: 0 | 1, where: string): string =>
      where ${where}
        and j.task_id = o.id and j.status = 'pending' and j.run_after <= $1
        and not (j.domain = any($2::text[]))
-       and not exists (select 1 from mail_domain_hosts h join busy_hosts b on b.host = h.host
+       and not exists (select 1 from mail_domain_hosts h join blocked_hosts b on b.host = h.host
                         where h.domain = j.domain)
        and ${TAKE_DOMAIN_TURN}
      order by j.claim_lane, j.run_after
@@ -39,6 +40,8 @@ export interface ClaimCandidate {
   taskId: string;
   domain: string;
   claimLane: number;
+  /** The RCPTs the pace of the domain's provider accepted per window (per identity); null: not paced. */
+  pacedRcpts: number | null;
 }
 
 export interface CandidateQuery {
@@ -53,6 +56,8 @@ export interface CandidateQuery {
   slotsPerHost: number;
   /** MAX_SESSIONS_PER_USER: a user running this many groups gets no more (0: no cap). */
   maxSessionsPerUser: number;
+  /** Egress identities: a provider whose pace has no room for this many of them is skipped. */
+  egressCount: number;
 }
 
 /**
@@ -65,13 +70,19 @@ export interface CandidateQuery {
  *
  * Each open task is probed for its best due job (email_jobs_task_claim_idx), skipping domains
  * whose server IP (mail_domain_hosts) has every slot held (smtp_host_slots) or a realtime request
- * waiting for a slot (smtp_host_waits): a claim never lands on a saturated server, so W workers
+ * waiting for a slot (smtp_host_waits), or whose provider's pace has no room for any identity
+ * (provider_paces.room_at, docs/pacing.md): a claim never lands on a saturated server, so W workers
  * spread over the due domains instead of queueing on the first. A server where this process holds
  * an idle connection is not saturated to it (the connection serves the next domain), unless a
  * realtime request waits there.
  */
 export async function claimCandidate(q: Queryable, c: CandidateQuery): Promise<ClaimCandidate | null> {
-  const { rows } = await q.query<{ task_id: string; domain: string; claim_lane: number }>(
+  const { rows } = await q.query<{
+    task_id: string;
+    domain: string;
+    claim_lane: number;
+    paced_rcpts: number | null;
+  }>(
     `with running as (
        select user_id, task_id, count(distinct (locked_by, domain))::int as groups
          from email_jobs
@@ -86,6 +97,14 @@ export async function claimCandidate(q: Queryable, c: CandidateQuery): Promise<C
        having count(*) >= $5
        union
        select host from smtp_host_waits where until >= $1
+     ), paced_out as (
+       select provider from provider_paces where room_at > $1 and forget_at > $1
+        group by provider
+       having count(*) >= $7
+     ), blocked_hosts as (
+       select host from busy_hosts
+       union
+       select h.host from mail_domain_hosts h where h.provider in (select provider from paced_out)
      ), open_tasks as (
        select t.id, t.created_at, coalesce(u.groups, 0) as user_groups, coalesce(r.groups, 0) as task_groups
          from tasks t
@@ -93,7 +112,9 @@ export async function claimCandidate(q: Queryable, c: CandidateQuery): Promise<C
          left join running r on r.task_id = t.id
         where t.finished_at is null and ($6::int = 0 or coalesce(u.groups, 0) < $6)
      )
-     select o.id as task_id, c.domain, c.claim_lane
+     select o.id as task_id, c.domain, c.claim_lane,
+            (select min(p.max_rcpts) from mail_domain_hosts h join provider_paces p on p.provider = h.provider
+              where h.domain = c.domain and p.forget_at > $1) as paced_rcpts
        from open_tasks o
        cross join lateral (
          ${taskProbe(1, "cardinality($3::text[]) > 0 and j.domain = any($3::text[])")}
@@ -102,12 +123,12 @@ export async function claimCandidate(q: Queryable, c: CandidateQuery): Promise<C
        ) c
       order by o.user_groups, c.claim_lane, c.preferred desc, o.task_groups, c.run_after, o.created_at
       limit 1`,
-    [c.now, c.skipDomains, c.preferDomains, c.idleHosts, c.slotsPerHost, c.maxSessionsPerUser],
+    [c.now, c.skipDomains, c.preferDomains, c.idleHosts, c.slotsPerHost, c.maxSessionsPerUser, c.egressCount],
   );
   const best = rows[0];
   return best === undefined
     ? null
-    : { taskId: best.task_id, domain: best.domain, claimLane: best.claim_lane };
+    : { taskId: best.task_id, domain: best.domain, claimLane: best.claim_lane, pacedRcpts: best.paced_rcpts };
 }
 
 /**
@@ -148,18 +169,24 @@ export async function claimDomainJobs(
   return rows.map(toJob);
 }
 
-/** Remembers where domains' mail is served (upserts; a later look-up replaces an earlier one). */
+/**
+ * Remembers where domains' mail is served and by which provider (upserts; a later look-up
+ * replaces an earlier one, an unnamed provider keeps the one known).
+ */
 export async function rememberDomainHosts(
   q: Queryable,
-  learnt: ReadonlyArray<{ domain: string; host: string }>,
+  learnt: ReadonlyArray<{ domain: string; host: string; provider?: string | null }>,
   at: Date,
 ): Promise<void> {
   if (learnt.length === 0) return;
   await q.query(
-    `insert into mail_domain_hosts (domain, host, learnt_at)
-     select d.domain, d.host, $3 from unnest($1::text[], $2::text[]) as d(domain, host)
-     on conflict (domain) do update set host = excluded.host, learnt_at = excluded.learnt_at`,
-    [learnt.map((l) => l.domain), learnt.map((l) => l.host), at],
+    `insert into mail_domain_hosts (domain, host, provider, learnt_at)
+     select d.domain, d.host, d.provider, $4
+       from unnest($1::text[], $2::text[], $3::text[]) as d(domain, host, provider)
+     on conflict (domain) do update
+       set host = excluded.host, learnt_at = excluded.learnt_at,
+           provider = coalesce(excluded.provider, mail_domain_hosts.provider)`,
+    [learnt.map((l) => l.domain), learnt.map((l) => l.host), learnt.map((l) => l.provider ?? null), at],
   );
 }
 

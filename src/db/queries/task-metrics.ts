@@ -33,6 +33,21 @@ export interface TaskMetrics {
     lastAttemptAt: Date | null;
     settlesAt: Date | null;
   };
+  /** Providers whose pace holds this task's addresses back (docs/pacing.md); filled by tasks/paced-metrics.ts. */
+  paced: PacedProvider[];
+}
+
+/** A provider pacing us, as one task sees it. */
+export interface PacedProvider {
+  provider: string;
+  /** Its name for people ("Gmail"). */
+  name: string;
+  /** The task's addresses still to ask it. */
+  pending: number;
+  /** RCPTs per minute its pace allows over all our identities; null while it is still being learnt. */
+  ratePerMinute: number | null;
+  /** When the last of them should be answered at that rate; null while the pace is being learnt. */
+  expectedDoneAt: Date | null;
 }
 
 /** One row of METRICS_COLUMNS: the counts under their SQL names, flat. */
@@ -103,6 +118,7 @@ export const toTaskMetrics = (r: MetricsRow | undefined): TaskMetrics => ({
     lastAttemptAt: r?.last_retry_at ?? null,
     settlesAt: r?.retries_end_at ?? null,
   },
+  paced: [],
 });
 
 /** Metrics of several tasks in one grouped query (a page of the task list). */

@@ -137,6 +137,25 @@ export const MetricsSchema = Type.Object(
       },
       { description: "Not in the spec's metrics object: when the task's retries are due" },
     ),
+    paced: Type.Array(
+      Type.Object({
+        provider: Type.String({
+          description: "The provider's key: google, yahoo, outlook, … or its MX domain",
+        }),
+        name: Type.String({ description: "Its name for people, e.g. Gmail" }),
+        pending: Type.Integer({ description: "This task's addresses still to ask it" }),
+        rate_per_minute: Type.Union([Type.Number(), Type.Null()], {
+          description: "Recipients per minute its pace allows; null while the pace is being learnt",
+        }),
+        expected_done_at: Type.Union([DateTime, Type.Null()], {
+          description: "When the last of them should be answered at that pace; null while it is being learnt",
+        }),
+      }),
+      {
+        description:
+          "Not in the spec's metrics object: providers that asked us to slow down and whose pace holds this task's addresses back (they are asked as the pace allows, within the task's retry window)",
+      },
+    ),
   },
   { $id: "TaskMetrics", description: "Aggregated progress and verdict counts of a batch task" },
 );

@@ -16,8 +16,10 @@
 // Connections are slotted per server IP address, the grain at which servers count them, and a
 // connection whose conversation ended well is parked (idle-connections.ts) for the next domain
 // served from the same IP.
+import type { Clock } from "../../lib/clock.ts";
 import { sleep } from "../../lib/sleep.ts";
 import { AbortedError } from "../abort.ts";
+import type { ProviderPace } from "../pace.ts";
 import type { EgressIdentity, HostGate, HostSlot } from "../ports.ts";
 import type { MailHost } from "../resolve-domain.ts";
 import type { UnknownReason } from "../types.ts";
@@ -28,6 +30,14 @@ import { SmtpProtocolError, type SmtpReply } from "./reply-reader.ts";
 import type { ConnectionState, IdleConnection, IdleConnections } from "./idle-connections.ts";
 import { DEFAULT_EGRESS, providerOf, restReasonOf } from "./egress.ts";
 import { limitScope } from "./limit-scope.ts";
+import {
+  refuseOrAnswer,
+  refusesOurVolume,
+  takePace,
+  usageOf,
+  volumeRefusalOf,
+  type PaceTicket,
+} from "./provider-pace.ts";
 import { sessionFailureReason } from "./replies.ts";
 
 export interface SessionConfig {
@@ -54,6 +64,8 @@ export interface SessionDeps {
   hostGate: HostGate;
   /** Idle connections to continue on, and where this session parks its own; none: QUIT at the end. */
   idle?: IdleConnections;
+  /** The providers' paces (docs/pacing.md); none: every provider is asked freely. */
+  pace?: { port: ProviderPace; clock: Clock };
 }
 
 export interface SessionRequest {
@@ -117,6 +129,13 @@ export interface SessionReport {
   egress: string | null;
   /** Identities that drew a blocklist or throttling reply in this session and were sent to rest. */
   rested: string[];
+  /** The RCPT reply that refused our volume (the provider's throttle); null when none did. */
+  volumeRefusal: SmtpReply | null;
+  /**
+   * Set when the provider's pace shaped the session: it refused our volume, or its pace left
+   * `unasked` recipients without room. `retryAt`: when the pace has room again.
+   */
+  paced: { provider: string; retryAt: Date | null; unasked: string[] } | null;
   /** Settles once QUIT is done, the socket closed and the host gate released. */
   done: Promise<void>;
 }
@@ -225,6 +244,8 @@ function mergeReports(first: SessionReport, next: SessionReport): SessionReport 
     isolated: [...first.isolated, ...next.isolated],
     reconnects: [...first.reconnects, ...next.reconnects],
     rested: first.rested,
+    volumeRefusal: next.volumeRefusal ?? first.volumeRefusal,
+    paced: next.paced ?? first.paced,
   };
 }
 
@@ -252,11 +273,21 @@ async function runOneIdentity(
     tls: false,
     egress: null,
     rested: [],
+    volumeRefusal: null,
+    paced: null,
     done: Promise.resolve(),
   };
-  const opened = await openSession(req, config, deps, report, identities, excluded);
-  report.recipients = typeof req.recipients === "function" ? req.recipients() : req.recipients;
-  if (opened === null) return report;
+  let planned: readonly string[] | undefined;
+  const plan = (): readonly string[] =>
+    (planned ??= typeof req.recipients === "function" ? req.recipients() : req.recipients);
+  const pace: PaceHold = { ticket: null };
+  const opened = await openSession(req, config, deps, report, { identities, excluded, plan, pace });
+  report.recipients = [...plan()];
+  const ticket = pace.ticket;
+  if (opened === null) {
+    if (ticket !== null) await reportPace(deps, ticket, report);
+    return report;
+  }
   const { release, address, identity } = opened;
   let conn = opened.conn;
   let live = opened.live;
@@ -275,6 +306,11 @@ async function runOneIdentity(
   const askedAlone = new Set<string>();
   let alone: string | null = null;
   let pending = [...report.recipients];
+  if (ticket?.grant != null && ticket.grant.granted < pending.length) {
+    // The pace has room for the first recipients only (controls first): the rest wait for it.
+    report.paced = { provider: ticket.provider, retryAt: null, unasked: pending.slice(ticket.grant.granted) };
+    pending = pending.slice(0, ticket.grant.granted);
+  }
   let useTls = config.startTls;
   let idle = 0;
   try {
@@ -349,7 +385,17 @@ async function runOneIdentity(
     }
   }
   if (report.recipients.every((a) => report.replies.has(a))) report.failure = null;
+  else if (report.failure === null && report.paced !== null) report.failure = { reason: "rate_limited" };
+  if (ticket !== null) await reportPace(deps, ticket, report);
   return report;
+}
+
+/** Tells the pace what the session asked; a provider that refused our volume marks the report paced. */
+async function reportPace(deps: SessionDeps, ticket: PaceTicket, report: SessionReport): Promise<void> {
+  report.volumeRefusal = volumeRefusalOf(report);
+  const retryAt = await deps.pace!.port.report(usageOf(ticket, report, report.volumeRefusal));
+  if (report.volumeRefusal === null && report.paced === null) return;
+  report.paced = { provider: ticket.provider, retryAt, unasked: report.paced?.unasked ?? [] };
 }
 
 /** Recipients suspected of closing the connection, and the write size that narrows them down. */
@@ -522,14 +568,26 @@ type Opened = {
   live: LiveConnection;
 };
 
+/** The session's place under its provider's pace, once taken (null: not yet, or no pace port). */
+interface PaceHold {
+  ticket: PaceTicket | null;
+}
+
+/** Whom a session may leave from, what it will ask, and its place under the provider's pace. */
+interface OpenPlan {
+  identities: readonly EgressIdentity[];
+  excluded: ReadonlySet<string>;
+  plan: () => readonly string[];
+  pace: PaceHold;
+}
+
 /** Connect phase: falls back to the next host on connect failure or a close before the banner. */
 async function openSession(
   req: SessionRequest,
   config: SessionConfig,
   deps: SessionDeps,
   report: SessionReport,
-  identities: readonly EgressIdentity[],
-  excluded: ReadonlySet<string>,
+  { identities, excluded, plan, pace }: OpenPlan,
 ): Promise<Opened | null> {
   const failures: ConnectFailureKind[] = [];
   const candidates = identities.filter((i) => !excluded.has(i.id));
@@ -545,13 +603,22 @@ async function openSession(
     report.hostAddress = address;
 
     let slot: Slot;
+    const provider = providerOf(host.name, address);
     try {
-      const wish = { egress: candidates.map((i) => i.id), provider: providerOf(host.name, address) };
+      const wish = { egress: candidates.map((i) => i.id), provider };
       slot = await acquireSlot(address, deps, wish, req.signal);
     } catch (error) {
       if (req.signal?.aborted === true) return fail(report, { reason: "timeout_smtp" });
       throw error;
     }
+    const paced = await paceOf(deps, slot, provider, plan, pace.ticket);
+    if (paced?.kind === "no_room") {
+      giveBack(slot, deps);
+      refuseOrAnswer(deps.pace!.port, address, paced);
+      report.paced = { provider, retryAt: paced.roomAt, unasked: [...plan()] };
+      return fail(report, { reason: "rate_limited" });
+    }
+    if (paced !== null) pace.ticket = paced.ticket;
     if (slot.kind === "idle") {
       const { conn, state } = slot.idle;
       if (req.signal?.aborted === true) {
@@ -565,7 +632,13 @@ async function openSession(
       report.tls = state.tls;
       report.egress = slot.idle.egress;
       const identity = candidates.find((i) => i.id === slot.idle.egress) ?? candidates[0]!;
-      return { conn, release: slot.idle.release, address, identity, live: resumedConnection(state, config) };
+      return {
+        conn,
+        release: slot.idle.release,
+        address,
+        identity,
+        live: resumedConnection(state, config),
+      };
     }
     const release = slot.release;
     const taken = slot.release.egress;
@@ -595,6 +668,39 @@ async function openSession(
 }
 
 type Slot = { kind: "idle"; idle: IdleConnection } | { kind: "slot"; release: HostSlot };
+
+/** The egress identity a slot leaves from. */
+const egressOfSlot = (slot: Slot): string =>
+  slot.kind === "idle" ? slot.idle.egress : (slot.release.egress ?? DEFAULT_EGRESS);
+
+/**
+ * The session's place under its provider's pace, once its slot says which identity asks; the
+ * place it already holds when it falls back to another host of the same provider and identity.
+ */
+async function paceOf(
+  deps: SessionDeps,
+  slot: Slot,
+  provider: string,
+  plan: () => readonly string[],
+  held: PaceTicket | null,
+) {
+  if (deps.pace === undefined) return null;
+  const egress = egressOfSlot(slot);
+  if (held !== null && held.provider === provider && held.egress === egress)
+    return { kind: "go" as const, ticket: held };
+  try {
+    return await takePace(deps.pace.port, deps.pace.clock, { provider, egress }, () => plan().length);
+  } catch (error) {
+    giveBack(slot, deps);
+    throw error;
+  }
+}
+
+/** A place taken but not used: the idle connection goes back to the pool, the slot is freed. */
+function giveBack(slot: Slot, deps: SessionDeps): void {
+  if (slot.kind === "idle") deps.idle?.put(slot.idle);
+  else slot.release();
+}
 
 /**
  * A place at the server's IP for one of the wished identities: an idle connection another
@@ -967,7 +1073,8 @@ async function converse(
       return FINISHED;
     }
     if (write.mail !== null && !isPositive(write.mail)) {
-      if (write.mail.code === 421) {
+      // A 421 closes this connection only, unless it refuses our volume (Outlook.com says 4.7.650 here).
+      if (write.mail.code === 421 && !refusesOurVolume(write.mail)) {
         return { kind: "continue", why: "closed", failure: failureOf(write.mail), closing: write.mail };
       }
       if (demandsStartTls(write.mail) && live.keywords.has("STARTTLS") && !report.tls) {

@@ -223,6 +223,7 @@ const untouchedMetrics = (n: number, createdAt: string) => ({
   last_verification_requested_at: createdAt,
   last_verification_completed_at: null,
   retries: { pending: 0, next_attempt_at: null, last_attempt_at: null, settles_at: null },
+  paced: [],
 });
 
 const emptyPoint = (date: string) => ({
@@ -235,6 +236,7 @@ const emptyPoint = (date: string) => ({
   last_verification_requested_at: null,
   last_verification_completed_at: null,
   retries: { pending: 0, next_attempt_at: null, last_attempt_at: null, settles_at: null },
+  paced: [],
 });
 
 const q = (params: Record<string, string>): string => new URLSearchParams(params).toString();
@@ -894,6 +896,7 @@ describe("GET /api/v1/tasks/{id}", () => {
       last_verification_requested_at: WORK,
       last_verification_completed_at: processedAt,
       retries: { pending: 0, next_attempt_at: null, last_attempt_at: null, settles_at: null },
+      paced: [],
     });
     // 7 reserved, the one unknown refunded.
     assert.equal(await balanceOf(user), 20 - 6);
@@ -1257,6 +1260,7 @@ describe("GET /api/v1/tasks/{id}/series", () => {
             last_attempt_at: "2025-06-02T10:00:00.000Z",
             settles_at: "2025-06-02T10:00:00.000Z",
           },
+          paced: [],
         },
         emptyPoint("2025-06-03"),
       ],
@@ -1298,6 +1302,7 @@ describe("GET /api/v1/tasks/{id}/series", () => {
       last_verification_requested_at: D0,
       last_verification_completed_at: D0,
       retries: { pending: 0, next_attempt_at: null, last_attempt_at: null, settles_at: null },
+      paced: [],
     });
     assert.deepEqual(byDate.get("2025-06-04"), {
       date: "2025-06-04",
@@ -1309,6 +1314,7 @@ describe("GET /api/v1/tasks/{id}/series", () => {
       last_verification_requested_at: D0,
       last_verification_completed_at: D2,
       retries: { pending: 0, next_attempt_at: null, last_attempt_at: null, settles_at: null },
+      paced: [],
     });
   });
 

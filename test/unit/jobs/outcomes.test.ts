@@ -226,3 +226,39 @@ void test("a schedule's delay counts from when the server was asked; a server's 
   const hinted = outcomeOfResult(job(1), { ...greylisted, retryAfterMs: 60_000 }, now, schedules, askedAt);
   assert.equal(hinted.kind === "retry" && hinted.runAfter.getTime(), now.getTime() + 63_000);
 });
+
+void test("a provider's pace governs what it held back: retried when it has room, no schedule step, the attempt undone; settled at the window's end", () => {
+  const roomAt = new Date(now.getTime() + 45_000);
+  const refused = result({
+    status: "unknown",
+    unknownReason: "rate_limited",
+    pacedBy: { provider: "google", retryAt: roomAt, unasked: false },
+  });
+  // However many deferred retries it already had: the schedule is not consulted.
+  const o = outcomeOfResult(job(5, { deferred: 2 }), refused, now, schedules);
+  assert.deepEqual(o.kind === "retry" && [o.runAfter, o.error, o.refundAttempt, o.schedule, o.result], [
+    roomAt,
+    "rate_limited",
+    true,
+    null,
+    refused,
+  ]);
+  // No time known (the pace's store was out of reach): soon.
+  const unknownRoom = { ...refused, pacedBy: { provider: "google", retryAt: null, unasked: true } };
+  const soon = outcomeOfResult(job(1), unknownRoom, now, schedules);
+  assert.equal(soon.kind === "retry" && soon.runAfter.getTime() - now.getTime(), 5_000);
+  // Due after the task's retries end: the unknown stands.
+  assert.deepEqual(settleRetryPastEnd(o, new Date(roomAt.getTime() - 1)), {
+    kind: "result",
+    job: job(5, { deferred: 2 }),
+    result: refused,
+  });
+  // A plain rate limit without a pace keeps the deferred schedule.
+  const plain = outcomeOfResult(
+    job(1),
+    result({ status: "unknown", unknownReason: "rate_limited" }),
+    now,
+    schedules,
+  );
+  assert.equal(plain.kind === "retry" && plain.schedule, "deferred");
+});

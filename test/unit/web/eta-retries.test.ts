@@ -1,10 +1,12 @@
 // Issue 21 item 2: the task page's time left with addresses waiting for a server's retry.
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { describe, test } from "node:test";
 import {
   addSample,
   etaWithoutRetriesMs,
+  etaWithPacesMs,
   formatUntil,
+  pacedLine,
   retriesLine,
   retriesSettleBy,
 } from "../../../web/src/lib/eta.ts";
@@ -55,4 +57,35 @@ test("retriesLine and formatUntil: '1,536 done; 98 wait for retries until 10:25'
     `${(1_536).toLocaleString()} done; 98 wait for retries until ${until}.`,
   );
   assert.equal(retriesLine(1, 1, until), `1 done; 1 waits for a retry until ${until}.`);
+});
+
+describe("providers pacing a task", () => {
+  const now = Date.parse("2026-11-29T10:00:00Z");
+  const gmail = {
+    name: "Gmail",
+    pending: 412,
+    rate_per_minute: 70,
+    expected_done_at: "2026-11-29T10:05:53Z",
+  };
+
+  test("say who paces, how many wait, and about how long", () => {
+    assert.equal(pacedLine(gmail, now), "Gmail: 412 addresses at the pace it allows, about 6 min.");
+    assert.equal(
+      pacedLine({ ...gmail, pending: 1, expected_done_at: "2026-11-29T10:00:20Z" }, now),
+      "Gmail: 1 address at the pace it allows, less than a minute.",
+    );
+    assert.equal(
+      pacedLine({ ...gmail, rate_per_minute: null, expected_done_at: null }, now),
+      "Gmail: 412 addresses wait while we learn the pace it allows.",
+    );
+  });
+
+  test("the estimate is the later of the rest at the observed rate and each provider's pace", () => {
+    assert.equal(etaWithPacesMs(60_000, [gmail], now), 353_000);
+    assert.equal(etaWithPacesMs(900_000, [gmail], now), 900_000);
+    assert.equal(etaWithPacesMs(null, [gmail], now), 353_000);
+    // A pace still being learnt gives no time: the rest's estimate stands.
+    assert.equal(etaWithPacesMs(60_000, [{ ...gmail, expected_done_at: null }], now), 60_000);
+    assert.equal(etaWithPacesMs(null, [], now), null);
+  });
 });

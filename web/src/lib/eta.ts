@@ -72,3 +72,37 @@ export function retriesLine(done: number, waiting: number, until: string): strin
   const wait = waiting === 1 ? "1 waits for a retry" : `${formatNumber(waiting)} wait for retries`;
   return `${formatNumber(done)} done; ${wait} until ${until}.`;
 }
+
+/** A provider pacing the task, as metrics.paced reports it. */
+export interface PacedProvider {
+  name: string;
+  pending: number;
+  rate_per_minute: number | null;
+  expected_done_at: string | null;
+}
+
+/** "Gmail: 412 addresses at the pace it allows, about 6 min." */
+export function pacedLine(p: PacedProvider, now: number = Date.now()): string {
+  const addresses = p.pending === 1 ? "1 address" : `${formatNumber(p.pending)} addresses`;
+  if (p.expected_done_at === null) return `${p.name}: ${addresses} wait while we learn the pace it allows.`;
+  const left = Date.parse(p.expected_done_at) - now;
+  const when = left < 60_000 ? "less than a minute" : `about ${Math.ceil(left / 60_000).toString()} min`;
+  return `${p.name}: ${addresses} at the pace it allows, ${when}.`;
+}
+
+/**
+ * Milliseconds left once the paced providers are counted: the rest goes at the observed rate
+ * (`restMs`, computed without the paced addresses), each paced provider at its own pace, in
+ * parallel; the later of them. Null when neither is known.
+ */
+export function etaWithPacesMs(
+  restMs: number | null,
+  paced: readonly PacedProvider[],
+  now: number = Date.now(),
+): number | null {
+  const paces = paced.flatMap((p) =>
+    p.expected_done_at === null ? [] : [Math.max(0, Date.parse(p.expected_done_at) - now)],
+  );
+  if (paces.length === 0) return restMs;
+  return Math.max(restMs ?? 0, ...paces);
+}

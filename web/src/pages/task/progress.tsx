@@ -8,7 +8,9 @@ import { ProgressBar } from "../../components/progress.tsx";
 import { announce, useAction } from "../../hooks.ts";
 import {
   etaWithoutRetriesMs,
+  etaWithPacesMs,
   formatUntil,
+  pacedLine,
   retriesLine,
   retriesSettleBy,
   type Sample,
@@ -36,7 +38,12 @@ export function ProgressSection({
   const settleBy = running ? retriesSettleBy(retries) : null;
   // Work other than the retries: its time comes from the rate, the retries' from their schedule.
   const others = j.pending - retries.pending + j.processing;
-  const eta = running ? etaWithoutRetriesMs(samples, total, retries.pending) : null;
+  // Addresses a provider's pace holds back go at that pace, not at the task's observed rate.
+  const paced = running ? m.paced : [];
+  const pacedPending = paced.reduce((n, p) => n + p.pending, 0);
+  const eta = running
+    ? etaWithPacesMs(etaWithoutRetriesMs(samples, total, retries.pending + pacedPending), paced)
+    : null;
   const rateText =
     eta === null
       ? done === 0 && j.processing === 0
@@ -72,6 +79,13 @@ export function ProgressSection({
         {summary}
         {running && <span class="muted small"> Updates every {POLL_MS / 1000} seconds.</span>}
       </p>
+      {paced.length > 0 && (
+        <ul class="small" aria-label="Providers pacing this task">
+          {paced.map((p) => (
+            <li key={p.provider}>{pacedLine(p)}</li>
+          ))}
+        </ul>
+      )}
       {running && retries.pending > 0 && retries.pending === j.pending && (
         <FinishNow task={task} waiting={retries.pending} onFinished={onFinished} />
       )}
