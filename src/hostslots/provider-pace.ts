@@ -12,10 +12,7 @@ import {
 } from "../db/queries/provider-paces.ts";
 import type { Clock } from "../lib/clock.ts";
 import {
-  afterRetrip,
   budgetOf,
-  firstProbeOffsetMs,
-  forgetAt,
   nextProbeOffsetMs,
   PROBE_RCPTS,
   type PaceAnswer,
@@ -23,6 +20,7 @@ import {
   type ProviderPace,
 } from "../verify/index.ts";
 import { SlotsUnavailableError } from "./host-gate.ts";
+import { firstTrip, learnt } from "./pace-learning.ts";
 import { createPaceObservations } from "./pace-observations.ts";
 
 export interface PgProviderPaceOptions {
@@ -153,11 +151,11 @@ export function createPgProviderPace(o: PgProviderPaceOptions): ProviderPace {
     if (pace === null) {
       if (!u.throttled) return null;
       const episodeStart = minDate(observed.since, u.startedAt);
-      const row = firstTrip(u, now, episodeStart, observed.rcpts + u.accepted);
+      const row = firstTrip(u, now, { episodeStart, maxRcpts: observed.rcpts + u.accepted }, o.quietMs);
       await savePace(tx, row);
       return row;
     }
-    const next = learnt(pace, u, now);
+    const next = learnt(pace, u, now, o.quietMs);
     if (next === pace) return pace;
     if (next.state === "paced" && pace.state === "probing") {
       // The burst that tripped the provider still fills its window: counted as spent at the trip.
@@ -173,62 +171,6 @@ export function createPgProviderPace(o: PgProviderPaceOptions): ProviderPace {
     }
     await savePace(tx, next);
     return next;
-  }
-
-  /** A pace's first row: the provider refused us after accepting `maxRcpts` since `episodeStart`. */
-  function firstTrip(u: PaceUsage, now: Date, episodeStart: Date, maxRcpts: number): PaceRow {
-    const probeAtMs = firstProbeOffsetMs(episodeStart, now);
-    return {
-      provider: u.provider,
-      egress: u.egress,
-      state: "probing",
-      maxRcpts: Math.max(1, maxRcpts),
-      windowMs: null,
-      episodeStart,
-      trippedAt: now,
-      probeAtMs,
-      roomAt: new Date(episodeStart.getTime() + probeAtMs),
-      forgetAt: forgetAt(now, probeAtMs, o.quietMs),
-      trips: 1,
-    };
-  }
-
-  /** The pace after session `u`'s report. */
-  function learnt(pace: PaceRow, u: PaceUsage, now: Date): PaceRow {
-    const ofTheBurst = u.startedAt < pace.trippedAt;
-    if (pace.state === "probing") {
-      // A session that began before the refusal took part in the burst: what it got answered counts.
-      if (ofTheBurst) return { ...pace, maxRcpts: pace.maxRcpts + u.accepted };
-      if (u.throttled) {
-        const probeAtMs = nextProbeOffsetMs(pace.probeAtMs, now.getTime() - pace.episodeStart.getTime());
-        return {
-          ...pace,
-          probeAtMs,
-          roomAt: new Date(pace.episodeStart.getTime() + probeAtMs),
-          forgetAt: forgetAt(now, probeAtMs, o.quietMs),
-        };
-      }
-      if (u.grant?.probe !== true || u.accepted === 0) return pace;
-      // Answered again: the provider's window is at most how long it refused us since the burst began.
-      const windowMs = Math.max(1, u.startedAt.getTime() - pace.episodeStart.getTime());
-      return {
-        ...pace,
-        state: "paced",
-        windowMs,
-        roomAt: new Date(pace.trippedAt.getTime() + windowMs),
-        forgetAt: forgetAt(pace.trippedAt, windowMs, o.quietMs),
-      };
-    }
-    if (!u.throttled || ofTheBurst) return pace;
-    const windowMs = pace.windowMs ?? pace.probeAtMs;
-    return {
-      ...pace,
-      maxRcpts: afterRetrip(pace.maxRcpts),
-      trippedAt: now,
-      trips: pace.trips + 1,
-      roomAt: new Date(now.getTime() + windowMs),
-      forgetAt: forgetAt(now, windowMs, o.quietMs),
-    };
   }
 }
 

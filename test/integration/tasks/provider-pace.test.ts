@@ -108,7 +108,7 @@ async function watchPaced(user: { apiKey: string }, taskId: string, stop: AbortS
   return seen;
 }
 
-test("a throttling provider is paced: every address answered, few refusals, and a second task does not trip it", async () => {
+test("a throttling provider is paced: every address answered, few refusals, and a second task does not trip it", async (t) => {
   const expect = createExpectation(SPEC);
   const user = await ctx.createUser(10_000);
   const emails = [...emailsOf(FIRST, 12), ...emailsOf(PLAIN, 6)];
@@ -126,6 +126,9 @@ test("a throttling provider is paced: every address answered, few refusals, and 
     const wrong = rows.filter((r) => r.status !== expect(r.email).status);
     assert.deepEqual(wrong, [], "every address answered as the world says, none given up as unknown");
     const first = world.throttleCounters(QUOTA.name);
+    t.diagnostic(
+      `the provider: ${first.accepted.toString()} RCPTs accepted, ${first.refusals.toString()} refused`,
+    );
     // The quota was met (the pace was learnt, not avoided) and its refusals stayed few: the burst
     // that taught it and the probes that found its window, not a refused retry chain.
     assert.ok(first.refusals >= 1, "the provider refused us at least once");
