@@ -55,7 +55,8 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     genReqId: requestIdFrom,
     requestIdHeader: false,
     bodyLimit: config.bodyLimitBytes,
-    trustProxy: config.trustProxy,
+    // Only the listed proxies: the client is the rightmost address none of them added.
+    trustProxy: config.trustProxy.length > 0 ? [...config.trustProxy] : false,
     // Explicit server timeouts: a realtime verification may legitimately take tens of seconds.
     // The request timeout bounds an upload's body; a JSON body has BODY_TIMEOUT_MS (slow-clients.ts).
     requestTimeout: 120_000,

@@ -32,6 +32,15 @@ export async function openRuntime(config: Readonly<Config>, logger: Logger): Pro
       dataDir: config.dataDir,
       poolSize: config.databasePoolSize,
       onPoolError: (err) => logger.warn({ err }, "idle database connection failed"),
+      onDataDirOpened: (p) =>
+        logger.warn(
+          {
+            madePrivate: p.fixed.length,
+            notOurs: p.refused.slice(0, 10),
+            truncated: p.truncated,
+          },
+          "DATA_DIR had files other accounts could read or write: made them the owner's only (0700/0600)",
+        ),
     });
     const applied = await migrate(db);
     if (applied.length > 0) logger.info({ versions: applied }, "applied database migrations");
@@ -102,9 +111,10 @@ async function startDiskSpaceGuard(config: Readonly<Config>, logger: Logger): Pr
   return guard;
 }
 
+/** DATA_DIR, created its owner's only when missing (openDatabase makes what it holds private). */
 async function ensureDir(dir: string): Promise<string> {
   const { mkdir } = await import("node:fs/promises");
-  await mkdir(dir, { recursive: true });
+  await mkdir(dir, { recursive: true, mode: 0o700 });
   return dir;
 }
 

@@ -1,11 +1,12 @@
 // `mailprobe backup` and `mailprobe restore`: the embedded engine's data directory to one file
 // and back (the file's layout: backup-archive.ts). PostgreSQL has its own tools for this.
 import { readFileSync } from "node:fs";
-import { mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { AdminEndpoint } from "../app/admin-endpoint.ts";
 import { loadConfig, type Config } from "../config/index.ts";
 import { LOCK_FILE, lockDataDir } from "../db/data-dir-lock.ts";
+import { makeDataDirPrivate } from "../db/data-dir-privacy.ts";
 import { embeddedDatabaseDir } from "../db/open.ts";
 import { openPglite, snapshotterOf } from "../db/pglite.ts";
 import { backupArchive, readBackupArchive, SECRET_FILES } from "./backup-archive.ts";
@@ -121,7 +122,8 @@ export async function restoreCommand(file: string): Promise<void> {
   const backup = await readBackupArchive(file);
   const dir = config.dataDir;
   await assertEmpty(dir);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  // Private before anything is written: the engine's files take the umask this narrows.
+  await makeDataDirPrivate(dir);
   const release = await lockDataDir(dir);
   const written: string[] = [];
   try {

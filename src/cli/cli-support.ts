@@ -1,7 +1,7 @@
 // Small helpers shared by the CLI's command modules, free of heavy imports (the client commands
 // load this, not the engine or the database).
-import { createWriteStream, type Stats } from "node:fs";
-import { link, realpath, rename, rm, stat } from "node:fs/promises";
+import type { Stats } from "node:fs";
+import { link, open, realpath, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, extname, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -119,8 +119,11 @@ export async function writeFileAtomically(
   mode = 0o666,
 ): Promise<void> {
   const partial = `${out}.partial-${process.pid}`;
+  // Created, never reused: a file (or a link) someone else placed at that name makes this fail,
+  // and is left as it was, instead of receiving, say, a backup with the encryption key.
+  const handle = await open(partial, "wx", mode);
   try {
-    await pipeline(body, createWriteStream(partial, { mode }));
+    await pipeline(body, handle.createWriteStream());
     if (force) await rename(partial, out);
     else await linkNoClobber(partial, out);
   } finally {

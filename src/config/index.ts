@@ -4,6 +4,7 @@ import { boolVar, ConfigError, enumVar, intVar, keyVar, optionalVar, stringVar, 
 import type { HeloNameSource } from "../lib/host-names.ts";
 import { dnsServersVar } from "./dns-servers.ts";
 import { parseEgressList } from "./egress.ts";
+import { parseTrustProxy } from "./trust-proxy.ts";
 import { resolveSmtpIdentity, type ConfigWarning } from "./smtp-identity.ts";
 
 export { ConfigError, type ConfigWarning };
@@ -60,8 +61,8 @@ export interface Config {
   uploadParse: { threads: number; maxMemoryMb: number; timeoutMs: number };
   /** Uploads in progress at once on this process, all users and one user (uploads/admission.ts). */
   uploadsInProgress: { perProcess: number; perUser: number };
-  /** Trust X-Forwarded-* from a reverse proxy. */
-  trustProxy: boolean;
+  /** TRUST_PROXY: the reverse proxies whose X-Forwarded-* headers are believed (trust-proxy.ts); empty: none. */
+  trustProxy: readonly string[];
   /** Limits of the HTTP server against slow and piled-up clients. */
   httpServer: HttpServerConfig;
   /** METRICS_TOKEN: when set, GET /metrics requires `Authorization: Bearer <token>`. */
@@ -250,7 +251,7 @@ export function loadConfig(
       perProcess: intVar(env, "UPLOADS_MAX_IN_PROGRESS", 4, 1, 1_000),
       perUser: intVar(env, "UPLOADS_MAX_IN_PROGRESS_PER_USER", 2, 1, 1_000),
     }),
-    trustProxy: boolVar(env, "TRUST_PROXY", false),
+    trustProxy: Object.freeze(parseTrustProxy(env.TRUST_PROXY)),
     httpServer: loadHttpServerConfig(env),
     metricsToken: optionalVar(env, "METRICS_TOKEN"),
     operatorToken: operatorTokenVar(env),
@@ -322,7 +323,7 @@ function loadHttpServerConfig(env: Record<string, string | undefined>): Readonly
     maxConnectionsPerIp: intVar(
       env,
       "MAX_CONNECTIONS_PER_IP",
-      boolVar(env, "TRUST_PROXY", false) ? 0 : 256,
+      parseTrustProxy(env.TRUST_PROXY).length > 0 ? 0 : 256,
       0,
       1_000_000,
     ),

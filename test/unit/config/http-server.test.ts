@@ -17,8 +17,8 @@ test("defaults: 15 s for headers, 30 s for a JSON body, 256 connections per addr
 });
 
 test("behind a proxy (TRUST_PROXY) every client shares its address: no per-address cap unless set", () => {
-  assert.equal(load({ TRUST_PROXY: "true" }).maxConnectionsPerIp, 0);
-  assert.equal(load({ TRUST_PROXY: "true", MAX_CONNECTIONS_PER_IP: "5000" }).maxConnectionsPerIp, 5000);
+  assert.equal(load({ TRUST_PROXY: "loopback" }).maxConnectionsPerIp, 0);
+  assert.equal(load({ TRUST_PROXY: "10.0.0.5", MAX_CONNECTIONS_PER_IP: "5000" }).maxConnectionsPerIp, 5000);
 });
 
 test("explicit values, 0 turning a cap off", () => {
