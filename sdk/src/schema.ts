@@ -522,7 +522,7 @@ export interface paths {
     };
     /**
      * Liveness probe
-     * @description 200 while the process runs. Needs no credentials and is not rate limited.
+     * @description 200 while the process can serve; 503 once it cannot until it is restarted (the embedded database stopped after a fatal error, e.g. a full disk), so a supervisor's liveness probe restarts it. Never queries the database. Needs no credentials and is not rate limited.
      */
     get: operations["getHealth"];
     put?: never;
@@ -2550,6 +2550,16 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description Conflicts with the current state (CONFLICT) */
+      409: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
       429: {
         headers: {
@@ -2673,6 +2683,16 @@ export interface operations {
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
       404: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Conflicts with the current state (CONFLICT) */
+      409: {
         headers: {
           "X-Request-ID": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -4098,6 +4118,16 @@ export interface operations {
         };
         content: {
           "application/json": components["schemas"]["Health"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
         };
       };
     };

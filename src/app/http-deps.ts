@@ -22,6 +22,7 @@ export function httpDepsOf(services: Services): HttpDeps {
       warnings: config.warnings,
       ping: () => pingDatabase(db),
       diskSpace: services.diskSpace,
+      ...(db.stoppedFor ? { stoppedFor: () => db.stoppedFor?.() ?? null } : {}),
     }),
     diskSpace: services.diskSpace,
     authenticator: services.authenticator,

@@ -9,6 +9,7 @@ import type { Logger } from "../observability/logger.ts";
 import type { RateLimitStore } from "../ratelimit/limiter.ts";
 import { loadLocalSecrets } from "./local-secrets.ts";
 import { buildServices, type Services } from "./services.ts";
+import { sealClearWebhookSecrets } from "../webhooks/secret-cipher.ts";
 
 export interface Runtime {
   services: Services;
@@ -72,6 +73,10 @@ export async function openRuntime(config: Readonly<Config>, logger: Logger): Pro
       rateLimitStore,
       diskSpace,
     });
+    const sealed = await sealClearWebhookSecrets(db, services.webhookSecrets);
+    if (sealed > 0) logger.info({ users: sealed }, "encrypted webhook signing secrets stored in the clear");
+    else if (!services.webhookSecrets.sealing)
+      logger.warn("ENCRYPTION_KEY is not set: webhook signing secrets are stored in the clear");
     const isFresh = !(await hasAnyUser(db));
     const openedDb = db;
     return {

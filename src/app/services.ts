@@ -20,6 +20,8 @@ import { createTasksService, type TasksService } from "../tasks/service.ts";
 import { createUploadAdmission } from "../uploads/admission.ts";
 import { createUploadsService, type UploadsService } from "../uploads/service.ts";
 import { createWebhooksService, type WebhooksService } from "../webhooks/service.ts";
+import { stopWorkOf } from "../tasks/stop-work.ts";
+import { createWebhookSecretCipher, type WebhookSecretCipher } from "../webhooks/secret-cipher.ts";
 import { createPgHostGate, HostBusyError } from "../hostslots/host-gate.ts";
 import { newWorkerId } from "../jobs/runner.ts";
 import {
@@ -54,6 +56,8 @@ export interface Services {
   tasks: TasksService;
   uploads: UploadsService;
   webhooks: WebhooksService;
+  /** Seals and opens the users' webhook signing secrets at rest (webhooks/secret-cipher.ts). */
+  webhookSecrets: WebhookSecretCipher;
   /** Tells every node's caches what changed (db/invalidation-bus.ts). */
   invalidations: InvalidationBus;
   /** Free space of DATA_DIR (embedded engine); the no-op guard on PostgreSQL and in tests. */
@@ -84,10 +88,17 @@ export function buildServices(opts: ServiceOptions): Services {
   const invalidations = createInvalidationBus(db, (e) =>
     logger.warn({ err: e }, "cache invalidation channel unavailable; caches bypassed until it is back"),
   );
-  const apiKeys = createApiKeysService(db, clock, opts.encryptionKey, {
-    bus: invalidations,
-    ttlMs: config.hotCache.authTtlMs,
-  });
+  const webhookSecrets = createWebhookSecretCipher(opts.encryptionKey);
+  // A credential's end ends what it opened (tasks/stop-work.ts): tasks cancelled, webhooks dropped.
+  const apiKeys = createApiKeysService(
+    db,
+    clock,
+    opts.encryptionKey,
+    { bus: invalidations, ttlMs: config.hotCache.authTtlMs },
+    async (tx, userId, keyIds, at) => {
+      await stopWorkOf(tx, { userId, apiKeyIds: keyIds, reason: "the API key was revoked" }, at);
+    },
+  );
   const jwt = createJwtService({
     secret: opts.jwtSecret,
     jwksUrl: config.jwtJwksUrl,
@@ -143,8 +154,10 @@ export function buildServices(opts: ServiceOptions): Services {
     }),
     apiKeys,
     credits: createCreditsService(db, clock),
-    users: createUsersService(db, clock, apiKeys),
-    operator: createOperatorService(db, clock, apiKeys, invalidations),
+    users: createUsersService(db, clock, apiKeys, webhookSecrets),
+    operator: createOperatorService(db, clock, apiKeys, invalidations, async (tx, userId, at) => {
+      await stopWorkOf(tx, { userId, apiKeyIds: null, reason: "the user was deactivated" }, at);
+    }),
     jwt,
     authenticator: createAuthenticator(apiKeys, jwt),
     rateLimiter,
@@ -165,9 +178,11 @@ export function buildServices(opts: ServiceOptions): Services {
     uploads: createUploadsService(db, clock, engine, listParser, {
       admission: createUploadAdmission({ ...config.uploadsInProgress, retryAfterSeconds: 2 }),
       maxUploadBytes: config.maxUploadBytes,
+      storagePerUserBytes: config.uploadStoragePerUserBytes,
     }),
     reports: createReportsService(db),
-    webhooks: createWebhooksService(db, clock),
+    webhooks: createWebhooksService(db, clock, webhookSecrets),
+    webhookSecrets,
     invalidations,
     diskSpace: opts.diskSpace ?? noDiskSpaceGuard,
     async close() {

@@ -60,8 +60,21 @@ export function createWorkerRole(
     // The background must not write into a full disk either: no new group below the threshold.
     claimPause: () => services.diskSpace.refusal(),
   });
-  const webhooks = createWebhookDispatcher({ db, clock, logger, config: config.webhooks });
-  const retention = createRetentionSweeper({ db, clock, logger, retentionDays: config.resultRetentionDays });
+  const webhooks = createWebhookDispatcher({
+    db,
+    clock,
+    logger,
+    config: config.webhooks,
+    secrets: services.webhookSecrets,
+    claimPause: () => services.diskSpace.refusal(),
+  });
+  const retention = createRetentionSweeper({
+    db,
+    clock,
+    logger,
+    retentionDays: config.resultRetentionDays,
+    pause: () => services.diskSpace.refusal(),
+  });
   return {
     pool,
     webhooks,

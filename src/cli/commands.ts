@@ -5,6 +5,7 @@ import type { Logger } from "../observability/logger.ts";
 import { serve } from "../app/serve.ts";
 import { work } from "../app/work.ts";
 import { loadConfig } from "../config/index.ts";
+import { assertEgressBindable } from "../config/egress.ts";
 import { migrate } from "../db/migrate.ts";
 import { openDatabase } from "../db/open.ts";
 import { lockDataDir } from "../db/data-dir-lock.ts";
@@ -26,6 +27,7 @@ function toCliError(e: unknown): never {
 
 export async function serveCommand(opts: { worker: boolean }): Promise<void> {
   const config = loadConfig(process.env);
+  await assertEgressBindable(config.verify.smtpEgress);
   await serve(config, createLogger(config.logLevel, "stdout", config.logFormat), {
     say,
     withWorker: opts.worker,
@@ -34,6 +36,7 @@ export async function serveCommand(opts: { worker: boolean }): Promise<void> {
 
 export async function workerCommand(): Promise<void> {
   const config = loadConfig(process.env);
+  await assertEgressBindable(config.verify.smtpEgress);
   await work(config, createLogger(config.logLevel, "stdout", config.logFormat), say);
 }
 

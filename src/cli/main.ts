@@ -4,6 +4,7 @@
 // and dependency-free modules here.
 import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
+import { MAX_GRANT_CREDITS } from "../credits/limits.ts";
 import { API_KEY_PURPOSES, type ApiKeyPurpose } from "../keys/purposes.ts";
 import { isUuid } from "../lib/ids.ts";
 import { FILE_FORMATS, type FileFormat } from "./cli-support.ts";
@@ -18,6 +19,14 @@ function packageVersion(): string {
 function positiveInt(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError("must be a non-negative integer");
   return Number(value);
+}
+
+/** A credit amount: what one grant or an opening balance may be (MAX_GRANT_CREDITS). */
+function creditAmount(value: string): number {
+  const n = positiveInt(value);
+  if (n > MAX_GRANT_CREDITS)
+    throw new InvalidArgumentError(`must be at most ${MAX_GRANT_CREDITS.toLocaleString("en-US")}`);
+  return n;
 }
 
 function pageSize(value: string): number {
@@ -117,7 +126,7 @@ function buildProgram(): Command {
   users
     .command("create")
     .description("create a user; prints its id and a first API key (shown once)")
-    .requiredOption("--credits <n>", "opening credit balance", positiveInt)
+    .requiredOption("--credits <n>", "opening credit balance", creditAmount)
     .option("--email <email>", "contact email (unique)")
     .option("--json", "print JSON")
     .action(async (opts: { credits: number; email?: string; json?: boolean }) =>
@@ -157,7 +166,7 @@ function buildProgram(): Command {
     .command("grant")
     .description("grant credits to a user (writes a grant transaction)")
     .argument("<user_id>", "user id (UUID)", uuidArg)
-    .argument("<amount>", "credits to add", positiveInt)
+    .argument("<amount>", "credits to add", creditAmount)
     .requiredOption("--reason <reason>", "reason recorded on the transaction")
     .action(async (userId: string, amount: number, opts: { reason: string }) =>
       (await commands()).creditsGrantCommand(userId, amount, opts),

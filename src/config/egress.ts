@@ -2,7 +2,7 @@
 // reputation per client IP, so each entry gets its own per-server-IP slots (docs/smtp-sessions.md,
 // "Egress identities"). An entry is a local source address to bind (an IPv4 or IPv6 literal that
 // one of this machine's interfaces carries) or a SOCKS5 proxy URL.
-import { isIP } from "node:net";
+import { createServer, isIP } from "node:net";
 import { ConfigError } from "./env-vars.ts";
 
 const EXAMPLE = "e.g. SMTP_EGRESS=192.0.2.10,192.0.2.11 or SMTP_EGRESS=socks5://user:pass@proxy.example:1080";
@@ -21,7 +21,7 @@ export function parseEgressList(raw: string | undefined, smtpProxy: string | nul
   for (const [i, entry] of entries.entries()) {
     if (entry === "")
       throw new ConfigError(`SMTP_EGRESS entry ${(i + 1).toString()} is empty (a stray comma?): ${EXAMPLE}`);
-    const value = entry.includes("://") ? checkProxy(entry) : checkAddress(entry);
+    const value = entry.includes("://") ? checkProxyUrl(`SMTP_EGRESS entry`, entry) : checkAddress(entry);
     const name = value.includes("://") ? proxyName(value) : value;
     if (seen.has(name)) throw new ConfigError(`SMTP_EGRESS lists "${name}" twice`);
     seen.add(name);
@@ -47,20 +47,26 @@ function checkAddress(entry: string): string {
   return address;
 }
 
-function checkProxy(entry: string): string {
+/**
+ * A SOCKS5 proxy URL (SMTP_EGRESS entries, SMTP_PROXY), or a ConfigError that names `what` and
+ * the URL without its credentials. Only SOCKS5 (socks5://, socks5h://) is spoken
+ * (verify/smtp/socks-connect.ts): a socks:// or socks4:// URL is refused here, not at the
+ * first probe.
+ */
+export function checkProxyUrl(what: string, entry: string): string {
   let url: URL;
   try {
     url = new URL(entry);
   } catch {
-    throw new ConfigError(`SMTP_EGRESS entry "${redact(entry)}" is not a valid URL: ${EXAMPLE}`);
+    throw new ConfigError(
+      `${what} "${redact(entry)}" is not a valid URL (percent-encode / @ : in the user or password): ${EXAMPLE}`,
+    );
   }
   if (url.protocol !== "socks5:" && url.protocol !== "socks5h:")
-    throw new ConfigError(
-      `SMTP_EGRESS entry "${redact(entry)}" must be a socks5:// URL, got ${url.protocol}`,
-    );
-  if (url.hostname === "") throw new ConfigError(`SMTP_EGRESS entry "${redact(entry)}" has no host`);
+    throw new ConfigError(`${what} "${redact(entry)}" must be a socks5:// URL, got ${url.protocol}`);
+  if (url.hostname === "") throw new ConfigError(`${what} "${redact(entry)}" has no host`);
   if (url.pathname !== "" && url.pathname !== "/")
-    throw new ConfigError(`SMTP_EGRESS entry "${redact(entry)}" must not have a path`);
+    throw new ConfigError(`${what} "${redact(entry)}" must not have a path`);
   return entry;
 }
 
@@ -69,7 +75,43 @@ function proxyName(entry: string): string {
   return `socks5://${url.hostname}:${url.port === "" ? "1080" : url.port}`;
 }
 
-/** Credentials never appear in an error message (they end up in logs). */
-function redact(entry: string): string {
-  return entry.replace(/\/\/[^@/]*@/, "//***@");
+/**
+ * Credentials never appear in an error message (they end up in logs): everything between the
+ * scheme and the last "@" goes, whatever it holds (a password may contain "/", "?" or "#").
+ */
+export function redact(entry: string): string {
+  const start = entry.indexOf("//");
+  const at = entry.lastIndexOf("@");
+  return start === -1 || at < start ? entry : `${entry.slice(0, start + 2)}***${entry.slice(at)}`;
+}
+
+/**
+ * The SMTP_EGRESS addresses this machine cannot bind (EADDRNOTAVAIL: no interface carries them).
+ * Checked at start by binding a throwaway socket to each: a missing address would otherwise turn
+ * every probe from it into `unknown / connection_failed`, blamed on the mail servers.
+ */
+export async function unbindableEgressAddresses(entries: readonly string[]): Promise<string[]> {
+  const missing: string[] = [];
+  for (const entry of entries) {
+    if (entry.includes("://")) continue;
+    if (!(await canBind(entry))) missing.push(entry);
+  }
+  return missing;
+}
+
+/** Refuses to start, naming them, when SMTP_EGRESS lists addresses this machine does not have. */
+export async function assertEgressBindable(entries: readonly string[]): Promise<void> {
+  const missing = await unbindableEgressAddresses(entries);
+  if (missing.length === 0) return;
+  throw new ConfigError(
+    `SMTP_EGRESS lists ${missing.map((a) => `"${a}"`).join(", ")}, which no interface of this machine carries (binding failed): add the address to an interface (ip addr add …) or remove it from SMTP_EGRESS`,
+  );
+}
+
+function canBind(address: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen({ host: address, port: 0, exclusive: true }, () => server.close(() => resolve(true)));
+  });
 }

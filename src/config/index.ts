@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { boolVar, ConfigError, enumVar, intVar, keyVar, optionalVar, stringVar, urlVar } from "./env-vars.ts";
 import type { HeloNameSource } from "../lib/host-names.ts";
 import { dnsServersVar } from "./dns-servers.ts";
-import { parseEgressList } from "./egress.ts";
+import { checkProxyUrl, parseEgressList } from "./egress.ts";
 import { parseTrustProxy } from "./trust-proxy.ts";
 import { resolveSmtpIdentity, type ConfigWarning } from "./smtp-identity.ts";
 
@@ -57,6 +57,8 @@ export interface Config {
   bodyLimitBytes: number;
   /** Largest uploaded list file accepted. */
   maxUploadBytes: number;
+  /** Bytes of stored upload rows one user may keep (docs/storage.md); a larger upload is refused. */
+  uploadStoragePerUserBytes: number;
   /** Uploaded lists are parsed on worker threads (files/parse/parse-pool.ts) with these caps. */
   uploadParse: { threads: number; maxMemoryMb: number; timeoutMs: number };
   /** Uploads in progress at once on this process, all users and one user (uploads/admission.ts). */
@@ -240,6 +242,7 @@ export function loadConfig(
     redisUrl: urlVar(env, "REDIS_URL", ["redis:", "rediss:"]),
     bodyLimitBytes: intVar(env, "BODY_LIMIT_BYTES", 5 * 1024 * 1024, 1024),
     maxUploadBytes: intVar(env, "MAX_UPLOAD_BYTES", 10 * 1024 * 1024, 1024),
+    uploadStoragePerUserBytes: intVar(env, "UPLOAD_STORAGE_PER_USER_MB", 256, 1, 1_048_576) * 1024 * 1024,
     uploadParse: Object.freeze({
       // One: a parsing thread may take its whole heap cap, and the server's memory bound
       // (hostile-load suite: < 1 GiB under 20 concurrent 10 MB uploads) leaves room for one.
@@ -354,7 +357,8 @@ function loadVerifyConfig(
   env: Record<string, string | undefined>,
   smtp: { heloName: string; heloNameSource: HeloNameSource; mailFrom: string },
 ): Readonly<VerifyConfig> {
-  const smtpProxy = urlVar(env, "SMTP_PROXY", ["socks5:", "socks5h:", "socks:"]);
+  const proxyVar = optionalVar(env, "SMTP_PROXY");
+  const smtpProxy = proxyVar === null ? null : checkProxyUrl("SMTP_PROXY", proxyVar);
   return Object.freeze({
     dnsServers: dnsServersVar(env, "DNS_SERVERS"),
     dnsTimeoutMs: intVar(env, "DNS_TIMEOUT_MS", 2_000, 50, 60_000),

@@ -5,9 +5,10 @@ import {
   type CreditTransaction,
 } from "../db/queries/credit-transactions.ts";
 import { findUser } from "../db/queries/users.ts";
-import { AppError, notFound } from "../lib/app-error.ts";
+import { AppError, notFound, validationError } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { grantCredits, type LedgerOutcome } from "./ledger.ts";
+import { MAX_GRANT_CREDITS } from "./limits.ts";
 
 export type { CreditTransaction };
 
@@ -61,6 +62,13 @@ export function createCreditsService(db: Database, clock: Clock): CreditsService
       return { transactions: rows, total };
     },
     async grant(userId, amount, reason, idempotencyKey) {
+      if (!Number.isSafeInteger(amount) || amount < 1 || amount > MAX_GRANT_CREDITS)
+        throw validationError("amount is out of range", [
+          {
+            field: "amount",
+            reason: `must be a whole number from 1 to ${MAX_GRANT_CREDITS.toLocaleString("en-US")}`,
+          },
+        ]);
       return requireApplied(
         await db.transaction((tx) =>
           grantCredits(tx, {

@@ -57,6 +57,11 @@ export interface Database extends Queryable {
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
   /** What the adapter counted about its own work (absent on wrappers and on adapters that never retry). */
   readonly stats?: DatabaseStats;
+  /**
+   * Why this database can never answer again in this process (the embedded engine stopped after a
+   * fatal error: only a restart recovers), or null. Absent on adapters that reconnect by themselves.
+   */
+  stoppedFor?(): Error | null;
   /** Runs a multi-statement script (migrations only). */
   exec(sql: string): Promise<void>;
   close(): Promise<void>;

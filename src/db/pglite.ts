@@ -137,6 +137,7 @@ export async function openPglite(
   return {
     kind: "pglite",
     raw: pg,
+    stoppedFor: deathOf,
     async query(text, params) {
       live();
       return base.query(text, params);

@@ -6,7 +6,8 @@ export {
   type ParseListResult,
   type ParsedList,
 } from "./parse/parse-list-file.ts";
-export { packList, type PackedList, type PackListResult } from "./parse/pack-list.ts";
+export { packList, type PackedList, type PackListResult, type RowBlock } from "./parse/pack-list.ts";
+export { decodeRowBlock, type RowBlockEncoding, type RowBlockRows } from "./row-block.ts";
 export { createListParserPool, type ListParser, type ListParserOptions } from "./parse/parse-pool.ts";
 export type { ListFileProblem, ListFileProblemCode } from "./parse/problems.ts";
 export type { ListEntry, SkippedCounts } from "./parse/table.ts";

@@ -1,5 +1,5 @@
 import { LRUCache } from "lru-cache";
-import type { Database, Queryable } from "../db/client.ts";
+import type { Database, Queryable, Transaction } from "../db/client.ts";
 import { announceInvalidation, type InvalidationBus } from "../db/invalidation-bus.ts";
 import {
   countActiveApiKeysOfUser,
@@ -18,7 +18,7 @@ import { AppError, conflict, notFound } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
 import { safeEqual } from "../lib/tokens.ts";
-import { decryptSecret, encryptSecret } from "./key-cipher.ts";
+import { decryptSecret, encryptSecret } from "../lib/secret-box.ts";
 import { generateApiKey, hashApiKey, looksLikeApiKey } from "./key-material.ts";
 
 export { API_KEY_PURPOSES } from "./purposes.ts";
@@ -70,11 +70,23 @@ export interface ApiKeyCacheOptions {
   maxEntries?: number;
 }
 
+/**
+ * Called in the transaction that revokes keys, with the key owner's row locked: ends the work
+ * the keys started (tasks/stop-work.ts, wired by the composition root).
+ */
+export type OnKeysRevoked = (
+  tx: Transaction,
+  userId: string,
+  keyIds: readonly string[],
+  at: Date,
+) => Promise<void>;
+
 export function createApiKeysService(
   db: Database,
   clock: Clock,
   encryptionKey: Buffer | null,
   cacheOptions?: ApiKeyCacheOptions,
+  onRevoked: OnKeysRevoked = async () => {},
 ): ApiKeysService {
   const requireKey = (): Buffer => {
     if (!encryptionKey) {
@@ -183,7 +195,9 @@ export function createApiKeysService(
             "This is the user's last active API key: without it no request could authenticate. " +
               "Create another key first, then delete this one",
           );
-        await deactivateApiKey(tx, userId, id, clock.now());
+        const at = clock.now();
+        await deactivateApiKey(tx, userId, id, at);
+        await onRevoked(tx, userId, [id], at);
         // Always announced, also from a one-shot CLI without caches: running nodes have the key cached.
         await announceInvalidation(tx, { kind: "api_key", id });
       });

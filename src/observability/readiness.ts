@@ -21,7 +21,16 @@ export interface Readiness {
   dataDir: DataDirSpace | null;
 }
 
+/** What GET /healthz reports: alive, or why only a restart of the process helps. */
+export type Liveness = { alive: true } | { alive: false; reason: string };
+
 export interface ReadinessService {
+  /**
+   * Whether the process can still serve: false once its database can never answer again (the
+   * embedded engine stopped), so a supervisor's liveness probe restarts it. Never touches the
+   * database: a slow one is a readiness matter, not a reason to restart.
+   */
+  liveness(): Liveness;
   /**
    * Throws when the database does not answer; the caller turns that into 503, as it does a
    * `dataDir.refusal`.
@@ -38,11 +47,17 @@ export interface ReadinessOptions {
   diskSpace?: DiskSpaceGuard;
   /** A ping slower than this counts as unreachable (a hung connect must not hang /readyz). */
   timeoutMs?: number;
+  /** Why the database can never answer again in this process (Database.stoppedFor), or null. */
+  stoppedFor?: () => Error | null;
 }
 
 export function createReadinessService(opts: ReadinessOptions): ReadinessService {
   const disk = opts.diskSpace ?? noDiskSpaceGuard;
   return {
+    liveness() {
+      const stopped = opts.stoppedFor?.() ?? null;
+      return stopped === null ? { alive: true } : { alive: false, reason: stopped.message };
+    },
     async check() {
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {

@@ -9,8 +9,8 @@ import {
   saveIdempotencyKey,
   type TaskRecord,
 } from "../db/queries/tasks.ts";
-import { findUser, lockUserBalance } from "../db/queries/users.ts";
-import { notFound, validationError, type AppError } from "../lib/app-error.ts";
+import { endedCredential, findUser, lockUserBalance } from "../db/queries/users.ts";
+import { AppError, notFound, validationError } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
 import { yieldToEventLoop } from "../lib/sleep.ts";
@@ -146,8 +146,25 @@ export async function findIdempotentReplay(
   const prior = await findIdempotentTask(db, principal.userId, k.scope, k.key, since);
   if (!prior) return null;
   if (prior.requestHash !== k.requestHash) throw reusedKey();
+  if (prior.taskId === null) throw keyOfDeletedTask();
   return prior.taskId;
 }
+
+const credentialEnded = (what: "user" | "key"): AppError =>
+  new AppError(
+    "UNAUTHORIZED",
+    what === "user"
+      ? "This account was deactivated while the request was in progress; nothing was created"
+      : "This API key was revoked while the request was in progress; nothing was created",
+  );
+
+/** The task this key created was deleted since: a retry must not create (and bill) another. */
+const keyOfDeletedTask = (): AppError =>
+  new AppError(
+    "CONFLICT",
+    "The task created with this Idempotency-Key has been deleted; to create a new task, send the request with a new Idempotency-Key",
+    [{ field: "Idempotency-Key", reason: "its task was deleted" }],
+  );
 
 const reusedKey = (): AppError =>
   validationError("Idempotency-Key was already used with a different request", [
@@ -179,11 +196,20 @@ export async function createTask(
     // The user lock serialises task creation per user, so two retries carrying one
     // Idempotency-Key cannot both miss the key and both create (and bill) a task.
     if ((await lockUserBalance(tx, principal.userId)) === null) throw notFound("User");
+    // Authenticated before the body was read and parsed (seconds for an upload): a deactivation
+    // or revocation meanwhile has stopped the user's work (stop-work.ts) and must not miss this.
+    const ended = await endedCredential(
+      tx,
+      principal.userId,
+      principal.apiKeyId ?? principal.sessionKeyId ?? null,
+    );
+    if (ended) throw credentialEnded(ended);
     if (input.idempotencyKey) {
       const since = new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS);
       const prior = await findIdempotentTask(tx, principal.userId, scope, input.idempotencyKey, since);
       if (prior) {
         if (prior.requestHash !== requestHash) throw reusedKey();
+        if (prior.taskId === null) throw keyOfDeletedTask();
         const task = await findTask(tx, prior.taskId);
         if (task) return { task, replayed: true };
       }

@@ -1,12 +1,18 @@
 import type { Readable } from "node:stream";
 import type { Principal } from "../auth/principal.ts";
 import type { Database } from "../db/client.ts";
-import { exportTaskJobs, exportUploadRows, type ExportRow } from "../db/queries/task-export.ts";
+import {
+  exportTaskJobs,
+  jobsOfAddresses,
+  uploadRowBlocks,
+  type ExportRow,
+} from "../db/queries/task-export.ts";
 import { findTask } from "../db/queries/tasks.ts";
 import { findUploadsOfTasks, type UploadRecord } from "../db/queries/uploads.ts";
 import {
   buildResultHeader,
   contentTypeFor,
+  decodeRowBlock,
   DEFAULT_MAX_COLUMNS,
   downloadFilename,
   filledWidth,
@@ -75,13 +81,43 @@ const TXT_FIELDS = columnsNamed(TXT_RESULT_COLUMNS);
 const statusOf = (row: ExportRow): string | null =>
   row.result?.status ?? (row.jobStatus === "failed" ? "unknown" : null);
 
-const page = (
-  db: Database,
-  taskId: string,
-  upload: UploadRecord | null,
-  after: number,
-): Promise<ExportRow[]> =>
-  upload ? exportUploadRows(db, upload.id, taskId, after, PAGE) : exportTaskJobs(db, taskId, after, PAGE);
+/** One page of rows, and whether another may follow. */
+interface Page {
+  rows: ExportRow[];
+  more: boolean;
+}
+
+/** Blocks of a file upload read at once: ≤ 4 × 256 KB of JSON (pack-list.ts), rows by the thousand. */
+const BLOCKS_PER_PAGE = 4;
+
+/** The original rows after row `after`, block by block, each with its job and result. */
+async function uploadPage(db: Database, taskId: string, uploadId: string, after: number): Promise<Page> {
+  const blocks = await uploadRowBlocks(db, uploadId, after, BLOCKS_PER_PAGE);
+  const rows: ExportRow[] = [];
+  for (const block of blocks) {
+    const { cells, emails } = decodeRowBlock(block.encoding, block.data);
+    const addresses = [...new Set(emails.filter((e): e is string => e !== null))];
+    const jobs = await jobsOfAddresses(db, taskId, addresses);
+    cells.forEach((rowCells, i) => {
+      const email = emails[i] ?? null;
+      const job = email === null ? undefined : jobs.get(email);
+      rows.push({
+        key: block.first + i,
+        cells: rowCells,
+        email,
+        jobStatus: job?.jobStatus ?? null,
+        result: job?.result ?? null,
+      });
+    });
+  }
+  return { rows, more: blocks.length === BLOCKS_PER_PAGE };
+}
+
+async function page(db: Database, taskId: string, upload: UploadRecord | null, after: number): Promise<Page> {
+  if (upload) return uploadPage(db, taskId, upload.id, after);
+  const rows = await exportTaskJobs(db, taskId, after, PAGE);
+  return { rows, more: rows.length === PAGE };
+}
 
 /**
  * Every row of the task, page by page (keyset on position/row index: constant memory, any size),
@@ -91,12 +127,13 @@ async function* pages(
   db: Database,
   taskId: string,
   upload: UploadRecord | null,
-  first: ExportRow[],
+  first: Page,
 ): AsyncGenerator<ExportRow> {
-  for (let rows = first; ;) {
-    yield* rows;
-    if (rows.length < PAGE) return;
-    rows = await page(db, taskId, upload, rows[rows.length - 1]!.key);
+  for (let p = first; ;) {
+    yield* p.rows;
+    const last = p.rows.at(-1);
+    if (!p.more || last === undefined) return;
+    p = await page(db, taskId, upload, last.key);
   }
 }
 
@@ -111,7 +148,7 @@ async function originalWidth(
   db: Database,
   taskId: string,
   upload: UploadRecord,
-  first: ExportRow[],
+  first: Page,
 ): Promise<number> {
   if (upload.columnCount <= DEFAULT_MAX_COLUMNS) return upload.columnCount;
   let width = filledWidth(upload.header);

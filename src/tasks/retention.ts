@@ -28,6 +28,8 @@ export interface RetentionDeps {
   retentionDays: number | null;
   /** Between ticks; default an hour (retention is counted in days). */
   intervalMs?: number;
+  /** Why the sweep must not write now (DATA_DIR below its free-space threshold), or null. */
+  pause?: () => string | null;
   /** Tasks per batch (default PURGE_BATCH) and batches per tick (default PURGE_MAX_BATCHES_PER_TICK). */
   batchSize?: number;
   maxBatchesPerTick?: number;
@@ -52,6 +54,9 @@ export function createRetentionSweeper(deps: RetentionDeps): RetentionSweeper {
 
   async function runOnce(): Promise<number> {
     if (retentionDays === null) return 0;
+    // A purge writes (WAL, and the freed pages are only reused, never returned, by the embedded
+    // engine): below the disk's threshold it waits for the next tick.
+    if (deps.pause?.() != null) return 0;
     const before = retentionCutoff(clock.now(), retentionDays);
     let total = 0;
     for (let batch = 0; batch < maxBatches; batch++) {

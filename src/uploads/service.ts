@@ -1,12 +1,13 @@
 import { createHash } from "node:crypto";
 import type { Principal } from "../auth/principal.ts";
-import type { Database } from "../db/client.ts";
+import type { Database, Queryable } from "../db/client.ts";
 import { findTask, type TaskRecord } from "../db/queries/tasks.ts";
 import {
   findUpload,
   findUploadIdOfTask,
   insertUpload,
-  insertUploadRows,
+  insertUploadRowBlock,
+  storedUploadBytesOf,
   type UploadRecord,
 } from "../db/queries/uploads.ts";
 import { DEFAULT_MAX_TEXT_CHARS, type ListParser, type PackedList } from "../files/index.ts";
@@ -73,6 +74,29 @@ function submittedOf(list: PackedList): { submitted: string[]; skippedCount: num
 
 const IDEMPOTENCY_SCOPE = "uploads.create";
 
+const MIB = 1024 * 1024;
+const mib = (bytes: number): string => (bytes / MIB).toFixed(1);
+
+/**
+ * The user's storage budget (docs/storage.md): the rows of the uploads they keep, this one
+ * included, within UPLOAD_STORAGE_PER_USER_MB. Refused with CONFLICT: retrying does not help,
+ * deleting finished tasks (or their retention) does.
+ */
+async function assertStorageRoom(
+  tx: Queryable,
+  userId: string,
+  adding: number,
+  budget: number,
+): Promise<void> {
+  const kept = await storedUploadBytesOf(tx, userId);
+  if (kept + adding <= budget) return;
+  throw new AppError(
+    "CONFLICT",
+    `Your uploaded lists take ${mib(kept)} MiB and this one ${mib(adding)} MiB, more than the ${mib(budget)} MiB a user may keep. Delete finished tasks you no longer need (DELETE /api/v1/tasks/{id}), then upload again.`,
+    [{ field: "file", reason: "storage_budget_exceeded" }],
+  );
+}
+
 /** Everything that decides what an upload creates: the file's bytes and the form's fields. */
 function requestHashOf(input: UploadInput): string {
   const hash = createHash("sha256");
@@ -87,6 +111,8 @@ export interface UploadsServiceOptions {
   admission: UploadAdmission;
   /** MAX_UPLOAD_BYTES: the text a file may hold is bounded in proportion. */
   maxUploadBytes: number;
+  /** UPLOAD_STORAGE_PER_USER_MB in bytes: what one user's kept uploads may take together. */
+  storagePerUserBytes: number;
 }
 
 export function createUploadsService(
@@ -155,6 +181,8 @@ export function createUploadsService(
         isFileBacked: true,
         // The original rows are kept so results can be written back beside them on download.
         attach: async (tx, created) => {
+          // Under the user's lock (createTask took it): two uploads at once cannot both fit.
+          await assertStorageRoom(tx, principal.userId, list.storedBytes, options.storagePerUserBytes);
           upload = await insertUpload(tx, {
             id: newId(),
             userId: principal.userId,
@@ -168,10 +196,11 @@ export function createUploadsService(
             emailColumn: list.emailColumn,
             columnCount: list.columnCount,
             createdAt: created.createdAt,
+            storedBytes: list.storedBytes,
           });
-          // One short statement per batch, the event loop free in between (pack-list.ts).
-          for (const batch of list.batches) {
-            await insertUploadRows(tx, upload.id, batch.first, batch.rowsJson, batch.emails);
+          // One short statement per block, the event loop free in between (pack-list.ts).
+          for (const block of list.blocks) {
+            await insertUploadRowBlock(tx, upload.id, block);
             await yieldToEventLoop();
           }
         },

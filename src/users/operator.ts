@@ -1,4 +1,4 @@
-import type { Database } from "../db/client.ts";
+import type { Database, Transaction } from "../db/client.ts";
 import { grantCredits } from "../credits/ledger.ts";
 import { OPERATOR_METADATA, requireApplied } from "../credits/service.ts";
 import type { CreditTransaction } from "../db/queries/credit-transactions.ts";
@@ -74,11 +74,18 @@ export interface OperatorService {
   queueHealth(): Promise<QueueHealth>;
 }
 
+/**
+ * Called in the transaction that deactivates a user, with the user's row locked: ends the work
+ * the user started (tasks/stop-work.ts, wired by the composition root).
+ */
+export type OnUserDeactivated = (tx: Transaction, userId: string, at: Date) => Promise<void>;
+
 export function createOperatorService(
   db: Database,
   clock: Clock,
   apiKeys: ApiKeysService,
   bus: InvalidationBus | null,
+  onDeactivated: OnUserDeactivated = async () => {},
 ): OperatorService {
   const usageSince = (): Date => new Date(clock.now().getTime() - USAGE_WINDOW_DAYS * 86_400_000);
   const find = async (by: { id: string } | { email: string }): Promise<OperatorUser> => {
@@ -98,8 +105,10 @@ export function createOperatorService(
     findUser: find,
     async deactivateUser(id) {
       const keyIds = await db.transaction(async (tx) => {
-        const ids = await deactivateUser(tx, id, clock.now());
+        const at = clock.now();
+        const ids = await deactivateUser(tx, id, at);
         if (ids === null) throw notFound("User");
+        await onDeactivated(tx, id, at);
         for (const keyId of ids) await announceInvalidation(tx, { kind: "api_key", id: keyId });
         return ids;
       });

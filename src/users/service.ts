@@ -8,6 +8,7 @@ import { AppError } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
 import { SQLSTATE, sqlState } from "../db/client.ts";
+import type { SecretSealer } from "../lib/sealed-secret.ts";
 
 export interface CreatedUser {
   user: User;
@@ -19,13 +20,20 @@ export interface UsersService {
   create(input: { email: string | null; credits: number }): Promise<CreatedUser>;
 }
 
-export function createUsersService(db: Database, clock: Clock, apiKeys: ApiKeysService): UsersService {
+export function createUsersService(
+  db: Database,
+  clock: Clock,
+  apiKeys: ApiKeysService,
+  secrets: SecretSealer,
+): UsersService {
   return {
     async create({ email, credits }) {
       try {
         return await db.transaction(async (tx) => {
           const at = clock.now();
-          const user = await insertUser(tx, { id: newId(), email, webhookSecret: newWebhookSecret(), at });
+          const id = newId();
+          const webhookSecret = secrets.seal(id, newWebhookSecret());
+          const user = await insertUser(tx, { id, email, webhookSecret, at });
           let balance = 0;
           if (credits > 0) {
             balance = requireApplied(

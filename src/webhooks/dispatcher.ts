@@ -25,6 +25,7 @@ import {
 import { serializeWebhookPayload } from "./payload.ts";
 import { PING_EVENT_TYPE } from "./ping.ts";
 import { signingSecrets } from "./signing.ts";
+import type { WebhookSecretCipher } from "./secret-cipher.ts";
 
 export interface WebhookDispatcher {
   /** Starts the background loop (idempotent). */
@@ -63,6 +64,10 @@ export interface WebhookDispatcherDeps {
   maxPerUser?: number;
   /** Jitter source for the backoff, in [0, 1). */
   random?: () => number;
+  /** Opens the users' stored signing secrets (secret-cipher.ts). */
+  secrets: WebhookSecretCipher;
+  /** Why nothing may be claimed now (DATA_DIR below its free-space threshold), or null. */
+  claimPause?: () => string | null;
   metrics?: WebhookMetrics;
 }
 
@@ -109,7 +114,14 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDis
           id: d.id,
           url: d.url,
           body: serializeWebhookPayload(d.payload),
-          secret: signingSecrets(d.webhookSecret, d.previousSecret, attemptedAt),
+          secret: signingSecrets(
+            deps.secrets.open(d.userId, d.webhookSecret),
+            d.previousSecret && {
+              ...d.previousSecret,
+              secret: deps.secrets.open(d.userId, d.previousSecret.secret),
+            },
+            attemptedAt,
+          ),
           at: attemptedAt,
         },
         { allowPrivate: config.allowPrivate, timeoutMs: config.timeoutMs, resolve, post },
@@ -169,6 +181,9 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDis
   async function fillSlots(): Promise<Promise<void>[]> {
     const free = concurrency - inFlight.size;
     if (free <= 0) return [];
+    // Below the disk's threshold nothing new is claimed: a claim, an attempt and its record all
+    // write (and the completion waits, it is not lost). Attempts in flight are recorded.
+    if (deps.claimPause?.() != null) return [];
     const now = clock.now();
     const released = await releaseExpiredWebhookLeases(db, now);
     if (released > 0) log.warn({ released }, "webhook leases expired; deliveries returned to the queue");

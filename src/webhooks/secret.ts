@@ -2,6 +2,7 @@ import { newWebhookSecret } from "../lib/tokens.ts";
 import type { Queryable } from "../db/client.ts";
 import { findWebhookSecrets, rotateWebhookSecret } from "../db/queries/webhook-secrets.ts";
 import { notFound } from "../lib/app-error.ts";
+import type { WebhookSecretCipher } from "./secret-cipher.ts";
 
 /** What GET /api/v1/webhooks/secret and the rotation show. */
 export interface WebhookSecretView {
@@ -19,10 +20,15 @@ export const MAX_ROTATION_GRACE_SECONDS = 7 * 24 * 3600;
 export { newWebhookSecret };
 
 /** The user's signing secret (GET /api/v1/webhooks/secret); NOT_FOUND for an unknown user. */
-export async function webhookSecretOf(q: Queryable, userId: string, now: Date): Promise<WebhookSecretView> {
+export async function webhookSecretOf(
+  q: Queryable,
+  secrets: WebhookSecretCipher,
+  userId: string,
+  now: Date,
+): Promise<WebhookSecretView> {
   const found = await findWebhookSecrets(q, userId);
   if (found === null) throw notFound("User");
-  return viewOf(found.secret, found.previous, now);
+  return viewOf(secrets.open(userId, found.secret), now, found.previous);
 }
 
 /**
@@ -31,26 +37,24 @@ export async function webhookSecretOf(q: Queryable, userId: string, now: Date): 
  */
 export async function rotateSecretOf(
   q: Queryable,
+  secrets: WebhookSecretCipher,
   userId: string,
   graceSeconds: number,
   now: Date,
 ): Promise<WebhookSecretView> {
   const grace = Math.min(MAX_ROTATION_GRACE_SECONDS, Math.max(0, Math.floor(graceSeconds)));
+  const secret = newWebhookSecret();
   const rotated = await rotateWebhookSecret(q, {
     userId,
-    secret: newWebhookSecret(),
+    secret: secrets.seal(userId, secret),
     previousUntil: new Date(now.getTime() + grace * 1000),
     at: now,
   });
   if (rotated === null) throw notFound("User");
-  return viewOf(rotated.secret, rotated.previous, now);
+  return viewOf(secret, now, rotated.previous);
 }
 
-const viewOf = (
-  secret: string,
-  previous: { secret: string; until: Date } | null,
-  now: Date,
-): WebhookSecretView => ({
+const viewOf = (secret: string, now: Date, previous: { until: Date } | null): WebhookSecretView => ({
   secret,
   previousExpiresAt: previous !== null && previous.until.getTime() > now.getTime() ? previous.until : null,
 });

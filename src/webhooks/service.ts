@@ -3,6 +3,7 @@ import { listWebhookDeliveriesOfUser, type WebhookDelivery } from "../db/queries
 import type { Clock } from "../lib/clock.ts";
 import { queueTestPing, redeliver } from "./ping.ts";
 import { rotateSecretOf, webhookSecretOf, type WebhookSecretView } from "./secret.ts";
+import type { WebhookSecretCipher } from "./secret-cipher.ts";
 
 export type { WebhookDelivery, WebhookSecretView };
 
@@ -23,10 +24,14 @@ export interface WebhooksService {
   sendTestPing(userId: string, url: string): Promise<WebhookDelivery>;
 }
 
-export function createWebhooksService(db: Queryable, clock: Clock): WebhooksService {
+export function createWebhooksService(
+  db: Queryable,
+  clock: Clock,
+  secrets: WebhookSecretCipher,
+): WebhooksService {
   return {
-    secretOf: (userId) => webhookSecretOf(db, userId, clock.now()),
-    rotateSecret: (userId, graceSeconds) => rotateSecretOf(db, userId, graceSeconds, clock.now()),
+    secretOf: (userId) => webhookSecretOf(db, secrets, userId, clock.now()),
+    rotateSecret: (userId, graceSeconds) => rotateSecretOf(db, secrets, userId, graceSeconds, clock.now()),
     listDeliveries: (userId, page) => listWebhookDeliveriesOfUser(db, userId, page),
     redeliver: (userId, id) => redeliver(db, { userId, id, at: clock.now() }),
     sendTestPing: (userId, url) => queueTestPing(db, { userId, url, at: clock.now() }),

@@ -6,7 +6,7 @@ const TABLES = [
   "tasks",
   "email_jobs",
   "uploads",
-  "upload_rows",
+  "upload_row_blocks",
   "credit_transactions",
   "idempotency_keys",
   "email_verifications",

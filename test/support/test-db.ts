@@ -47,3 +47,29 @@ async function templateBlob(path: string | undefined): Promise<Blob | undefined>
 }
 
 export const testEngine = (): string => (process.env.TEST_DATABASE_URL ? "postgres" : "pglite");
+
+/**
+ * An empty database to migrate step by step (migration tests): a fresh in-memory PGlite, or a
+ * new schema on TEST_DATABASE_URL that `close` drops.
+ */
+export async function openEmptyDatabase(
+  prefix: string,
+): Promise<{ db: Database; close: () => Promise<void> }> {
+  const base = process.env.TEST_DATABASE_URL;
+  if (!base) {
+    const db = await openPglite(null);
+    return { db, close: () => db.close() };
+  }
+  const schema = `${prefix}_${randomBytes(5).toString("hex")}`;
+  const admin = openPostgres(base, 1);
+  await admin.query(`create schema ${schema}`);
+  const db = openPostgres(withSearchPath(base, schema), 2);
+  return {
+    db,
+    close: async () => {
+      await db.close();
+      await admin.query(`drop schema ${schema} cascade`);
+      await admin.close();
+    },
+  };
+}

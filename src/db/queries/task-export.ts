@@ -27,25 +27,51 @@ const toExportRow = (r: Row): ExportRow => ({
   result: r.id ? toVerificationRecord(r as unknown as Parameters<typeof toVerificationRecord>[0]) : null,
 });
 
-/** A page of a file-backed task's original rows after `afterKey`, each joined to its job and result. */
-export async function exportUploadRows(
+/** One stored block of an upload's original rows (files/row-block.ts decodes `data`). */
+export interface StoredRowBlock {
+  first: number;
+  count: number;
+  encoding: "deflate" | "json";
+  data: Uint8Array;
+}
+
+/** Up to `limit` blocks of an upload whose first row comes after `afterIndex`, in row order. */
+export async function uploadRowBlocks(
   q: Queryable,
   uploadId: string,
-  taskId: string,
-  afterKey: number,
+  afterIndex: number,
   limit: number,
-): Promise<ExportRow[]> {
-  const { rows } = await q.query<Row>(
-    `select r.row_index as k, r.cells, r.email as row_email, j.status as job_status, v.*
-       from upload_rows r
-       left join email_jobs j on j.task_id = $2 and j.email_address = r.email
-       left join email_verifications v on v.id = j.email_id
-      where r.upload_id = $1 and r.row_index > $3
-      order by r.row_index
-      limit $4`,
-    [uploadId, taskId, afterKey, limit],
+): Promise<StoredRowBlock[]> {
+  const { rows } = await q.query<{
+    first_index: number;
+    row_count: number;
+    encoding: "deflate" | "json";
+    data: Uint8Array;
+  }>(
+    `select first_index, row_count, encoding, data from upload_row_blocks
+      where upload_id = $1 and first_index > $2
+      order by first_index
+      limit $3`,
+    [uploadId, afterIndex, limit],
   );
-  return rows.map(toExportRow);
+  return rows.map((r) => ({ first: r.first_index, count: r.row_count, encoding: r.encoding, data: r.data }));
+}
+
+/** The task's job and result of each of `emails` that has one, by address. */
+export async function jobsOfAddresses(
+  q: Queryable,
+  taskId: string,
+  emails: readonly string[],
+): Promise<Map<string, Pick<ExportRow, "jobStatus" | "result">>> {
+  if (emails.length === 0) return new Map();
+  const { rows } = await q.query<Row>(
+    `select j.email_address as row_email, j.status as job_status, v.*
+       from email_jobs j
+       left join email_verifications v on v.id = j.email_id
+      where j.task_id = $1 and j.email_address = any($2::text[])`,
+    [taskId, emails],
+  );
+  return new Map(rows.map((r) => [r.row_email!, { jobStatus: r.job_status, result: toExportRow(r).result }]));
 }
 
 /** A page of a JSON task's jobs after `afterKey` (list position), each with its result. */

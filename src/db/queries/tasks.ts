@@ -238,11 +238,13 @@ export async function markTaskCancelled(q: Queryable, id: string, at: Date): Pro
 export async function deleteTaskData(q: Queryable, id: string): Promise<boolean> {
   await q.query("delete from email_jobs where task_id = $1", [id]);
   await q.query("delete from email_verifications where task_id = $1", [id]);
-  await q.query("delete from upload_rows where upload_id in (select id from uploads where task_id = $1)", [
-    id,
-  ]);
+  await q.query(
+    "delete from upload_row_blocks where upload_id in (select id from uploads where task_id = $1)",
+    [id],
+  );
   await q.query("delete from uploads where task_id = $1", [id]);
-  await q.query("delete from idempotency_keys where task_id = $1", [id]);
+  // The key stays, pointing nowhere, so that a retry is refused rather than billed again (0022).
+  await q.query("update idempotency_keys set task_id = null where task_id = $1", [id]);
   await q.query("update webhook_deliveries set task_id = null where task_id = $1", [id]);
   const { rowCount } = await q.query("delete from tasks where id = $1 and finished_at is not null", [id]);
   return rowCount > 0;
@@ -263,8 +265,8 @@ export async function findIdempotentTask(
   scope: string,
   key: string,
   since: Date,
-): Promise<{ taskId: string; requestHash: string } | null> {
-  const { rows } = await q.query<{ task_id: string; request_hash: string }>(
+): Promise<{ taskId: string | null; requestHash: string } | null> {
+  const { rows } = await q.query<{ task_id: string | null; request_hash: string }>(
     "select task_id, request_hash from idempotency_keys where user_id = $1 and scope = $2 and key = $3 and created_at > $4",
     [userId, scope, key, since],
   );
@@ -283,4 +285,22 @@ export async function saveIdempotencyKey(
        set request_hash = excluded.request_hash, task_id = excluded.task_id, created_at = excluded.created_at`,
     [k.userId, k.scope, k.key, k.requestHash, k.taskId, k.at],
   );
+}
+
+/**
+ * The user's unfinished tasks, locked, in id order (docs/locking.md: several tasks in id order):
+ * all of them, or only those created with one of `apiKeyIds`.
+ */
+export async function lockUnfinishedTasksOf(
+  q: Queryable,
+  userId: string,
+  apiKeyIds: readonly string[] | null,
+): Promise<TaskRecord[]> {
+  const { rows } = await q.query<TaskRow>(
+    `select * from tasks
+      where user_id = $1 and finished_at is null and ($2::uuid[] is null or api_key_id = any($2::uuid[]))
+      order by id for update`,
+    [userId, apiKeyIds],
+  );
+  return rows.map(toTask);
 }

@@ -91,11 +91,11 @@ export async function findUploadsOfTasks(
 
 export async function insertUpload(
   q: Queryable,
-  u: Omit<UploadRecord, "status" | "updatedAt">,
+  u: Omit<UploadRecord, "status" | "updatedAt"> & { storedBytes: number },
 ): Promise<UploadRecord> {
   const { rows } = await q.query<UploadRow>(
-    `insert into uploads (id, user_id, task_id, filename, format, email_count, header, email_column, column_count, created_at, updated_at, submitted_count, skipped_count)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12) returning *`,
+    `insert into uploads (id, user_id, task_id, filename, format, email_count, header, email_column, column_count, created_at, updated_at, submitted_count, skipped_count, stored_bytes)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13) returning *`,
     [
       u.id,
       u.userId,
@@ -109,31 +109,31 @@ export async function insertUpload(
       u.createdAt,
       u.submittedCount,
       u.skippedCount,
+      u.storedBytes,
     ],
   );
   return toUpload(rows[0]!);
 }
 
-/**
- * Original rows `firstIndex`, `firstIndex + 1`, … in one statement. `rowsJson` is a JSON array of
- * the rows' cell arrays, as the parsing thread wrote it (files/parse/pack-list.ts): one text
- * parameter, which the driver sends as it is (a text[] parameter is escaped element by element,
- * a second copy of every cell made on the server's thread).
- */
-export async function insertUploadRows(
+/** One block of an upload's original rows (files/row-block.ts), `first` onwards. */
+export async function insertUploadRowBlock(
   q: Queryable,
   uploadId: string,
-  firstIndex: number,
-  rowsJson: string,
-  emails: ReadonlyArray<string | null>,
+  block: { first: number; count: number; data: Uint8Array },
 ): Promise<void> {
-  if (emails.length === 0) return;
   await q.query(
-    `insert into upload_rows (upload_id, row_index, cells, email)
-     select $1, $2::integer + r.ord::integer - 1, r.cells, r.email
-       from rows from (jsonb_array_elements($3::jsonb), unnest($4::text[])) with ordinality as r(cells, email, ord)`,
-    [uploadId, firstIndex, rowsJson, emails],
+    "insert into upload_row_blocks (upload_id, first_index, row_count, encoding, data) values ($1, $2, $3, 'deflate', $4)",
+    [uploadId, block.first, block.count, block.data],
   );
+}
+
+/** Bytes the user's kept uploads take (their row blocks), counted against the storage budget. */
+export async function storedUploadBytesOf(q: Queryable, userId: string): Promise<number> {
+  const { rows } = await q.query<{ n: number }>(
+    "select coalesce(sum(stored_bytes), 0)::bigint as n from uploads where user_id = $1",
+    [userId],
+  );
+  return rows[0]?.n ?? 0;
 }
 
 export async function findUpload(q: Queryable, id: string): Promise<UploadRecord | null> {

@@ -84,3 +84,24 @@ export async function applyBalanceDelta(
   );
   return rows[0] ? rows[0].balance : null;
 }
+
+/**
+ * Whether the user was deactivated or the key revoked since a request authenticated: checked
+ * under the user's lock by writes that take seconds (an upload is parsed before it is written),
+ * so that nothing is created for a credential that ended meanwhile.
+ */
+export async function endedCredential(
+  q: Queryable,
+  userId: string,
+  apiKeyId: string | null,
+): Promise<"user" | "key" | null> {
+  const { rows } = await q.query<{ user_off: boolean; key_off: boolean | null }>(
+    `select u.deactivated_at is not null as user_off,
+            (select not k.is_active from api_keys k where k.id = $2::uuid) as key_off
+       from users u where u.id = $1`,
+    [userId, apiKeyId],
+  );
+  const row = rows[0];
+  if (!row || row.user_off) return "user";
+  return row.key_off === true ? "key" : null;
+}

@@ -397,3 +397,22 @@ export async function countUnsettledWebhookDeliveries(
   );
   return Number(rows[0]?.n ?? 0);
 }
+
+/**
+ * Ends the user's deliveries not yet made (pending, and delivering: an attempt in flight is not
+ * recorded over a failed row) as `failed` with `reason`: all of them, or those of tasks created
+ * with one of `apiKeyIds`. Returns how many.
+ */
+export async function dropUndeliveredWebhooks(
+  q: Queryable,
+  r: { userId: string; apiKeyIds: readonly string[] | null; reason: string; at: Date },
+): Promise<number> {
+  const { rowCount } = await q.query(
+    `update webhook_deliveries
+        set status = 'failed', locked_until = null, last_error = $3, updated_at = $4
+      where user_id = $1 and status in ('pending', 'delivering')
+        and ($2::uuid[] is null or task_id in (select id from tasks where user_id = $1 and api_key_id = any($2::uuid[])))`,
+    [r.userId, r.apiKeyIds, r.reason, r.at],
+  );
+  return rowCount;
+}

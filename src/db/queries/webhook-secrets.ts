@@ -53,3 +53,41 @@ export async function rotateWebhookSecret(
   );
   return rows[0] ? toSecrets(rows[0]) : null;
 }
+
+/** Users with a signing secret stored in the clear ("whsec_…", current or previous), up to `limit`. */
+export async function findClearWebhookSecrets(
+  q: Queryable,
+  limit: number,
+): Promise<Array<{ userId: string; secret: string; previous: string | null }>> {
+  const { rows } = await q.query<{
+    id: string;
+    webhook_secret: string;
+    webhook_secret_previous: string | null;
+  }>(
+    `select id, webhook_secret, webhook_secret_previous from users
+      where webhook_secret like 'whsec\\_%' or webhook_secret_previous like 'whsec\\_%'
+      order by id limit $1`,
+    [limit],
+  );
+  return rows.map((r) => ({ userId: r.id, secret: r.webhook_secret, previous: r.webhook_secret_previous }));
+}
+
+/**
+ * Stores the sealed forms of a user's secrets, if they are still the ones read (a rotation in
+ * between wins: it wrote sealed values already). True when replaced.
+ */
+export async function replaceClearWebhookSecrets(
+  q: Queryable,
+  r: {
+    userId: string;
+    read: { secret: string; previous: string | null };
+    sealed: { secret: string; previous: string | null };
+  },
+): Promise<boolean> {
+  const { rowCount } = await q.query(
+    `update users set webhook_secret = $4, webhook_secret_previous = $5
+      where id = $1 and webhook_secret = $2 and webhook_secret_previous is not distinct from $3`,
+    [r.userId, r.read.secret, r.read.previous, r.sealed.secret, r.sealed.previous],
+  );
+  return rowCount > 0;
+}

@@ -3,33 +3,44 @@
 // million cells, and copying them across threads, scanning each for unstorable text and
 // stringifying each row for the database took seconds of the thread that answers HTTP. Here that
 // work happens where a heap cap and a time cap bound it (parse-pool.ts), and the rows arrive as
-// the JSON texts the database stores.
+// the compressed blocks the database stores (row-block.ts).
 import { unstorableTextReason } from "../../lib/storable-text.ts";
 import type { ParsedList } from "./parse-list-file.ts";
-import { fileProblem, type ListFileProblem } from "./problems.ts";
+import { encodeRowBlock } from "../row-block.ts";
+import { fileProblem, formatCount, type ListFileProblem } from "./problems.ts";
 import type { SkippedCounts } from "./table.ts";
 
 /**
- * Rows of the file in one statement's worth: `rowsJson` is the JSON array of their cell arrays,
- * `emails` their job addresses (ListEntry.email, or null for a skipped row), `first` the index of
- * the first. About ROWS_JSON_CHARS of JSON each, so writing one is a short step.
+ * Consecutive rows of the file, `first` to `first + count - 1`, as stored (row-block.ts). About
+ * BLOCK_JSON_CHARS of JSON before compression, so decoding one on download is a short step.
  */
-export interface RowBatch {
+export interface RowBlock {
   first: number;
-  rowsJson: string;
-  emails: Array<string | null>;
+  count: number;
+  data: Uint8Array;
 }
 
-/** PGlite parses ~3 MB of jsonb a second on the server's thread: ~80 ms a batch. */
-const ROWS_JSON_CHARS = 256 * 1024;
+/** PGlite parsed ~3 MB of jsonb a second on the server's thread; a block is now one bytea value. */
+const BLOCK_JSON_CHARS = 256 * 1024;
+
+/**
+ * Stored bytes a file may cost, per byte uploaded, and the allowance every file has whatever its
+ * size (a small list of long rows compresses less than its own bytes' worth of cells). A
+ * workbook's shared strings can expand 1,000-fold in text; compressed they stay near the file's
+ * size, and what would not is refused as a file problem (docs/storage.md).
+ */
+export const STORED_BYTES_PER_FILE_BYTE = 20;
+export const STORED_BYTES_ALLOWANCE = 1024 * 1024;
 
 export interface PackedList {
   format: ParsedList["format"];
   header: string[] | null;
   emailColumn: number;
   columnCount: number;
-  /** The data rows in file order, in batches for the database. */
-  batches: RowBatch[];
+  /** The data rows in file order, in blocks as stored. */
+  blocks: RowBlock[];
+  /** Bytes of the blocks: what the upload costs the database, before its row overhead. */
+  storedBytes: number;
   /** Data rows (blank lines are not rows). */
   rowCount: number;
   /** Each data row's job address (ListEntry.email), or null when the row is skipped; file order. */
@@ -61,13 +72,13 @@ function unstorableProblem(list: ParsedList): ListFileProblem | null {
   return null;
 }
 
-function batchesOf(rows: readonly string[][], emails: ReadonlyArray<string | null>): RowBatch[] {
-  const batches: RowBatch[] = [];
+function blocksOf(rows: readonly string[][], emails: ReadonlyArray<string | null>): RowBlock[] {
+  const blocks: RowBlock[] = [];
   let texts: string[] = [];
   let chars = 0;
   let first = 0;
   const flush = (end: number): void => {
-    batches.push({ first, rowsJson: `[${texts.join(",")}]`, emails: emails.slice(first, end) });
+    blocks.push({ first, count: end - first, data: encodeRowBlock(texts, emails.slice(first, end)) });
     texts = [];
     chars = 0;
     first = end;
@@ -76,17 +87,31 @@ function batchesOf(rows: readonly string[][], emails: ReadonlyArray<string | nul
     const text = JSON.stringify(cells);
     texts.push(text);
     chars += text.length + 1;
-    if (chars >= ROWS_JSON_CHARS) flush(i + 1);
+    if (chars >= BLOCK_JSON_CHARS) flush(i + 1);
   });
   if (texts.length > 0) flush(rows.length);
-  return batches;
+  return blocks;
 }
 
-export function packList(list: ParsedList): PackListResult {
-  const problem = unstorableProblem(list);
-  if (problem) return { ok: false, problem };
+function tooBigToStore(storedBytes: number, fileBytes: number): ListFileProblem | null {
+  const allowed = Math.max(STORED_BYTES_ALLOWANCE, STORED_BYTES_PER_FILE_BYTE * fileBytes);
+  if (storedBytes <= allowed) return null;
+  return fileProblem(
+    "too_much_text",
+    `The file's rows take ${formatCount(storedBytes)} bytes to keep, more than ${String(STORED_BYTES_PER_FILE_BYTE)} times the file's size: it repeats the same text too often (a workbook's shared strings). Upload the list without the repeated text, or as a .csv.`,
+  );
+}
+
+/** `fileBytes`: the size of the uploaded file, which bounds what its rows may cost to keep. */
+export function packList(list: ParsedList, fileBytes: number): PackListResult {
+  const unstorable = unstorableProblem(list);
+  if (unstorable) return { ok: false, problem: unstorable };
   const rowEmails = new Array<string | null>(list.rows.length).fill(null);
   for (const entry of list.entries) rowEmails[entry.rowIndex] = entry.email;
+  const blocks = blocksOf(list.rows, rowEmails);
+  const storedBytes = blocks.reduce((n, b) => n + b.data.byteLength, 0);
+  const tooBig = tooBigToStore(storedBytes, fileBytes);
+  if (tooBig) return { ok: false, problem: tooBig };
   return {
     ok: true,
     list: {
@@ -94,7 +119,8 @@ export function packList(list: ParsedList): PackListResult {
       header: list.header,
       emailColumn: list.emailColumn,
       columnCount: list.columnCount,
-      batches: batchesOf(list.rows, rowEmails),
+      blocks,
+      storedBytes,
       rowCount: list.rows.length,
       rowEmails,
       emails: list.emails,

@@ -13,5 +13,5 @@ export default async function parse(input: ParseListInput): Promise<PackListResu
     ...input,
     data: Buffer.from(data.buffer, data.byteOffset, data.byteLength),
   });
-  return parsed.ok ? packList(parsed.list) : parsed;
+  return parsed.ok ? packList(parsed.list, data.byteLength) : parsed;
 }

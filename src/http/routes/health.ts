@@ -17,13 +17,19 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
       schema: {
         operationId: "getHealth",
         summary: "Liveness probe",
-        description: "200 while the process runs. Needs no credentials and is not rate limited.",
+        description:
+          "200 while the process can serve; 503 once it cannot until it is restarted (the embedded database stopped after a fatal error, e.g. a full disk), so a supervisor's liveness probe restarts it. Never queries the database. Needs no credentials and is not rate limited.",
         tags: [TAG.health],
         security: [],
-        response: { 200: ref(HealthReply, "Alive") },
+        response: { 200: ref(HealthReply, "Alive"), ...errorResponses(503) },
       },
     },
-    async () => ({ status: "ok" as const }),
+    async () => {
+      const live = deps.readiness.liveness();
+      // No Retry-After: waiting does not help this process, a restart does.
+      if (!live.alive) throw new AppError("SERVICE_UNAVAILABLE", `Restart this process: ${live.reason}`);
+      return { status: "ok" as const };
+    },
   );
 
   app.get(

@@ -5,7 +5,7 @@ import { parseDateRange, parseRfc3339, utcDaysOf } from "../../reports/date-rang
 import type { HttpDeps } from "../deps.ts";
 import { idempotencyKeyOf } from "../idempotency-key.ts";
 import { principalOf } from "../plugins/auth.ts";
-import { errorResponses, IdParams, ref } from "../schemas/common.ts";
+import { errorResponses, IdParams, NoQuery, ref } from "../schemas/common.ts";
 import { DryRunQuery, TaskDryRunReply, toTaskDryRunReply } from "../schemas/dry-run.ts";
 import { documentRequest, TAG } from "../schemas/openapi.ts";
 import {
@@ -55,7 +55,7 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
         response: {
           200: ref(TaskDryRunReply, "A dry run: what the task would count and cost"),
           201: ref(CreatedTaskReply, "The task, queued"),
-          ...errorResponses(400, 401, 402, 404, 429, 500),
+          ...errorResponses(400, 401, 402, 404, 409, 429, 500),
         },
       },
       // The handler reads Idempotency-Key itself (its own 400 wording), so only the document has it.
@@ -120,6 +120,7 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
           "The task with its lifecycle times, its upload (if any) and its metrics. Another user's task is a 404.",
         tags: [TAG.tasks],
         params: IdParams,
+        querystring: NoQuery,
         response: { 200: ref(TaskDetail, "The task"), ...errorResponses(400, 401, 404, 429, 500) },
       },
     },
@@ -193,6 +194,7 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
           "Drops the task's pending jobs and finishes it at once: address groups already being verified finish and are billed, everything else reserved is refunded in one `task_cancelled_refund` transaction, the upload becomes `cancelled` and the completion webhook is sent once with `status: cancelled`. A finished (or already cancelled) task is a 409; another user's task is a 404.",
         tags: [TAG.tasks],
         params: IdParams,
+        querystring: NoQuery,
         response: {
           200: ref(TaskDetail, "The cancelled task"),
           ...errorResponses(400, 401, 404, 409, 429, 500),
@@ -212,6 +214,7 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
           "Stops waiting for retries: every pending job ends with an `unknown` result (the reason it was waiting on, e.g. `greylisted`), refunded as unknown results are, and the task completes normally (`completed`, the completion webhook sent once). Address groups being verified at that moment are recorded as usual (a retry they would ask for is settled as unknown instead) and the task completes when the last is recorded, within seconds. Finishing a finished task returns it unchanged; a cancelled task is a 409; another user's task is a 404.",
         tags: [TAG.tasks],
         params: IdParams,
+        querystring: NoQuery,
         response: {
           200: ref(TaskDetail, "The task, finished (or finishing while groups being verified are recorded)"),
           ...errorResponses(400, 401, 404, 409, 429, 500),
@@ -231,6 +234,7 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
           "Removes a finished task with its jobs, results and uploaded file; credit transactions are kept. An unfinished task is a 409 (cancel it first); another user's task is a 404; integration keys (zapier, n8n, google sheets) get a 403.",
         tags: [TAG.tasks],
         params: IdParams,
+        querystring: NoQuery,
         response: {
           204: Type.Null({ description: "Deleted" }),
           ...errorResponses(400, 401, 403, 404, 409, 429, 500),

@@ -140,7 +140,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
         response: {
           200: ref(UploadDryRunReply, "A dry run: what the upload would count and cost"),
           202: ref(UploadAccepted, "The upload, accepted: its task is queued"),
-          ...errorResponses(400, 401, 402, 404, 429, 500),
+          ...errorResponses(400, 401, 402, 404, 409, 429, 500),
         },
       },
       // The handler reads the parts and Idempotency-Key itself; only the document describes them.

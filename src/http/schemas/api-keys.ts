@@ -39,11 +39,14 @@ export const CreatedApiKeyReply = Type.Object(
   { $id: "CreatedApiKey", description: "A new API key, with its plaintext secret" },
 );
 
-export const ListApiKeysQuery = Type.Object({
-  reveal: Type.Optional(
-    Type.Boolean({ default: false, description: "Include each active key's plaintext `key`" }),
-  ),
-});
+export const ListApiKeysQuery = Type.Object(
+  {
+    reveal: Type.Optional(
+      Type.Boolean({ default: false, description: "Include each active key's plaintext `key`" }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 export const ApiKeyListItem = Type.Object(
   {

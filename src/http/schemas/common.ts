@@ -77,6 +77,8 @@ export const Uuid = Type.String({ format: "uuid" });
 /** Pagination offsets beyond this are refused at the edge (a 64-bit SQL offset overflows past it). */
 export const MAX_OFFSET = 2_147_483_647;
 export const IdParams = Type.Object({ id: Uuid });
+/** The query of an operation that takes no parameters: any parameter is a 400 naming it, not ignored. */
+export const NoQuery = Type.Object({}, { additionalProperties: false });
 export const DateTime = Type.String({ format: "date-time" });
 
 /**

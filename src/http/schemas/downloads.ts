@@ -8,20 +8,23 @@ import { documented, StringEnum } from "./common.ts";
 // each names its own field in the VALIDATION_ERROR.
 export const DownloadParams = Type.Object({ id: Type.String() });
 
-export const DownloadQuery = Type.Object({
-  format: Type.Optional(Type.String({ description: "csv (default), txt or xlsx; case-insensitive" })),
-  task_id: Type.Optional(Type.String({ description: "UUID; overrides the path id" })),
-  status: Type.Optional(
-    Type.String({ description: "Comma-separated statuses to keep, e.g. valid,catchall" }),
-  ),
-  escape_formulas: Type.Optional(
-    Type.Boolean({
-      default: true,
-      description:
-        "csv/txt: prefix with ' the cells a spreadsheet would evaluate: starting with = @ TAB CR, or with + or - unless a number or phone number follows (set false for machine use; xlsx never escapes)",
-    }),
-  ),
-});
+export const DownloadQuery = Type.Object(
+  {
+    format: Type.Optional(Type.String({ description: "csv (default), txt or xlsx; case-insensitive" })),
+    task_id: Type.Optional(Type.String({ description: "UUID; overrides the path id" })),
+    status: Type.Optional(
+      Type.String({ description: "Comma-separated statuses to keep, e.g. valid,catchall" }),
+    ),
+    escape_formulas: Type.Optional(
+      Type.Boolean({
+        default: true,
+        description:
+          "csv/txt: prefix with ' the cells a spreadsheet would evaluate: starting with = @ TAB CR, or with + or - unless a number or phone number follows (set false for machine use; xlsx never escapes)",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 /**
  * The parameters as the document states them: the handler checks each (an id, then `format`,

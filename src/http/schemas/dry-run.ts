@@ -8,9 +8,12 @@ import type { UploadQuote } from "../../uploads/service.ts";
 const DRY_RUN_DESCRIPTION =
   "`true`: answer 200 with the counts, the credits required and the balance, and create nothing (no task, jobs, reservation, upload or Idempotency-Key record). Input errors are the same as the real call's; too little credit is not an error here.";
 
-export const DryRunQuery = Type.Object({
-  dry_run: Type.Optional(Type.Boolean({ default: false, description: DRY_RUN_DESCRIPTION })),
-});
+export const DryRunQuery = Type.Object(
+  {
+    dry_run: Type.Optional(Type.Boolean({ default: false, description: DRY_RUN_DESCRIPTION })),
+  },
+  { additionalProperties: false },
+);
 
 const quoteProperties = {
   dry_run: Type.Literal(true),

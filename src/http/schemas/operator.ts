@@ -1,4 +1,5 @@
 import { Type } from "typebox";
+import { MAX_GRANT_CREDITS } from "../../credits/limits.ts";
 import { MAX_USERS_PAGE, toOperatorUserJson, type QueueHealth } from "../../users/operator.ts";
 import { ApiKeyListItem } from "./api-keys.ts";
 import { DateTime, MAX_OFFSET, ref, Uuid } from "./common.ts";
@@ -51,7 +52,7 @@ export const DeactivateUserReply = Type.Object({
 
 export const OperatorGrantBody = Type.Object(
   {
-    amount: Type.Integer({ minimum: 1, maximum: 1_000_000_000 }),
+    amount: Type.Integer({ minimum: 1, maximum: MAX_GRANT_CREDITS }),
     reason: Type.String({ minLength: 1, maxLength: 500 }),
   },
   closed,

@@ -206,13 +206,16 @@ export const TaskDetail = Type.Object(
   { $id: "Task", description: "A batch task with its lifecycle times, as `GET /api/v1/tasks/{id}` shows it" },
 );
 
-export const ListTasksQuery = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
-  offset: Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 }),
-  is_file_backed: Type.Optional(Type.Boolean()),
-  created_after: Type.Optional(Type.String({ description: "RFC 3339" })),
-  created_before: Type.Optional(Type.String({ description: "RFC 3339" })),
-});
+export const ListTasksQuery = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
+    offset: Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 }),
+    is_file_backed: Type.Optional(Type.Boolean()),
+    created_after: Type.Optional(Type.String({ description: "RFC 3339" })),
+    created_before: Type.Optional(Type.String({ description: "RFC 3339" })),
+  },
+  { additionalProperties: false },
+);
 
 /** The dates are parsed by the handler (reports/date-range.ts parseRfc3339), with its reasons. */
 export const ListTasksQueryDocumented = documented(ListTasksQuery, {
@@ -231,10 +234,13 @@ export const ListTasksReply = Type.Object(
   { $id: "TaskList", description: "A page of tasks; `source` is present when all share one origin" },
 );
 
-export const SeriesQuery = Type.Object({
-  from: Type.Optional(Type.String({ description: "RFC 3339; with `to`" })),
-  to: Type.Optional(Type.String({ description: "RFC 3339; with `from`" })),
-});
+export const SeriesQuery = Type.Object(
+  {
+    from: Type.Optional(Type.String({ description: "RFC 3339; with `to`" })),
+    to: Type.Optional(Type.String({ description: "RFC 3339; with `from`" })),
+  },
+  { additionalProperties: false },
+);
 
 /** The range is checked by the handler (reports/date-range.ts parseDateRange), with its reasons. */
 export const SeriesQueryDocumented = documented(SeriesQuery, {
@@ -259,24 +265,27 @@ export const SeriesReply = Type.Object(
   { $id: "TaskSeries", description: "One point per UTC day of the range" },
 );
 
-export const JobsQuery = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
-  offset: Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 }),
-  status: Type.Optional(
-    StringEnum(
-      [...JOB_STATUSES, ...VERIFICATION_STATUSES],
-      "Only jobs in this state (pending, processing, completed, failed, cancelled) or with this result status (valid, invalid, …); `count` is then the number that match",
+export const JobsQuery = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
+    offset: Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 }),
+    status: Type.Optional(
+      StringEnum(
+        [...JOB_STATUSES, ...VERIFICATION_STATUSES],
+        "Only jobs in this state (pending, processing, completed, failed, cancelled) or with this result status (valid, invalid, …); `count` is then the number that match",
+      ),
     ),
-  ),
-  q: Type.Optional(
-    Type.String({
-      minLength: 1,
-      maxLength: 254,
-      description:
-        "Only jobs whose address contains this text (case-insensitive, e.g. a domain or a name); combines with `status`, and `count` is then the number that match",
-    }),
-  ),
-});
+    q: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 254,
+        description:
+          "Only jobs whose address contains this text (case-insensitive, e.g. a domain or a name); combines with `status`, and `count` is then the number that match",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 export const JobSchema = Type.Object(
   {

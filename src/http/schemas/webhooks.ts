@@ -91,10 +91,13 @@ export const toWebhookDeliveryItem = (d: WebhookDelivery) => ({
   created_at: d.createdAt.toISOString(),
 });
 
-export const ListWebhookDeliveriesQuery = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
-  offset: Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 }),
-});
+export const ListWebhookDeliveriesQuery = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
+    offset: Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 }),
+  },
+  { additionalProperties: false },
+);
 
 export const WebhookDeliveryListReply = Type.Object(
   {

@@ -222,3 +222,20 @@ describe("transactions", () => {
     }
   });
 });
+
+describe("grant bounds (issue 34 item 11)", () => {
+  test("a grant above 1,000,000,000 (2^53 + 1 above all) is a VALIDATION_ERROR naming amount, nothing written; the bound itself is granted", async () => {
+    const user = await ctx.createUser(0);
+    for (const amount of [2 ** 53 + 1, 1_000_000_001, 0, 1.5]) {
+      await assert.rejects(ctx.services.credits.grant(user.userId, amount, "top-up"), (e: unknown) => {
+        const error = e as { code?: string; details?: Array<{ field: string }> };
+        assert.equal(error.code, "VALIDATION_ERROR", String(amount));
+        assert.equal(error.details?.[0]?.field, "amount");
+        return true;
+      });
+    }
+    assert.equal((await ctx.services.credits.balance(user.userId)).balance, 0);
+    await ctx.services.credits.grant(user.userId, 1_000_000_000, "top-up");
+    assert.equal((await ctx.services.credits.balance(user.userId)).balance, 1_000_000_000);
+  });
+});

@@ -52,6 +52,14 @@ after(async () => {
   await ctx?.close();
 });
 
+async function pendingDeliveries(): Promise<number> {
+  const { rows } = await ctx.db.query<{ n: number }>(
+    "select count(*) as n from webhook_deliveries where user_id = $1 and status = 'pending'",
+    [user.userId],
+  );
+  return Number(rows[0]!.n);
+}
+
 function multipart(csv: string): { payload: Buffer; type: string } {
   const boundary = `----mailprobe-disk-${randomBytes(8).toString("hex")}`;
   return {
@@ -90,6 +98,9 @@ test("below DATA_DIR_MIN_FREE_MB: writes are refused before they are accepted, r
   const waitingTask = before.json<{ id: string }>().id;
   const balanceBefore = await balance();
   const keysBefore = (await api("GET", "/api/v1/api-keys")).json<{ api_keys: unknown[] }>().api_keys.length;
+  // A webhook queued while there was space: the dispatcher must not claim it while the disk is low.
+  const ping = await api("POST", "/api/v1/webhooks/test", { url: "https://hooks.example.com/low" });
+  assert.equal(ping.statusCode, 202, ping.body);
 
   await setFree(MIN_FREE_MB - 1);
 
@@ -140,8 +151,10 @@ test("below DATA_DIR_MIN_FREE_MB: writes are refused before they are accepted, r
     min_free_mb: MIN_FREE_MB,
   });
 
-  // The workers claim nothing: the task accepted before stays pending.
+  // The workers and the webhook dispatcher claim nothing: the task and the ping stay pending.
   assert.equal(await role.pool.runOnce(), false);
+  assert.equal(await role.webhooks.runOnce(), 0);
+  assert.equal(await pendingDeliveries(), 1);
   const waiting = await api("GET", `/api/v1/tasks/${waitingTask}`);
   assert.equal(waiting.json<{ finished_at: string | null }>().finished_at, null, waiting.body);
 
@@ -159,6 +172,8 @@ test("below DATA_DIR_MIN_FREE_MB: writes are refused before they are accepted, r
     min_free_mb: MIN_FREE_MB,
   });
   for (let i = 0; i < 10 && (await role.pool.runOnce()); i++);
+  assert.equal(await role.webhooks.runOnce(), 1);
+  assert.equal(await pendingDeliveries(), 0);
   const done = await api("GET", `/api/v1/tasks/${waitingTask}`);
   assert.notEqual(done.json<{ finished_at: string | null }>().finished_at, null, done.body);
   const created = await api("POST", "/api/v1/tasks", { emails: ["info@sandbox.mailprobe.invalid"] });

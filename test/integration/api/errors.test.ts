@@ -218,3 +218,45 @@ describe("server faults", () => {
     assert.match(String(res.headers["x-request-id"]), UUID_RE);
   });
 });
+
+describe("an embedded engine that stopped for good (issue 34 item 5)", () => {
+  // PGlite's backend exits on COPY … FROM STDIN through exec() (upstream electric-sql/pglite#1058),
+  // the same death a PANIC on a full disk causes, but on demand. Before, /healthz answered 200
+  // for ever while every data request got 503, so no supervisor restarted the process.
+  let stopped: TestContext | null = null;
+  let key = "";
+  before(async () => {
+    if (process.env.TEST_DATABASE_URL) return;
+    stopped = await createTestContext();
+    key = (await stopped.createUser(3)).apiKey;
+  });
+  after(async () => {
+    await stopped?.close();
+  });
+
+  test("/healthz answers 503 (restart this process), /readyz and data requests 503", async (t) => {
+    if (!stopped) {
+      t.skip("PostgreSQL reconnects by itself: only the embedded engine can stop for good");
+      return;
+    }
+    assert.equal((await stopped.app.inject({ method: "GET", url: "/healthz" })).statusCode, 200);
+    await assert.rejects(stopped.db.exec("copy users from stdin"), { name: "EmbeddedDatabaseStoppedError" });
+
+    const health = await stopped.app.inject({ method: "GET", url: "/healthz" });
+    const error = assertError(health, 503, "SERVICE_UNAVAILABLE", null);
+    assert.match(error.message, /^Restart this process: the embedded database stopped/);
+    assert.equal(health.headers["retry-after"], undefined, "waiting does not help: a restart does");
+    assertError(
+      await stopped.app.inject({ method: "GET", url: "/readyz" }),
+      503,
+      "SERVICE_UNAVAILABLE",
+      null,
+    );
+    const balance = await stopped.app.inject({
+      method: "GET",
+      url: "/api/v1/credits/balance",
+      headers: stopped.bearer(key),
+    });
+    assertError(balance, 503, "SERVICE_UNAVAILABLE", null);
+  });
+});

@@ -40,7 +40,9 @@ import {
  * The stated bound. An idle embedded server sits near 500 MB (PGlite's WebAssembly heap and
  * tsx included). Lists are parsed on two worker threads (UPLOAD_PARSE_THREADS), each with its
  * own heap capped at UPLOAD_PARSE_MEMORY_MB (256); the per-file budgets keep a hostile file far
- * below that cap. Measured peak: ~770 MB.
+ * below that cap. Measured peak, the 20-upload round: 853 MB (idle 532 MB), where it was 913–1,031
+ * MB while the rows crossed from the thread and into the database as JSON text rather than as
+ * compressed blocks (files/row-block.ts).
  */
 const MAX_RSS_MB = 1_024;
 /**

@@ -5,14 +5,11 @@
 // Legacy rows without a source are reported as before. Migration 0016 labels the grants the two
 // commands wrote with `{}` before, and nothing else. The CLI itself: cli/operator-grants.test.ts.
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import type { Database } from "../../../src/db/client.ts";
 import { loadMigrations, migrate } from "../../../src/db/migrate.ts";
-import { openPglite } from "../../../src/db/pglite.ts";
-import { openPostgres } from "../../../src/db/postgres.ts";
 import { createTestContext, ManualClock, type TestContext, type TestUser } from "../../support/test-app.ts";
-import { withSearchPath } from "../../support/test-db.ts";
+import { openEmptyDatabase } from "../../support/test-db.ts";
 import { okJson, point, totals, writeLedger } from "./history.ts";
 
 const ADMIN_TOKEN = "loopback-admin-token-0123456789";
@@ -185,25 +182,7 @@ describe("rule 4: every operator grant carries metadata.source = operator", () =
 
 describe("migration 0016: the grants written with `{}` by users create / credits grant are labelled", () => {
   /** A database migrated up to 0015, then 0016 on its own: PGlite fresh, or a PostgreSQL schema. */
-  async function openBefore0016(): Promise<{ db: Database; close: () => Promise<void> }> {
-    const base = process.env.TEST_DATABASE_URL;
-    if (!base) {
-      const db = await openPglite(null);
-      return { db, close: () => db.close() };
-    }
-    const schema = `m16_${randomBytes(5).toString("hex")}`;
-    const admin = openPostgres(base, 1);
-    await admin.query(`create schema ${schema}`);
-    const db = openPostgres(withSearchPath(base, schema), 2);
-    return {
-      db,
-      close: async () => {
-        await db.close();
-        await admin.query(`drop schema ${schema} cascade`);
-        await admin.close();
-      },
-    };
-  }
+  const openBefore0016 = () => openEmptyDatabase("m16");
 
   test("operator grants → source operator; everything else, deductions and keyed grants included, untouched", async () => {
     const all = await loadMigrations();

@@ -294,6 +294,7 @@ describe("POST /api/v1/tasks/{id}/cancel", () => {
       clock: ctx.services.clock,
       logger: ctx.services.logger,
       config: { allowPrivate: true, timeoutMs: 5_000, retryWindowMs: 3_600_000 },
+      secrets: ctx.services.webhookSecrets,
       resolve: async () => ["127.0.0.1"],
       fetchImpl: async (req) => {
         posts.push(req.body);
@@ -543,7 +544,7 @@ describe("DELETE /api/v1/tasks/{id}", () => {
       ["email_jobs", "task_id", taskId],
       ["email_verifications", "task_id", taskId],
       ["uploads", "task_id", taskId],
-      ["upload_rows", "upload_id", uploadId],
+      ["upload_row_blocks", "upload_id", uploadId],
     ] as const) {
       const { rows } = await ctx.db.query<{ n: number }>(
         `select count(*) as n from ${table} where ${column} = $1`,

@@ -14,6 +14,7 @@ import { waitForTaskFinished, worldEnv } from "../../support/batch.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
 import { rowCounts } from "../../support/row-counts.ts";
 import { createTestContext, type TestContext, type TestUser } from "../../support/test-app.ts";
+import { multipart, type Part } from "../../support/multipart.ts";
 
 const UPLOAD_URL = "/api/v1/tasks/batch/upload";
 const MAX_UPLOAD_BYTES = 64 * 1024;
@@ -61,27 +62,6 @@ const LIST_CSV = [
   "Carol,carol@acme.test,",
   "",
 ].join("\n");
-
-type Part = { name: string; value: string } | { name: string; filename: string; data: Buffer | string };
-
-function multipart(parts: readonly Part[]): { payload: Buffer; contentType: string } {
-  const boundary = `----mailprobe-dry-run-${randomBytes(8).toString("hex")}`;
-  const chunks: Buffer[] = [];
-  for (const p of parts) {
-    const head =
-      "filename" in p
-        ? `Content-Disposition: form-data; name="${p.name}"; filename="${p.filename}"\r\nContent-Type: text/csv\r\n\r\n`
-        : `Content-Disposition: form-data; name="${p.name}"\r\n\r\n`;
-    const data = "filename" in p ? p.data : p.value;
-    chunks.push(
-      Buffer.from(`--${boundary}\r\n${head}`),
-      typeof data === "string" ? Buffer.from(data) : data,
-      Buffer.from("\r\n"),
-    );
-  }
-  chunks.push(Buffer.from(`--${boundary}--\r\n`));
-  return { payload: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
-}
 
 interface Request {
   filename?: string;

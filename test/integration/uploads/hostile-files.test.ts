@@ -16,6 +16,7 @@ import { createTestContext, type TestContext, type TestUser } from "../../suppor
 import { assertError } from "../../support/assert-error.ts";
 import { readXlsxBook, xlsxOf } from "../../unit/files/helpers.ts";
 import { RESULT_COLUMNS } from "../../../src/files/index.ts";
+import { rewriteStoredRow } from "../../support/upload-rows.ts";
 
 /** The result columns a download appends after the file's own. */
 const RESULT_COUNT = RESULT_COLUMNS.length;
@@ -188,9 +189,10 @@ describe("item 3: columns are bounded at upload and downloads are never wider th
     const { upload_id: uploadId, task_id: taskId } = res.json<{ upload_id: string; task_id: string }>();
     // What the old reader stored for a row of a million empty fields.
     await ctx.db.query("update uploads set column_count = 1000000 where id = $1", [uploadId]);
-    await ctx.db.query("update upload_rows set cells = $2::jsonb where upload_id = $1 and row_index = 1", [
-      uploadId,
-      JSON.stringify(["not an address", "x", ...Array.from({ length: 999_998 }, () => "")]),
+    await rewriteStoredRow(ctx.db, uploadId, 1, [
+      "not an address",
+      "x",
+      ...Array.from({ length: 999_998 }, () => ""),
     ]);
     for (const format of ["csv", "xlsx"]) {
       const got = await download(user, taskId, format);
@@ -204,9 +206,10 @@ describe("item 3: columns are bounded at upload and downloads are never wider th
     );
 
     // One that really is wider than 1,000 columns is refused before anything is sent; txt works.
-    await ctx.db.query("update upload_rows set cells = $2::jsonb where upload_id = $1 and row_index = 1", [
-      uploadId,
-      JSON.stringify(["not an address", ...Array.from({ length: 1_500 }, () => ""), "far"]),
+    await rewriteStoredRow(ctx.db, uploadId, 1, [
+      "not an address",
+      ...Array.from({ length: 1_500 }, () => ""),
+      "far",
     ]);
     for (const format of ["csv", "xlsx"]) {
       const refused = await download(user, taskId, format);

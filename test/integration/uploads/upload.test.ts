@@ -7,7 +7,6 @@
 // The worker pool runs only inside the first test (processing → completed): every later test
 // leaves its jobs pending, and nothing ever verifies them (nor sends their webhooks).
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { createWorkerRole } from "../../../src/app/worker-role.ts";
@@ -16,6 +15,8 @@ import { startMailWorld, type MailWorld } from "../../support/mail-world/index.t
 import { createTestContext, type TestContext, type TestUser } from "../../support/test-app.ts";
 import { buildZip, streamedXlsxOf, workbookParts, xlsxOf, zerosDeflated } from "../../unit/files/helpers.ts";
 import { assertError, type FieldDetail } from "../../support/assert-error.ts";
+import { storedRowsOf } from "../../support/upload-rows.ts";
+import { multipart, type Part } from "../../support/multipart.ts";
 
 const UPLOAD_URL = "/api/v1/tasks/batch/upload";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -51,34 +52,6 @@ after(async () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// multipart, by hand
-
-type Part =
-  | { name: string; value: string }
-  | { name: string; filename: string; data: Buffer | string; contentType?: string };
-
-function multipart(parts: readonly Part[]): { payload: Buffer; contentType: string } {
-  const boundary = `----mailprobe-test-${randomBytes(12).toString("hex")}`;
-  const chunks: Buffer[] = [];
-  for (const p of parts) {
-    chunks.push(Buffer.from(`--${boundary}\r\n`, "utf8"));
-    if ("filename" in p) {
-      chunks.push(
-        Buffer.from(
-          `Content-Disposition: form-data; name="${p.name}"; filename="${p.filename}"\r\n` +
-            `Content-Type: ${p.contentType ?? "application/octet-stream"}\r\n\r\n`,
-          "utf8",
-        ),
-        typeof p.data === "string" ? Buffer.from(p.data, "utf8") : p.data,
-      );
-    } else {
-      chunks.push(Buffer.from(`Content-Disposition: form-data; name="${p.name}"\r\n\r\n${p.value}`, "utf8"));
-    }
-    chunks.push(Buffer.from("\r\n", "utf8"));
-  }
-  chunks.push(Buffer.from(`--${boundary}--\r\n`, "utf8"));
-  return { payload: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
-}
 
 /** POSTs a file (and optional form fields) to the upload route. */
 function upload(
@@ -156,11 +129,7 @@ async function storedUpload(uploadId: string): Promise<StoredUpload> {
 
 /** The stored original rows: [cells, canonical address or null]. */
 async function rowsOf(uploadId: string): Promise<Array<[string[], string | null]>> {
-  const { rows } = await ctx.db.query<{ cells: string[]; email: string | null }>(
-    "select cells, email from upload_rows where upload_id = $1 order by row_index",
-    [uploadId],
-  );
-  return rows.map((r) => [r.cells, r.email]);
+  return storedRowsOf(ctx.db, uploadId);
 }
 
 async function balanceOf(user: TestUser): Promise<number> {
@@ -184,7 +153,7 @@ async function writtenBy(user: TestUser): Promise<Record<string, number>> {
     email_jobs: await count("select count(*) as n from email_jobs where user_id = $1"),
     uploads: await count("select count(*) as n from uploads where user_id = $1"),
     upload_rows: await count(
-      "select count(*) as n from upload_rows r join uploads u on u.id = r.upload_id where u.user_id = $1",
+      "select coalesce(sum(r.row_count), 0) as n from upload_row_blocks r join uploads u on u.id = r.upload_id where u.user_id = $1",
     ),
     reservations: await count(
       "select count(*) as n from credit_transactions where user_id = $1 and reason = 'task_reservation'",

@@ -98,6 +98,7 @@ function dispatcherFor(
     clock,
     logger: createLogger("silent"),
     config: { allowPrivate: true, timeoutMs: 5_000, retryWindowMs: 24 * HOUR_MS, ...config },
+    secrets: ctx.services.webhookSecrets,
     random: () => 0,
     ...deps,
   });

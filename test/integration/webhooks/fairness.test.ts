@@ -80,6 +80,7 @@ function dispatcherFor(clock: Clock, deps: Partial<WebhookDispatcherDeps> = {}):
     db: ctx.db,
     clock,
     logger: createLogger("silent"),
+    secrets: ctx.services.webhookSecrets,
     config: {
       allowPrivate: true,
       timeoutMs: 10_000,

@@ -12,6 +12,7 @@ import { createLogger } from "../../../src/observability/logger.ts";
 import { createWebhookDispatcher, type WebhookDispatcher } from "../../../src/webhooks/dispatcher.ts";
 import { enqueueTaskCompleted, type TaskCompletedEvent } from "../../../src/webhooks/outbox.ts";
 import { MAX_UNSETTLED_PINGS } from "../../../src/webhooks/ping.ts";
+import { sealClearWebhookSecrets } from "../../../src/webhooks/secret-cipher.ts";
 import { createTestContext, ManualClock, type TestContext, type TestUser } from "../../support/test-app.ts";
 import { assertError, describeAuthMatrix } from "../api/helpers.ts";
 
@@ -77,6 +78,7 @@ function dispatcher(): WebhookDispatcher {
     clock,
     logger: createLogger("silent"),
     config: { allowPrivate: true, timeoutMs: 5_000, retryWindowMs: 24 * HOUR_MS },
+    secrets: ctx.services.webhookSecrets,
     random: () => 0,
   });
   dispatchers.push(d);
@@ -511,7 +513,10 @@ describe("secret rotation", () => {
       "select webhook_secret_previous from users where id = $1",
       [user.userId],
     );
-    assert.equal(rows[0]!.webhook_secret_previous, first.secret);
+    assert.equal(
+      ctx.services.webhookSecrets.open(user.userId, rows[0]!.webhook_secret_previous),
+      first.secret,
+    );
   });
 
   test("grace_seconds is bounded (0 … 7 days) and unknown fields are refused", async () => {
@@ -563,4 +568,68 @@ describe("scopes", () => {
       { method: "POST", url: "/api/v1/webhooks/secret/rotate", payload: {} },
     ],
   );
+});
+
+describe("signing secrets at rest (issue 34 item 7)", () => {
+  const storedOf = async (userId: string) =>
+    (
+      await ctx.db.query<{ webhook_secret: string; webhook_secret_previous: string | null }>(
+        "select webhook_secret, webhook_secret_previous from users where id = $1",
+        [userId],
+      )
+    ).rows[0]!;
+
+  test("the database holds neither the current nor the previous secret, only their sealed forms; both still sign", async () => {
+    const receiver = await startReceiver();
+    const user = await ctx.createUser();
+    const first = await secretOf(user.apiKey);
+    let stored = await storedOf(user.userId);
+    assert.match(stored.webhook_secret, /^enc1:/);
+    assert.ok(!stored.webhook_secret.includes(first.secret.slice("whsec_".length)));
+
+    const rotated = (await rotate(user.apiKey, { grace_seconds: 3600 })).json<{ secret: string }>();
+    stored = await storedOf(user.userId);
+    for (const value of [stored.webhook_secret, stored.webhook_secret_previous!]) {
+      assert.match(value, /^enc1:/);
+      for (const secret of [first.secret, rotated.secret])
+        assert.ok(!value.includes(secret.slice("whsec_".length)));
+    }
+    const d = dispatcher();
+    await completedTask(user, receiver.url("/sealed"));
+    await d.runOnce();
+    const sent = receiver.requests[0]!;
+    assert.ok((await verifyWith(first.secret, sent)).ok, "the previous secret, opened, signs");
+    assert.ok((await verifyWith(rotated.secret, sent)).ok, "the current secret, opened, signs");
+  });
+
+  test("a sealed secret copied onto another user's row does not open (the user id is authenticated)", async () => {
+    const a = await ctx.createUser();
+    const b = await ctx.createUser();
+    await ctx.db.query(
+      "update users set webhook_secret = (select webhook_secret from users where id = $1) where id = $2",
+      [a.userId, b.userId],
+    );
+    assert.throws(() => ctx.services.webhookSecrets.open(b.userId, "enc1:" + "A".repeat(60)));
+    const copied = (await storedOf(b.userId)).webhook_secret;
+    assert.throws(() => ctx.services.webhookSecrets.open(b.userId, copied));
+    assert.doesNotThrow(() => ctx.services.webhookSecrets.open(a.userId, copied));
+  });
+
+  test("secrets stored in the clear (before sealing) keep working, and start-up seals them", async () => {
+    const user = await ctx.createUser();
+    const clear = "whsec_" + Buffer.alloc(24, 7).toString("base64");
+    await ctx.db.query("update users set webhook_secret = $2, webhook_secret_previous = null where id = $1", [
+      user.userId,
+      clear,
+    ]);
+    assert.equal((await secretOf(user.apiKey)).secret, clear);
+    assert.ok((await sealClearWebhookSecrets(ctx.db, ctx.services.webhookSecrets)) >= 1);
+    assert.match((await storedOf(user.userId)).webhook_secret, /^enc1:/);
+    assert.equal((await secretOf(user.apiKey)).secret, clear);
+    assert.equal(
+      await sealClearWebhookSecrets(ctx.db, ctx.services.webhookSecrets),
+      0,
+      "nothing left in the clear",
+    );
+  });
 });

@@ -31,7 +31,9 @@ describe("happy path", () => {
       "select webhook_secret from users where id = $1",
       [u.userId],
     );
-    assert.equal(body.secret, rows[0]!.webhook_secret);
+    // Stored sealed (webhooks/secret-cipher.ts): the answer is what the stored value opens to.
+    assert.match(rows[0]!.webhook_secret, /^enc1:/);
+    assert.equal(body.secret, ctx.services.webhookSecrets.open(u.userId, rows[0]!.webhook_secret));
     assert.doesNotThrow(() => new Webhook(body.secret));
   });
 

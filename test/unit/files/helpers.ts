@@ -181,6 +181,14 @@ export function sharedStringBomb(opts: {
     for (let c = first; c < first + opts.refsPerRow; c++) row += `<c r="${col(c)}${r}" t="s"><v>0</v></c>`;
     rows.push(`${row}</row>`);
   }
+  return sharedStringsBook(["x".repeat(opts.longChars)], rows, opts.rows * opts.refsPerRow);
+}
+
+/**
+ * A one-sheet workbook with a shared-strings part: `strings` (plain text, no markup) and the
+ * sheet's `<row>` elements, which refer to the strings by index; `refs` is the sst's count.
+ */
+export function sharedStringsBook(strings: readonly string[], rows: readonly string[], refs: number): Buffer {
   const rels = workbookParts(["Sheet1"]).map((e) =>
     e.name === "xl/_rels/workbook.xml.rels"
       ? deflated(
@@ -192,11 +200,12 @@ export function sharedStringBomb(opts: {
         )
       : e,
   );
+  const items = strings.map((t) => `<si><t>${t}</t></si>`).join("");
   return buildZip([
     ...rels,
     deflated(
       "xl/sharedStrings.xml",
-      `<?xml version="1.0"?><sst ${NS} count="${opts.rows * opts.refsPerRow}" uniqueCount="1"><si><t>${"x".repeat(opts.longChars)}</t></si></sst>`,
+      `<?xml version="1.0"?><sst ${NS} count="${refs}" uniqueCount="${strings.length}">${items}</sst>`,
     ),
     deflated(
       "xl/worksheets/sheet1.xml",

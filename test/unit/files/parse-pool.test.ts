@@ -13,7 +13,7 @@ after(() => pool.close());
 /** What the thread answers: the in-process parse, packed for the upload. */
 async function inProcess(input: ParseListInput) {
   const parsed = await parseListFile(input);
-  return parsed.ok ? packList(parsed.list) : parsed;
+  return parsed.ok ? packList(parsed.list, input.data.byteLength) : parsed;
 }
 
 test("a csv and an xlsx parse on a thread exactly as in process", async () => {

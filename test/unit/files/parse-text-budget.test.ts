@@ -3,13 +3,16 @@
 // gigabytes from a few hundred KB, and csv/txt rows of long cells are bounded the same way.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { randomBytes } from "node:crypto";
 import {
+  decodeRowBlock,
   parseListFile,
   packList,
   type ParseListInput,
   type ParseListResult,
 } from "../../../src/files/index.ts";
 import { createListParserPool } from "../../../src/files/index.ts";
+import { STORED_BYTES_ALLOWANCE, STORED_BYTES_PER_FILE_BYTE } from "../../../src/files/parse/pack-list.ts";
 import { sharedStringBomb } from "./helpers.ts";
 
 const parse = (filename: string, data: Buffer | string, extra: Partial<ParseListInput> = {}) =>
@@ -74,41 +77,79 @@ test("the attack's file (one 32,767-character string in 64,000 cells, under 1 MB
   }
 });
 
-test("packList refuses text the database cannot store, and keeps rows as their JSON text", async () => {
-  const parsed = await parse("l.csv", 'email,name\na@example.com,Ann\n,blank\nb@example.com,"B, ""Bob"""\n');
+const rowsOfBlocks = (blocks: ReadonlyArray<{ first: number; count: number; data: Uint8Array }>) =>
+  blocks.map((b) => ({ first: b.first, count: b.count, ...decodeRowBlock("deflate", b.data) }));
+
+test("packList refuses text the database cannot store, and keeps rows as compressed blocks", async () => {
+  const text = 'email,name\na@example.com,Ann\n,blank\nb@example.com,"B, ""Bob"""\n';
+  const parsed = await parse("l.csv", text);
   assert.ok(parsed.ok);
-  const packed = packList(parsed.list);
+  const packed = packList(parsed.list, text.length);
   assert.ok(packed.ok);
-  assert.deepEqual(packed.list.batches, [
+  assert.deepEqual(rowsOfBlocks(packed.list.blocks), [
     {
       first: 0,
-      rowsJson: '[["a@example.com","Ann"],["","blank"],["b@example.com","B, \\"Bob\\""]]',
+      count: 3,
+      cells: [
+        ["a@example.com", "Ann"],
+        ["", "blank"],
+        ["b@example.com", 'B, "Bob"'],
+      ],
       emails: ["a@example.com", null, "b@example.com"],
     },
   ]);
+  assert.equal(packed.list.storedBytes, packed.list.blocks[0]!.data.byteLength);
   assert.deepEqual(packed.list.rowEmails, ["a@example.com", null, "b@example.com"]);
   // An xlsx cell can spell a lone surrogate as the ST_Xstring escape _xD800_.
-  const refused = packList({ ...parsed.list, rows: [["a@example.com", "\uD800x"]] });
+  const refused = packList({ ...parsed.list, rows: [["a@example.com", "\uD800x"]] }, text.length);
   assert.equal(!refused.ok && refused.problem.code, "invalid_file");
   assert.match(!refused.ok ? refused.problem.message : "", /not valid Unicode/);
 });
 
-test("packList batches rows by JSON size; the batches together are every row, in order", async () => {
+test("packList blocks rows by JSON size; the blocks together are every row, in order", async () => {
   const rows = Array.from({ length: 3_000 }, (_, i) => `u${i}@example.com,${"n".repeat(200)}`);
-  const parsed = await parse("l.csv", `email,notes\n${rows.join("\n")}\n`);
+  const text = `email,notes\n${rows.join("\n")}\n`;
+  const parsed = await parse("l.csv", text);
   assert.ok(parsed.ok);
-  const packed = packList(parsed.list);
+  const packed = packList(parsed.list, text.length);
   assert.ok(packed.ok);
-  const { batches } = packed.list;
-  assert.ok(batches.length > 1, `${batches.length} batch`);
+  const blocks = rowsOfBlocks(packed.list.blocks);
+  assert.ok(blocks.length > 1, `${blocks.length} block`);
   let next = 0;
-  for (const b of batches) {
+  for (const b of blocks) {
     assert.equal(b.first, next);
-    const cells = JSON.parse(b.rowsJson) as string[][];
-    assert.equal(cells.length, b.emails.length);
-    assert.ok(b.rowsJson.length < 300 * 1024, `a batch of ${b.rowsJson.length} characters`);
-    next += cells.length;
+    assert.equal(b.cells.length, b.count);
+    assert.equal(b.emails.length, b.count);
+    assert.ok(JSON.stringify(b.cells).length < 300 * 1024, "a block of about 256 KB of JSON");
+    next += b.count;
   }
   assert.equal(next, 3_000);
-  assert.deepEqual(JSON.parse(batches.at(-1)!.rowsJson).at(-1), ["u2999@example.com", "n".repeat(200)]);
+  assert.deepEqual(blocks.at(-1)!.cells.at(-1), ["u2999@example.com", "n".repeat(200)]);
+  // Repeated cells cost what deflate leaves of them: a fraction of the file.
+  assert.ok(
+    packed.list.storedBytes < text.length / 10,
+    `${packed.list.storedBytes} bytes stored of ${text.length}`,
+  );
+});
+
+test("packList: rows that cost more than 20 times the file's bytes (past a 1 MiB allowance) are refused", async () => {
+  // Random cells do not compress: 2,000 rows of 1 KB store about their own size, 1.4 MB.
+  const rows = Array.from(
+    { length: 2_000 },
+    (_, i) => `u${i}@example.com,${randomBytes(768).toString("base64")}`,
+  );
+  const text = `email,noise\n${rows.join("\n")}\n`;
+  const parsed = await parse("l.csv", text);
+  assert.ok(parsed.ok);
+  const fits = packList(parsed.list, text.length);
+  assert.ok(fits.ok);
+  const stored = fits.list.storedBytes;
+  assert.ok(stored > STORED_BYTES_ALLOWANCE, `${stored} bytes stored`);
+  // The same rows claimed by a file of stored / 20 bytes: exactly at the bound, kept; one byte less, refused.
+  const atBound = Math.ceil(stored / STORED_BYTES_PER_FILE_BYTE);
+  assert.ok(packList(parsed.list, atBound).ok);
+  const refused = packList(parsed.list, atBound - 1);
+  if (refused.ok) assert.fail("rows of more than 20 times the file's size were kept");
+  assert.equal(refused.problem.code, "too_much_text");
+  assert.match(refused.problem.message, /more than 20 times the file's size/);
 });

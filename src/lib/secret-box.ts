@@ -1,8 +1,10 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 
-// AES-256-GCM so that `GET /api/v1/api-keys?reveal=true` can show a key again. Layout of the
-// stored value: base64(iv[12] | tag[16] | ciphertext). The key id is bound as additional
-// authenticated data, so a ciphertext copied onto another key row fails to decrypt.
+// Secrets at rest that must be read back (API keys for `GET /api/v1/api-keys?reveal=true`,
+// webhook signing secrets): AES-256-GCM under ENCRYPTION_KEY. Layout of the stored value:
+// base64(iv[12] | tag[16] | ciphertext). The caller binds the row's owner as additional
+// authenticated data (a key's id, a user's id), so a ciphertext copied onto another row fails to
+// decrypt.
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
