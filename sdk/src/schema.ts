@@ -13,13 +13,13 @@ export interface paths {
     };
     /**
      * List API keys
-     * @description The caller's keys, active and deactivated; with `reveal=true` each active key's plaintext. Needs a `custom` key or a session.
+     * @description The caller's keys, active and deactivated; with `reveal=true` each active key's plaintext. Needs a `custom` key or a session; `reveal=true` from a session needs a sign-in within SESSION_REAUTH_SECONDS (10 min; older: 403, sign in again).
      */
     get: operations["listApiKeys"];
     put?: never;
     /**
      * Create an API key
-     * @description Returns the plaintext key once (it can be revealed again with `GET /api/v1/api-keys?reveal=true`). Needs a `custom` key or a session; 409 when the user has as many keys as allowed.
+     * @description Returns the plaintext key once (it can be revealed again with `GET /api/v1/api-keys?reveal=true`). Needs a `custom` key or a session signed in within SESSION_REAUTH_SECONDS (10 min; an older session gets 403: sign in again); 409 when the user has as many keys as allowed.
      */
     post: operations["createApiKey"];
     delete?: never;
@@ -62,7 +62,11 @@ export interface paths {
      * @description Exchange a `custom` API key for a short-lived JWT (used by the dashboard); the session dies with the key. Integration keys and sessions get 403.
      */
     post: operations["createSession"];
-    delete?: never;
+    /**
+     * Sign out
+     * @description Ends the caller's dashboard session on the server: every token of it (the current one and any renewed from it) answers 401 from now on, on every node. 403 for an API key or an external JWT.
+     */
+    delete: operations["deleteSession"];
     options?: never;
     head?: never;
     patch?: never;
@@ -99,7 +103,7 @@ export interface paths {
     put?: never;
     /**
      * Renew a session
-     * @description A live session token gets a new one (same user, same key, a fresh `expires_at`), until `renewable_until` (sign-in + SESSION_MAX_HOURS). 401 once the session expired, its key was revoked or the cap is reached; 403 for an API key or an external JWT.
+     * @description A live session token gets a new one (same user, same key, a fresh `expires_at`), until `renewable_until` (sign-in + SESSION_MAX_HOURS). The token renewed stops working 30 s later (the grace lets the dashboard's other tabs take the new one). 401 once the session expired, was signed out, its key was revoked or the cap is reached; 403 for an API key or an external JWT.
      */
     post: operations["refreshSession"];
     delete?: never;
@@ -1766,6 +1770,79 @@ export interface operations {
         content: {
           "application/json": components["schemas"]["Session"];
         };
+      };
+      /** @description Missing or invalid credentials (UNAUTHORIZED) */
+      401: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
+      403: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  deleteSession: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Signed out */
+      204: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
       401: {

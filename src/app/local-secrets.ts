@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 
 // Embedded mode must work from `npm start` alone, so the secrets a cluster operator would set
 // (ENCRYPTION_KEY, JWT_SECRET) are generated once into DATA_DIR, readable only by the owner.
@@ -8,9 +8,26 @@ import { join } from "node:path";
 /** The files of DATA_DIR that hold the generated secrets (a backup carries them with the database). */
 export const LOCAL_SECRET_FILES = { encryptionKey: "encryption.key", jwtSecret: "jwt.secret" } as const;
 
+/**
+ * Why the text of a secrets file cannot be used, or null: the encryption key is 32 bytes as 64
+ * hex characters (as generated), the session secret at least 32 characters. A malformed key would
+ * otherwise be read as a shorter buffer and every key creation would answer 500.
+ */
+export function localSecretProblem(name: string, text: string): string | null {
+  const value = text.trim();
+  if (name === LOCAL_SECRET_FILES.encryptionKey && !/^[0-9a-fA-F]{64}$/.test(value))
+    return `${name} must hold 64 hex characters (32 bytes)`;
+  if (name === LOCAL_SECRET_FILES.jwtSecret && (value.length < 32 || /\s/.test(value)))
+    return `${name} must hold at least 32 characters without spaces`;
+  return null;
+}
+
 async function readOrCreate(path: string, make: () => string): Promise<{ value: string; created: boolean }> {
   try {
-    return { value: (await readFile(path, "utf8")).trim(), created: false };
+    const value = (await readFile(path, "utf8")).trim();
+    const problem = localSecretProblem(basename(path), value);
+    if (problem) throw new Error(`${path}: ${problem}; restore it from a backup of this DATA_DIR`);
+    return { value, created: false };
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
     const value = make();

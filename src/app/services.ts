@@ -20,6 +20,7 @@ import { createTasksService, type TasksService } from "../tasks/service.ts";
 import { createUploadAdmission } from "../uploads/admission.ts";
 import { createUploadsService, type UploadsService } from "../uploads/service.ts";
 import { createWebhooksService, type WebhooksService } from "../webhooks/service.ts";
+import { createSessionService, type SessionService } from "../auth/sessions.ts";
 import { stopWorkOf } from "../tasks/stop-work.ts";
 import { createWebhookSecretCipher, type WebhookSecretCipher } from "../webhooks/secret-cipher.ts";
 import { createPgHostGate, HostBusyError } from "../hostslots/host-gate.ts";
@@ -46,6 +47,8 @@ export interface Services {
   /** The operator console's reads and actions across users (ADMIN_TOKEN API, `mailprobe users`). */
   operator: OperatorService;
   jwt: JwtService;
+  /** Dashboard sessions held on the server: open, renew (rotating), sign out (auth/sessions.ts). */
+  sessions: SessionService;
   authenticator: Authenticator;
   rateLimiter: RateLimiter;
   engine: Engine;
@@ -107,6 +110,7 @@ export function buildServices(opts: ServiceOptions): Services {
     sessionMaxSeconds: config.sessionMaxHours * 3600,
     clock,
   });
+  const sessions = createSessionService(db, jwt, clock);
   // Realtime sessions take the same cluster-wide per-host slots as the batch workers, waiting
   // (within the request's deadline) for one rather than opening a third connection.
   const realtimeGate = createPgHostGate({
@@ -159,7 +163,8 @@ export function buildServices(opts: ServiceOptions): Services {
       await stopWorkOf(tx, { userId, apiKeyIds: null, reason: "the user was deactivated" }, at);
     }),
     jwt,
-    authenticator: createAuthenticator(apiKeys, jwt),
+    sessions,
+    authenticator: createAuthenticator(apiKeys, jwt, sessions),
     rateLimiter,
     engine,
     verifications: createVerificationsService(db, clock, engine, {

@@ -1,6 +1,7 @@
 import { DatabaseUnavailableError, isDatabaseUnavailable } from "../db/client.ts";
 import type { ApiKeysService } from "../keys/service.ts";
 import type { JwtService } from "./jwt.ts";
+import type { SessionService } from "./sessions.ts";
 import type { Principal } from "./principal.ts";
 
 export type AuthOutcome =
@@ -50,7 +51,11 @@ async function lookup<T>(read: () => Promise<T>): Promise<T> {
   }
 }
 
-export function createAuthenticator(apiKeys: ApiKeysService, jwt: JwtService): Authenticator {
+export function createAuthenticator(
+  apiKeys: ApiKeysService,
+  jwt: JwtService,
+  sessions: Pick<SessionService, "isLive">,
+): Authenticator {
   return {
     async authenticate(headers) {
       const read = readCredential(headers);
@@ -75,14 +80,16 @@ export function createAuthenticator(apiKeys: ApiKeysService, jwt: JwtService): A
       if (read.via === "bearer" && credential.split(".").length === 3) {
         const verified = await jwt.verify(credential);
         const openerKeyId = verified?.apiKeyId ?? null;
-        // A session dies with the key that opened it (checked on each request, cached ≤ 1 s).
+        // A session dies with the key that opened it (checked on each request, cached ≤ 1 s),
+        // when it is signed out, and when a renewal replaced its token (sessions.ts).
         if (
           verified &&
           (await lookup(() =>
             openerKeyId === null
               ? apiKeys.isActiveUser(verified.userId)
               : apiKeys.isActiveKeyOf(verified.userId, openerKeyId),
-          ))
+          )) &&
+          (await lookup(() => sessions.isLive(verified)))
         ) {
           return {
             ok: true,
@@ -94,6 +101,7 @@ export function createAuthenticator(apiKeys: ApiKeysService, jwt: JwtService): A
               credentialId: verified.apiKeyId ? `session:${verified.apiKeyId}` : `jwt:${verified.userId}`,
               sessionKeyId: verified.apiKeyId,
               sessionSignedInAt: verified.signedInAt,
+              session: verified.session,
             },
           };
         }

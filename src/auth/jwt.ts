@@ -23,6 +23,8 @@ export interface VerifiedJwt {
    * session issued before renewals existed); null for external tokens.
    */
   signedInAt: Date | null;
+  /** Our sessions: the server-side session the token belongs to (claims `sid`, `gen`); null for external tokens. */
+  session: { id: string; generation: number } | null;
 }
 
 /** A session token as issued, with the bounds the dashboard plans its renewals by. */
@@ -48,7 +50,13 @@ export interface JwtService {
    * A short-lived HS256 session opened by an API key (`signedInAt` = `now`) or renewing one opened
    * at `signedInAt`; it never outlives the cap. Null when no JWT_SECRET is available.
    */
-  issue(userId: string, apiKeyId: string, now: Date, signedInAt?: Date): Promise<IssuedSession | null>;
+  issue(
+    userId: string,
+    apiKeyId: string,
+    session: { id: string; generation: number },
+    now: Date,
+    signedInAt?: Date,
+  ): Promise<IssuedSession | null>;
   /** The instant past which a session signed in at `signedInAt` may no longer be renewed. */
   renewableUntil(signedInAt: Date): Date;
   /** SESSION_TTL_SECONDS and SESSION_MAX_HOURS (in seconds), for the dashboard's sign-in text. */
@@ -57,6 +65,9 @@ export interface JwtService {
 
 /** The OIDC claim for "when the user authenticated", carried unchanged through renewals. */
 const SIGNED_IN_CLAIM = "auth_time";
+/** The server-side session (auth/sessions.ts) and the generation of this token within it. */
+const SESSION_ID_CLAIM = "sid";
+const GENERATION_CLAIM = "gen";
 
 export function createJwtService(opts: JwtOptions): JwtService {
   const secret = opts.secret ? new TextEncoder().encode(opts.secret) : null;
@@ -80,13 +91,22 @@ export function createJwtService(opts: JwtOptions): JwtService {
           const apiKeyId = payload[SESSION_KEY_CLAIM];
           // Every session we issue is bound to its key; one that is not cannot be revoked.
           if (!userId || typeof apiKeyId !== "string" || !isUuid(apiKeyId)) return null;
-          const signedIn = payload[SIGNED_IN_CLAIM] ?? payload.iat;
+          const signedIn = payload[SIGNED_IN_CLAIM];
           if (typeof signedIn !== "number" || !Number.isFinite(signedIn)) return null;
-          return { userId, apiKeyId, signedInAt: new Date(signedIn * 1000) };
+          // A session the server does not hold could be neither renewed once nor signed out.
+          const sid = payload[SESSION_ID_CLAIM];
+          const gen = payload[GENERATION_CLAIM];
+          if (typeof sid !== "string" || !isUuid(sid) || !Number.isSafeInteger(gen)) return null;
+          return {
+            userId,
+            apiKeyId,
+            signedInAt: new Date(signedIn * 1000),
+            session: { id: sid, generation: gen as number },
+          };
         }
         if (alg !== "HS256" && alg !== "none" && jwks) {
           const userId = subjectOf((await jwtVerify(token, jwks, claims())).payload);
-          return userId ? { userId, apiKeyId: null, signedInAt: null } : null;
+          return userId ? { userId, apiKeyId: null, signedInAt: null, session: null } : null;
         }
         return null;
       } catch {
@@ -94,13 +114,18 @@ export function createJwtService(opts: JwtOptions): JwtService {
       }
     },
 
-    async issue(userId, apiKeyId, now, signedInAt = now) {
+    async issue(userId, apiKeyId, session, now, signedInAt = now) {
       if (!secret) return null;
       const iat = Math.floor(now.getTime() / 1000);
       const authTime = Math.floor(signedInAt.getTime() / 1000);
       const cap = authTime + opts.sessionMaxSeconds;
       const exp = Math.min(iat + opts.sessionTtlSeconds, cap);
-      let jwt = new SignJWT({ [SESSION_KEY_CLAIM]: apiKeyId, [SIGNED_IN_CLAIM]: authTime })
+      let jwt = new SignJWT({
+        [SESSION_KEY_CLAIM]: apiKeyId,
+        [SIGNED_IN_CLAIM]: authTime,
+        [SESSION_ID_CLAIM]: session.id,
+        [GENERATION_CLAIM]: session.generation,
+      })
         .setProtectedHeader({ alg: "HS256", typ: "JWT" })
         .setSubject(userId);
       jwt = jwt.setIssuedAt(iat).setExpirationTime(exp);

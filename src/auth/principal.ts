@@ -13,6 +13,8 @@ export interface Principal {
   sessionKeyId?: string | null;
   /** For a dashboard session: when its user signed in (renewals are capped from there). */
   sessionSignedInAt?: Date | null;
+  /** For a dashboard session: the server-side session and this token's generation (auth/sessions.ts). */
+  session?: { id: string; generation: number } | null;
 }
 
 /**
@@ -44,6 +46,19 @@ export function sessionOpenerKeyOf(p: Principal): string {
   if (!mayManageKeys(p))
     throw forbidden(`An integration key (purpose "${p.apiKeyPurpose}") cannot open a session`);
   return p.apiKeyId;
+}
+
+/**
+ * Throws 403 FORBIDDEN when a dashboard session signed in longer than `windowMs` ago asks to see
+ * or make a key: a stolen session token must not turn into a key that outlives it. An API key
+ * and a fresh session pass; signing in again with the key opens a fresh session.
+ */
+export function requireRecentSignIn(p: Principal, now: Date, windowMs: number): void {
+  if (p.source !== "frontend" || !p.sessionSignedInAt) return;
+  if (now.getTime() - p.sessionSignedInAt.getTime() <= windowMs) return;
+  throw forbidden(
+    `Revealing or creating API keys needs a session signed in within the last ${String(Math.round(windowMs / 60_000))} minutes: sign in again with your API key`,
+  );
 }
 
 /** Ledger metadata attributing a credit movement to the caller (spec: Authentication rule 6). */

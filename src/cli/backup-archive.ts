@@ -7,7 +7,7 @@
 import type { Readable } from "node:stream";
 import yauzl from "yauzl";
 import yazl from "yazl";
-import { LOCAL_SECRET_FILES } from "../app/local-secrets.ts";
+import { LOCAL_SECRET_FILES, localSecretProblem } from "../app/local-secrets.ts";
 import { CliError } from "./cli-support.ts";
 
 const MANIFEST = "mailprobe-backup.json";
@@ -61,6 +61,68 @@ export function backupArchive(c: BackupContents): Readable {
   return out;
 }
 
+/**
+ * What a part may inflate to, checked on the zip's declared sizes before a byte is inflated
+ * (yauzl then holds each entry to its declared size): the manifest and the secrets are a few
+ * hundred bytes; the database tar compresses 5-10 times (a fresh one 40 MB to 5 MB), so more
+ * than MAX_DATABASE_RATIO times its compressed size (past a 64 MiB allowance) is a zip bomb: a
+ * 1 MB file declaring 5 GB once made restore use 5.36 GB.
+ */
+const MAX_SMALL_PART_BYTES = 64 * 1024;
+const MAX_DATABASE_RATIO = 100;
+const DATABASE_ALLOWANCE_BYTES = 64 * 1024 * 1024;
+
+function inflationProblem(entry: yauzl.Entry): string | null {
+  const declared = entry.uncompressedSize;
+  if (entry.fileName !== DATABASE)
+    return declared > MAX_SMALL_PART_BYTES ? `${entry.fileName} declares ${declared} bytes` : null;
+  const allowed = Math.max(DATABASE_ALLOWANCE_BYTES, MAX_DATABASE_RATIO * entry.compressedSize);
+  return declared > allowed
+    ? `${DATABASE} would inflate ${entry.compressedSize} bytes to ${declared}, more than ${MAX_DATABASE_RATIO} times: not a database`
+    : null;
+}
+
+const TAR_BLOCK = 512;
+
+/** A tar header's checksum: the bytes summed with the checksum field itself read as spaces. */
+function headerChecksumOk(header: Buffer): boolean {
+  let sum = 0;
+  for (let i = 0; i < TAR_BLOCK; i++) sum += i >= 148 && i < 156 ? 32 : header[i]!;
+  const stored = parseInt(header.subarray(148, 156).toString("latin1").replace(/\0.*$/s, "").trim(), 8);
+  return stored === sum;
+}
+
+const fieldOf = (header: Buffer, from: number, length: number): string =>
+  header
+    .subarray(from, from + length)
+    .toString("latin1")
+    .replace(/\0.*$/s, "");
+
+/**
+ * Why `tar` is not the data directory of an embedded database, or null: every header a valid
+ * ustar header whose file fits in the archive, and the files PostgreSQL cannot start without
+ * present. Checked before anything is written: PGlite handed a damaged tar fails outside the
+ * promise it returns, as an uncaught stream error that ends the process.
+ */
+export function databaseTarProblem(tar: Buffer): string | null {
+  const required = new Set(["/PG_VERSION", "/global/pg_control"]);
+  let offset = 0;
+  while (offset + TAR_BLOCK <= tar.length) {
+    const header = tar.subarray(offset, offset + TAR_BLOCK);
+    if (header.every((b) => b === 0)) break;
+    if (fieldOf(header, 257, 6) !== "ustar" || !headerChecksumOk(header))
+      return `${DATABASE} has a damaged entry header at byte ${offset}`;
+    const size = parseInt(fieldOf(header, 124, 12).trim() || "0", 8);
+    const end = offset + TAR_BLOCK + Math.ceil(size / TAR_BLOCK) * TAR_BLOCK;
+    if (!Number.isSafeInteger(size) || size < 0 || end > tar.length) return `${DATABASE} is truncated`;
+    required.delete(fieldOf(header, 0, 100));
+    offset = end;
+  }
+  return required.size === 0
+    ? null
+    : `${DATABASE} has no ${[...required].join(", ")}: not a database directory`;
+}
+
 const notABackup = (path: string, why: string): CliError =>
   new CliError(`${path} is not a mailprobe backup (${why})`);
 
@@ -82,6 +144,8 @@ export async function readBackupArchive(path: string): Promise<BackupContents> {
       // A name of no known part, or one seen twice, is another kind of zip.
       if (!expected.has(entry.fileName) || entries.has(entry.fileName))
         throw notABackup(path, `unexpected entry ${entry.fileName}`);
+      const inflation = inflationProblem(entry);
+      if (inflation) throw notABackup(path, inflation);
       entries.set(entry.fileName, await readAll(await zip.openReadStreamPromise(entry)));
     }
   } finally {
@@ -95,8 +159,12 @@ export async function readBackupArchive(path: string): Promise<BackupContents> {
   for (const name of manifest.secrets) {
     const bytes = entries.get(name);
     if (!bytes || !SECRET_FILES.includes(name)) throw notABackup(path, `${name} is missing`);
+    const problem = localSecretProblem(name, bytes.toString("utf8"));
+    if (problem) throw notABackup(path, problem);
     secrets.set(name, bytes);
   }
+  const tarProblem = databaseTarProblem(database);
+  if (tarProblem) throw notABackup(path, tarProblem);
   return {
     database,
     secrets,

@@ -126,9 +126,11 @@ export async function restoreCommand(file: string): Promise<void> {
   await makeDataDirPrivate(dir);
   const release = await lockDataDir(dir);
   const written: string[] = [];
+  let ours = false;
   try {
     // Another restore or a server may have started in it between the check and the lock.
     await assertEmpty(dir, [LOCK_FILE]);
+    ours = true;
     for (const [name, bytes] of backup.secrets) {
       written.push(join(dir, name));
       await writeFile(join(dir, name), bytes, { mode: 0o600, flag: "wx" });
@@ -141,10 +143,12 @@ export async function restoreCommand(file: string): Promise<void> {
     );
   } catch (e) {
     for (const path of written) await rm(path, { recursive: true, force: true });
-    throw e;
-  } finally {
+    // The directory was empty before: leave it so, lock file included, and a retry may start.
     await release();
+    if (ours) await rm(join(dir, LOCK_FILE), { force: true });
+    throw e;
   }
+  await release();
 }
 
 /** Loads the tar into a new data directory, and proves it opens by counting what it holds. */

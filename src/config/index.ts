@@ -43,6 +43,8 @@ export interface Config {
   jwtIssuer: string | null;
   /** Lifetime of JWTs issued by /api/v1/auth/session and by each renewal. */
   sessionTtlSeconds: number;
+  /** How recent a session's sign-in must be to reveal or create API keys (SESSION_REAUTH_SECONDS). */
+  sessionReauthSeconds: number;
   /** Absolute cap of a renewed session, counted from the sign-in (SESSION_MAX_HOURS). */
   sessionMaxHours: number;
   /** Sustained requests per second allowed per credential. */
@@ -304,6 +306,7 @@ function secondsList(env: Record<string, string | undefined>, name: string, fall
 function loadSessionConfig(env: Record<string, string | undefined>): {
   sessionTtlSeconds: number;
   sessionMaxHours: number;
+  sessionReauthSeconds: number;
 } {
   const sessionTtlSeconds = intVar(env, "SESSION_TTL_SECONDS", 900, 60, 86_400);
   const sessionMaxHours = intVar(env, "SESSION_MAX_HOURS", 12, 1, 720);
@@ -313,7 +316,9 @@ function loadSessionConfig(env: Record<string, string | undefined>): {
     throw new ConfigError(
       `SESSION_MAX_HOURS (${sessionMaxHours} h) must be at least SESSION_TTL_SECONDS (${sessionTtlSeconds} s)`,
     );
-  return { sessionTtlSeconds, sessionMaxHours };
+  // Seeing or making a key from a session needs a recent sign-in (principal.ts requireRecentSignIn).
+  const sessionReauthSeconds = intVar(env, "SESSION_REAUTH_SECONDS", 600, 60, 86_400);
+  return { sessionTtlSeconds, sessionMaxHours, sessionReauthSeconds };
 }
 
 function loadHttpServerConfig(env: Record<string, string | undefined>): Readonly<HttpServerConfig> {

@@ -1,5 +1,6 @@
 import type { Authenticator } from "../auth/authenticate.ts";
 import type { JwtService } from "../auth/jwt.ts";
+import type { SessionService } from "../auth/sessions.ts";
 import type { CreditsService } from "../credits/service.ts";
 import type { ApiKeysService } from "../keys/service.ts";
 import type { Clock } from "../lib/clock.ts";
@@ -27,6 +28,8 @@ export interface HttpSettings {
   operatorToken: string | null;
   /** TASK_RETRY_WINDOW_MINUTES: a task's retry_window_minutes when the request names none. */
   taskRetryWindowMinutes: number;
+  /** SESSION_REAUTH_SECONDS in ms: how recent a session's sign-in must be to reveal or create keys. */
+  sessionReauthMs: number;
 }
 
 /**
@@ -44,6 +47,7 @@ export interface HttpDeps {
   authenticator: Authenticator;
   rateLimiter: RateLimiter;
   jwt: JwtService;
+  sessions: SessionService;
   apiKeys: ApiKeysService;
   credits: CreditsService;
   users: UsersService;

@@ -192,10 +192,20 @@ export function startSession(grant: SessionGrant): void {
   post({ type: "session", session });
 }
 
-/** Signs out of the session everywhere: the tabs sharing it show the sign-in form too. */
+/**
+ * Signs out of the session everywhere: the server ends it (every token of it answers 401 on
+ * every node, DELETE /api/v1/auth/session) and the tabs sharing it show the sign-in form too.
+ */
 export function signOut(): void {
   const s = state.session;
-  if (s) post({ type: "ended", userId: s.userId, token: s.token, reason: "signed_out" });
+  if (s) {
+    // Best effort: offline, the token still expires within SESSION_TTL_SECONDS.
+    void fetch("/api/v1/auth/session", {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${s.token}` },
+    }).catch(() => {});
+    post({ type: "ended", userId: s.userId, token: s.token, reason: "signed_out" });
+  }
   set({ session: null, reason: "signed_out", joining: false });
 }
 

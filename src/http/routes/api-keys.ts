@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
-import { requireKeyManagement } from "../../auth/principal.ts";
+import { requireKeyManagement, requireRecentSignIn } from "../../auth/principal.ts";
 import { validationError } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
@@ -28,7 +28,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
         operationId: "createApiKey",
         summary: "Create an API key",
         description:
-          "Returns the plaintext key once (it can be revealed again with `GET /api/v1/api-keys?reveal=true`). Needs a `custom` key or a session; 409 when the user has as many keys as allowed.",
+          "Returns the plaintext key once (it can be revealed again with `GET /api/v1/api-keys?reveal=true`). Needs a `custom` key or a session signed in within SESSION_REAUTH_SECONDS (10 min; an older session gets 403: sign in again); 409 when the user has as many keys as allowed.",
         tags: [TAG.apiKeys],
         body: CreateApiKeyBody,
         response: {
@@ -42,6 +42,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     },
     async (req, reply) => {
       const p = principalOf(req);
+      requireRecentSignIn(p, deps.clock.now(), deps.settings.sessionReauthMs);
       const name = req.body.name.trim();
       // minLength counts spaces, so "   " passes the schema but would be stored as an empty name.
       if (!name)
@@ -58,14 +59,16 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
         operationId: "listApiKeys",
         summary: "List API keys",
         description:
-          "The caller's keys, active and deactivated; with `reveal=true` each active key's plaintext. Needs a `custom` key or a session.",
+          "The caller's keys, active and deactivated; with `reveal=true` each active key's plaintext. Needs a `custom` key or a session; `reveal=true` from a session needs a sign-in within SESSION_REAUTH_SECONDS (10 min; older: 403, sign in again).",
         tags: [TAG.apiKeys],
         querystring: ListApiKeysQuery,
         response: { 200: ref(ListApiKeysReply, "The keys"), ...errorResponses(400, 401, 403, 429, 500) },
       },
     },
     async (req) => {
-      const keys = await deps.apiKeys.list(principalOf(req).userId, req.query.reveal === true);
+      const p = principalOf(req);
+      if (req.query.reveal === true) requireRecentSignIn(p, deps.clock.now(), deps.settings.sessionReauthMs);
+      const keys = await deps.apiKeys.list(p.userId, req.query.reveal === true);
       return { api_keys: keys.map(toApiKeyListItem) };
     },
   );

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "typebox";
 import { sessionOpenerKeyOf } from "../../auth/principal.ts";
-import { renewSession, type RenewalRefusal } from "../../auth/session-renewal.ts";
+import type { RenewalRefusal } from "../../auth/sessions.ts";
 import { AppError, forbidden } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
@@ -20,6 +21,8 @@ const refusalError = (reason: RenewalRefusal): AppError => {
       return new AppError("UNAUTHORIZED", "The session reached its SESSION_MAX_HOURS limit; sign in again");
     case "not_configured":
       return new AppError("INTERNAL_ERROR", NOT_CONFIGURED);
+    case "ended":
+      return new AppError("UNAUTHORIZED", "The session has ended; sign in again");
   }
 };
 
@@ -35,12 +38,13 @@ export const authSessionRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = 
         tags: [TAG.auth],
         response: { 200: ref(SessionReply, "The session token"), ...errorResponses(401, 403, 429, 500) },
       },
-      // A signed token, nothing stored: the dashboard still opens (and shows its reads) on a full disk.
+      // One session row of ~100 bytes, which DATA_DIR_MIN_FREE_MB's margin absorbs: the
+      // dashboard still opens (and shows its reads) on a nearly full disk.
       config: { writesNothing: true },
     },
     async (req) => {
       const p = principalOf(req);
-      const session = await deps.jwt.issue(p.userId, sessionOpenerKeyOf(p), deps.clock.now());
+      const session = await deps.sessions.open(p.userId, sessionOpenerKeyOf(p));
       if (!session) throw new AppError("INTERNAL_ERROR", NOT_CONFIGURED);
       return toSessionReply(session, p.userId);
     },
@@ -53,7 +57,7 @@ export const authSessionRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = 
         operationId: "refreshSession",
         summary: "Renew a session",
         description:
-          "A live session token gets a new one (same user, same key, a fresh `expires_at`), until `renewable_until` (sign-in + SESSION_MAX_HOURS). 401 once the session expired, its key was revoked or the cap is reached; 403 for an API key or an external JWT.",
+          "A live session token gets a new one (same user, same key, a fresh `expires_at`), until `renewable_until` (sign-in + SESSION_MAX_HOURS). The token renewed stops working 30 s later (the grace lets the dashboard's other tabs take the new one). 401 once the session expired, was signed out, its key was revoked or the cap is reached; 403 for an API key or an external JWT.",
         tags: [TAG.auth],
         response: { 200: ref(SessionReply, "The renewed session"), ...errorResponses(401, 403, 429, 500) },
       },
@@ -61,9 +65,30 @@ export const authSessionRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = 
     },
     async (req) => {
       const p = principalOf(req);
-      const renewal = await renewSession(deps.jwt, p, deps.clock.now());
+      const renewal = await deps.sessions.renew(p);
       if (!renewal.ok) throw refusalError(renewal.reason);
       return toSessionReply(renewal.session, p.userId);
+    },
+  );
+
+  app.delete(
+    "/api/v1/auth/session",
+    {
+      schema: {
+        operationId: "deleteSession",
+        summary: "Sign out",
+        description:
+          "Ends the caller's dashboard session on the server: every token of it (the current one and any renewed from it) answers 401 from now on, on every node. 403 for an API key or an external JWT.",
+        tags: [TAG.auth],
+        response: { 204: Type.Null({ description: "Signed out" }), ...errorResponses(401, 403, 429, 500) },
+      },
+      config: { writesNothing: true },
+    },
+    async (req, reply) => {
+      const p = principalOf(req);
+      if (p.source !== "frontend" || !p.session) throw refusalError("not_a_session");
+      await deps.sessions.signOut(p);
+      return reply.status(204).send(null);
     },
   );
 };

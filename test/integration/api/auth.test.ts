@@ -43,7 +43,16 @@ async function signToken(opts: {
 }): Promise<string> {
   const iat = nowSeconds() - 10;
   const keyId = opts.keyId === undefined ? randomUUID() : opts.keyId;
-  let jwt = new SignJWT(keyId === null ? {} : { api_key_id: keyId })
+  // A session row as the server keeps one (auth/sessions.ts), for whatever user and key the token
+  // names when both exist: the refusals below are then about the claims, not a missing session.
+  const sid = randomUUID();
+  await ctx.db.query(
+    `insert into sessions (id, user_id, api_key_id, signed_in_at, created_at)
+     select $1::uuid, u.id, k.id, now(), now() from users u, api_keys k where u.id::text = $2 and k.id::text = $3`,
+    [sid, opts.sub, keyId],
+  );
+  const claims = { sid, gen: 0, auth_time: iat };
+  let jwt = new SignJWT(keyId === null ? claims : { ...claims, api_key_id: keyId })
     .setProtectedHeader({ alg: opts.alg ?? "HS256", typ: "JWT" })
     .setSubject(opts.sub)
     .setIssuedAt(iat);

@@ -120,7 +120,7 @@ describe("memory store (embedded)", () => {
 
   test("a session shares its user's allowance with the user's keys", async () => {
     const u = await limited.createUser(1);
-    const session = await limited.services.jwt.issue(u.userId, u.apiKeyId, new Date());
+    const session = await limited.services.sessions.open(u.userId, u.apiKeyId);
     assert.ok(session);
     const statuses = [];
     for (const token of [u.apiKey, session.token, u.apiKey, session.token])

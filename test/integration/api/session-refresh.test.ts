@@ -3,6 +3,7 @@
 // refused once the key is revoked, past the cap, and for anything that is not a session. Time is
 // the test's ManualClock, which both stamps and judges tokens.
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { decodeJwt, SignJWT } from "jose";
 import { ConfigError } from "../../../src/config/env-vars.ts";
@@ -89,20 +90,95 @@ describe("renewing a live session", () => {
     assertError(await refresh(session.token), 401, "UNAUTHORIZED", null);
   });
 
-  test("a session issued before renewals existed (no auth_time) is capped from its iat", async () => {
+  test("a session token the server does not hold (no sid: issued before sessions were kept) is refused: sign in again", async () => {
     clock.set(SIGN_IN);
     const u = await ctx.createUser();
     const iat = Date.parse(SIGN_IN) / 1000;
-    const legacy = await new SignJWT({ api_key_id: u.apiKeyId })
+    const legacy = await new SignJWT({ api_key_id: u.apiKeyId, auth_time: iat })
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .setSubject(u.userId)
       .setIssuedAt(iat)
       .setExpirationTime(iat + 900)
       .sign(new TextEncoder().encode(TEST_JWT_SECRET));
-    clock.advance(5 * MINUTE);
-    const next = await renewed(legacy);
-    assert.equal(next.renewable_until, "2026-03-02T20:00:00.000Z");
-    assert.equal(decodeJwt(next.token).auth_time, iat);
+    assertError(await balance(legacy), 401, "UNAUTHORIZED", null);
+    assertError(await refresh(legacy), 401, "UNAUTHORIZED", null);
+  });
+});
+
+describe("server-side sessions (issue 34 item 8)", () => {
+  test("a renewal retires the token it replaces: accepted for the 30 s grace (other tabs), refused after", async () => {
+    clock.set(SIGN_IN);
+    const u = await ctx.createUser();
+    const first = await openSession(u.apiKey);
+    clock.advance(MINUTE);
+    const second = await renewed(first.token);
+    assert.equal((await balance(second.token)).statusCode, 200);
+    // Within the grace the old token still reads, and a renewal with it gets the current generation.
+    clock.advance(10_000);
+    assert.equal((await balance(first.token)).statusCode, 200);
+    const sibling = await renewed(first.token);
+    assert.equal(decodeJwt(sibling.token).gen, decodeJwt(second.token).gen);
+    clock.advance(20_000);
+    assertError(await balance(first.token), 401, "UNAUTHORIZED", null);
+    assertError(await refresh(first.token), 401, "UNAUTHORIZED", null);
+    assert.equal((await balance(second.token)).statusCode, 200, "the renewed token lives on");
+  });
+
+  test("signing out ends every token of the session at once; the key opens a new one", async () => {
+    clock.set(SIGN_IN);
+    const u = await ctx.createUser();
+    const first = await openSession(u.apiKey);
+    const second = await renewed(first.token);
+    const out = await ctx.app.inject({
+      method: "DELETE",
+      url: "/api/v1/auth/session",
+      headers: ctx.bearer(second.token),
+    });
+    assert.equal(out.statusCode, 204, out.body);
+    for (const token of [first.token, second.token]) {
+      assertError(await balance(token), 401, "UNAUTHORIZED", null);
+      assertError(await refresh(token), 401, "UNAUTHORIZED", null);
+    }
+    // An API key has no session to end.
+    const byKey = await ctx.app.inject({
+      method: "DELETE",
+      url: "/api/v1/auth/session",
+      headers: ctx.bearer(u.apiKey),
+    });
+    assertError(byKey, 403, "FORBIDDEN");
+    assert.equal((await balance((await openSession(u.apiKey)).token)).statusCode, 200);
+  });
+
+  test("revealing or creating keys needs a sign-in within SESSION_REAUTH_SECONDS (10 min); listing does not", async () => {
+    clock.set(SIGN_IN);
+    const u = await ctx.createUser();
+    let session = await openSession(u.apiKey);
+    const reveal = (token: string) =>
+      ctx.app.inject({ method: "GET", url: "/api/v1/api-keys?reveal=true", headers: ctx.bearer(token) });
+    const mint = (token: string) =>
+      ctx.app.inject({
+        method: "POST",
+        url: "/api/v1/api-keys",
+        headers: ctx.bearer(token),
+        payload: { name: "stolen", purpose: "custom" },
+      });
+    clock.advance(10 * MINUTE);
+    assert.equal((await reveal(session.token)).statusCode, 200, "exactly 10 min: still allowed");
+    session = await renewed(session.token);
+    clock.advance(1_000);
+    for (const res of [await reveal(session.token), await mint(session.token)]) {
+      const error = assertError(res, 403, "FORBIDDEN");
+      assert.match(error.message, /signed in within the last 10 minutes: sign in again/);
+    }
+    const list = await ctx.app.inject({
+      method: "GET",
+      url: "/api/v1/api-keys",
+      headers: ctx.bearer(session.token),
+    });
+    assert.equal(list.statusCode, 200);
+    // The key itself, and a fresh session, may.
+    assert.equal((await reveal(u.apiKey)).statusCode, 200);
+    assert.equal((await mint((await openSession(u.apiKey)).token)).statusCode, 201);
   });
 });
 
@@ -162,7 +238,13 @@ describe("refusals", () => {
     clock.set(SIGN_IN);
     const u = await ctx.createUser();
     const now = Date.parse(SIGN_IN) / 1000;
-    const token = await new SignJWT({ api_key_id: u.apiKeyId, auth_time: now - 13 * 3600 })
+    // A session the server holds, signed in 13 h ago (as a server with a longer cap would have kept).
+    const sid = randomUUID();
+    await ctx.db.query(
+      "insert into sessions (id, user_id, api_key_id, signed_in_at, created_at) values ($1, $2, $3, $4, $4)",
+      [sid, u.userId, u.apiKeyId, new Date((now - 13 * 3600) * 1000)],
+    );
+    const token = await new SignJWT({ api_key_id: u.apiKeyId, auth_time: now - 13 * 3600, sid, gen: 0 })
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .setSubject(u.userId)
       .setIssuedAt(now - 60)

@@ -195,7 +195,7 @@ describe("GET /api/v1/credits/usage", () => {
   });
 
   test("a session token (JWT) sees the same report as the user's API key", async () => {
-    const session = await ctx.services.jwt.issue(history.u.userId, history.u.apiKeyId, clock.now());
+    const session = await ctx.services.sessions.open(history.u.userId, history.u.apiKeyId);
     assert.ok(session);
     const res = await ctx.app.inject({
       method: "GET",

@@ -363,7 +363,7 @@ describe("GET /api/v1/metrics/verifications", () => {
   });
 
   test("a session token (JWT) → 401 UNAUTHORIZED: this endpoint takes an API key", async () => {
-    const session = await ctx.services.jwt.issue(m.userId, m.apiKeyId, clock.now());
+    const session = await ctx.services.sessions.open(m.userId, m.apiKeyId);
     assert.ok(session);
     const res = await ctx.app.inject({
       method: "GET",

@@ -552,7 +552,7 @@ describe("scopes", () => {
     assert.equal((await redeliver(zapier, queued.json<DeliveryItem>().id)).statusCode, 202);
     assert.equal((await secretOf(user.apiKey)).secret, before);
 
-    const jwt = await ctx.services.jwt.issue(user.userId, user.apiKeyId, clock.now());
+    const jwt = await ctx.services.sessions.open(user.userId, user.apiKeyId);
     assert.ok(jwt);
     const res = await rotate(jwt.token);
     assert.equal(res.statusCode, 200, res.body);

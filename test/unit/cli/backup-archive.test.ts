@@ -14,8 +14,28 @@ import { backupArchive, readBackupArchive } from "../../../src/cli/backup-archiv
 const dir = await mkdtemp(join(tmpdir(), "mailprobe-archive-"));
 after(() => rm(dir, { recursive: true, force: true }));
 
+/** A ustar archive of `files`, as PGlite's dumpDataDir writes one (absolute names, 512-byte blocks). */
+function tarOf(files: Record<string, string>): Buffer {
+  const blocks: Buffer[] = [];
+  for (const [name, text] of Object.entries(files)) {
+    const body = Buffer.from(text);
+    const header = Buffer.alloc(512);
+    header.write(name, 0, "latin1");
+    header.write("0000644\0", 100, "latin1");
+    header.write(body.length.toString(8).padStart(11, "0") + "\0", 124, "latin1");
+    header.write("00000000000\0", 136, "latin1");
+    header.write("0", 156, "latin1");
+    header.write("ustar\0" + "00", 257, "latin1");
+    header.fill(32, 148, 156);
+    const sum = header.reduce((n, b) => n + b, 0);
+    header.write(sum.toString(8).padStart(6, "0") + "\0 ", 148, "latin1");
+    blocks.push(header, body, Buffer.alloc((512 - (body.length % 512)) % 512));
+  }
+  return Buffer.concat([...blocks, Buffer.alloc(1024)]);
+}
+
 const contents = {
-  database: Buffer.from("a tar would be here ".repeat(1000)),
+  database: tarOf({ "/PG_VERSION": "17\n", "/global/pg_control": "control".repeat(100) }),
   secrets: new Map([
     ["encryption.key", Buffer.from("00".repeat(32) + "\n")],
     ["jwt.secret", Buffer.from("s".repeat(64) + "\n")],
@@ -50,6 +70,19 @@ test("a written backup reads back whole: database, secrets, time and version", a
   const path = join(dir, "whole.backup");
   await pipeline(backupArchive(contents), createWriteStream(path));
   assert.deepEqual(await readBackupArchive(path), contents);
+});
+
+test("a database part that is not such a tar is refused, naming what is wrong", async () => {
+  const path = join(dir, "not-a-tar.backup");
+  const notATar = Buffer.from("a tar would be here ".repeat(1000));
+  await pipeline(backupArchive({ ...contents, database: notATar }), createWriteStream(path));
+  await assert.rejects(readBackupArchive(path), /pgdata\.tar has a damaged entry header at byte 0/);
+  const noControl = join(dir, "no-control.backup");
+  await pipeline(
+    backupArchive({ ...contents, database: tarOf({ "/PG_VERSION": "17\n" }) }),
+    createWriteStream(noControl),
+  );
+  await assert.rejects(readBackupArchive(noControl), /has no \/global\/pg_control: not a database directory/);
 });
 
 test("a backup without secrets files reads back without them", async () => {
