@@ -11,6 +11,7 @@ import { buffer } from "node:stream/consumers";
 import { after, test } from "node:test";
 import { migrate } from "../../../src/db/migrate.ts";
 import { openPglite } from "../../../src/db/pglite.ts";
+import { loadLocalSecrets } from "../../../src/app/local-secrets.ts";
 import { backupArchive, readBackupArchive } from "../../../src/cli/backup-archive.ts";
 import { restoreCommand } from "../../../src/cli/backup-command.ts";
 import { buildZip, deflated, zerosDeflated, type RawEntry } from "../../unit/files/helpers.ts";
@@ -137,4 +138,15 @@ test("a restore that fails leaves DATA_DIR as empty as it was; the retry with a 
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
   }
+});
+
+test("a DATA_DIR whose encryption.key is malformed stops the start naming the file (it once made every key creation a 500)", async () => {
+  const dataDir = await tempDir();
+  await writeFile(join(dataDir, "encryption.key"), "ab".repeat(31) + "\n");
+  await assert.rejects(
+    loadLocalSecrets(dataDir),
+    /encryption\.key: encryption\.key must hold 64 hex characters .*restore it from a backup/,
+  );
+  await writeFile(join(dataDir, "encryption.key"), GOOD_KEY + "\n");
+  assert.equal((await loadLocalSecrets(dataDir)).encryptionKey.length, 32);
 });
