@@ -69,8 +69,12 @@ export function createSessionService(db: Database, jwt: JwtService, clock: Clock
       const rotated = await rotateSession(db, p.session.id, p.session.generation, now);
       // Not at the caller's generation: another tab renewed first (the caller holds the token
       // before, within the grace, or it would not have authenticated): it gets the current one.
-      const generation = rotated ?? (await findSession(db, p.session.id))?.generation ?? null;
-      if (generation === null) return { ok: false, reason: "ended" };
+      let generation = rotated;
+      if (generation === null) {
+        const current = await findSession(db, p.session.id);
+        if (current === null || current.endedAt !== null) return { ok: false, reason: "ended" };
+        generation = current.generation;
+      }
       const session = await jwt.issue(
         p.userId,
         p.sessionKeyId,

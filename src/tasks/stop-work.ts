@@ -1,5 +1,6 @@
-// What deactivating a user or revoking a key does to the work they started (docs/api.md,
-// "Deactivation and revocation"): a credential's end ends everything it opened. In the
+// What deactivating a user or revoking a key does to the work they started (docs/api.md, "Keys,
+// sessions and scopes": "Deleting a key ends the work it started"): a credential's end ends
+// everything it opened. In the
 // transaction that deactivates the user (or revokes the key), every unfinished task of the user
 // (of the key) is cancelled as a cancel would (pending jobs dropped, the rest refunded in one
 // ledger row, the upload `cancelled`) but without a completion webhook, and every webhook not yet
