@@ -4,12 +4,13 @@
 // ending with the chosen list and its preview still there after signing in again.
 //
 // The first token of each test is minted here exactly as the server issues it (HS256 with its
-// JWT_SECRET, bound to the user's key, `auth_time` = sign-in) but with a lifetime of seconds:
+// JWT_SECRET, bound to the user's key and to a session the server opened, `auth_time` = sign-in)
+// but with a lifetime of seconds:
 // SESSION_TTL_SECONDS cannot go below 60 s, and the stack is shared by every suite. Its renewals
 // are the server's own (POST /api/v1/auth/session/refresh, 15 minutes each).
 import assert from "node:assert/strict";
 import { before, test } from "node:test";
-import { SignJWT } from "jose";
+import { decodeJwt, SignJWT } from "jose";
 import type { Browser, Page, Request } from "playwright-core";
 import {
   heading,
@@ -35,9 +36,13 @@ async function mint(
   lifetimeSeconds: number,
   signedInSecondsAgo = 0,
 ): Promise<{ token: string; exp: number }> {
+  // A session the server holds (auth/sessions.ts): opened with the key, its id taken for the
+  // token minted here, so renewals and sign-out act on a real session row.
+  const opened = await stack.api<{ token: string }>(user.api_key, "POST", "/api/v1/auth/session");
+  const sid = decodeJwt(opened.json.token).sid;
   const now = Math.floor(Date.now() / 1000);
   const exp = now + lifetimeSeconds;
-  const token = await new SignJWT({ api_key_id: keyId, auth_time: now - signedInSecondsAgo })
+  const token = await new SignJWT({ api_key_id: keyId, auth_time: now - signedInSecondsAgo, sid, gen: 0 })
     .setProtectedHeader({ alg: "HS256", typ: "JWT" })
     .setSubject(user.user_id)
     .setIssuedAt(now)
