@@ -25,6 +25,8 @@ export function createWorkerRole(
   opts: { workerId?: string; recordRetryDelaysMs?: readonly number[] } = {},
 ): WorkerRole {
   const { config, db, clock, logger } = services;
+  // The background must not write into a full disk: nothing new is claimed below the threshold.
+  const diskPause = (): string | null => services.diskSpace.refusal();
   const workerId = opts.workerId ?? newWorkerId();
   const gate = createPgHostGate({
     db,
@@ -57,8 +59,7 @@ export function createWorkerRole(
     onGroupsRecorded: taskSettlement,
     workerId,
     recordRetryDelaysMs: opts.recordRetryDelaysMs,
-    // The background must not write into a full disk either: no new group below the threshold.
-    claimPause: () => services.diskSpace.refusal(),
+    claimPause: diskPause,
   });
   const webhooks = createWebhookDispatcher({
     db,
@@ -66,14 +67,14 @@ export function createWorkerRole(
     logger,
     config: config.webhooks,
     secrets: services.webhookSecrets,
-    claimPause: () => services.diskSpace.refusal(),
+    claimPause: diskPause,
   });
   const retention = createRetentionSweeper({
     db,
     clock,
     logger,
     retentionDays: config.resultRetentionDays,
-    pause: () => services.diskSpace.refusal(),
+    pause: diskPause,
   });
   return {
     pool,

@@ -1,5 +1,5 @@
 import type { Principal } from "../auth/principal.ts";
-import type { Database } from "../db/client.ts";
+import type { Database, Queryable } from "../db/client.ts";
 import { cancelPendingJobs } from "../db/queries/jobs.ts";
 import { markTaskCancelled, type TaskRecord } from "../db/queries/tasks.ts";
 import { cancelUploadOfTask } from "../db/queries/uploads.ts";
@@ -24,6 +24,20 @@ const CANCEL_STEP = 1_000;
  * it too, and whichever comes second sees finished_at set — a second cancel gets CONFLICT, a late
  * finish does nothing. The refund's idempotency key is the last line behind that.
  */
+/**
+ * The cancel itself, on a task the caller has locked (with its owner's balance): pending jobs
+ * dropped, the task finished, the rest refunded, the upload `cancelled`. No webhook: the caller
+ * decides (a user's cancel sends one, stop-work.ts does not).
+ */
+export async function cancelLockedTask(tx: Queryable, task: TaskRecord, at: Date): Promise<void> {
+  // PGlite runs each statement on the server's thread: 10,000 jobs in one update held it for
+  // ~1.5 s. In steps, the event loop answers others in between.
+  while ((await cancelPendingJobs(tx, task.id, at, CANCEL_STEP)) === CANCEL_STEP) await yieldToEventLoop();
+  await markTaskCancelled(tx, task.id, at);
+  await refundCancelledTask(tx, task, at);
+  await cancelUploadOfTask(tx, task.id, at);
+}
+
 export async function cancelTask(
   db: Database,
   clock: Clock,
@@ -37,12 +51,7 @@ export async function cancelTask(
     if (task.finishedAt)
       throw conflict("The task has already finished; only an unfinished task can be cancelled");
     const at = clock.now();
-    // PGlite runs each statement on the server's thread: 10,000 jobs in one update held it for
-    // ~1.5 s. In steps, the event loop answers others in between.
-    while ((await cancelPendingJobs(tx, task.id, at, CANCEL_STEP)) === CANCEL_STEP) await yieldToEventLoop();
-    await markTaskCancelled(tx, task.id, at);
-    await refundCancelledTask(tx, task, at);
-    await cancelUploadOfTask(tx, task.id, at);
+    await cancelLockedTask(tx, task, at);
     await enqueueCompletionWebhook(tx, task, "cancelled", at);
     return { ...task, finishedAt: at, cancelledAt: at, updatedAt: at };
   });

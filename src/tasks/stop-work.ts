@@ -1,21 +1,15 @@
 // What deactivating a user or revoking a key does to the work they started (docs/api.md, "Keys,
 // sessions and scopes": "Deleting a key ends the work it started"): a credential's end ends
-// everything it opened. In the
-// transaction that deactivates the user (or revokes the key), every unfinished task of the user
-// (of the key) is cancelled as a cancel would (pending jobs dropped, the rest refunded in one
-// ledger row, the upload `cancelled`) but without a completion webhook, and every webhook not yet
+// everything it opened. In the transaction that deactivates the user (or revokes the key), every
+// unfinished task of the user (of the key) is cancelled as a cancel would (cancelLockedTask:
+// pending jobs dropped, the rest refunded in one ledger row, the upload `cancelled`) but without
+// a completion webhook, and every webhook not yet
 // delivered is dropped as `failed`. Address groups a worker was verifying at that moment finish
 // and are recorded and billed as after a cancel (chargeLateResults): they are work done.
 import type { Queryable } from "../db/client.ts";
-import { cancelPendingJobs } from "../db/queries/jobs.ts";
-import { lockUnfinishedTasksOf, markTaskCancelled } from "../db/queries/tasks.ts";
-import { cancelUploadOfTask } from "../db/queries/uploads.ts";
+import { lockUnfinishedTasksOf } from "../db/queries/tasks.ts";
 import { dropUndeliveredWebhooks } from "../db/queries/webhook-deliveries.ts";
-import { yieldToEventLoop } from "../lib/sleep.ts";
-import { refundCancelledTask } from "./billing.ts";
-
-/** Pending jobs cancelled per statement, as in cancelTask. */
-const CANCEL_STEP = 1_000;
+import { cancelLockedTask } from "./cancel-task.ts";
 
 export interface StoppedWork {
   /** Tasks cancelled. */
@@ -34,12 +28,7 @@ export async function stopWorkOf(
   at: Date,
 ): Promise<StoppedWork> {
   const tasks = await lockUnfinishedTasksOf(tx, who.userId, who.apiKeyIds);
-  for (const task of tasks) {
-    while ((await cancelPendingJobs(tx, task.id, at, CANCEL_STEP)) === CANCEL_STEP) await yieldToEventLoop();
-    await markTaskCancelled(tx, task.id, at);
-    await refundCancelledTask(tx, task, at);
-    await cancelUploadOfTask(tx, task.id, at);
-  }
+  for (const task of tasks) await cancelLockedTask(tx, task, at);
   const webhooks = await dropUndeliveredWebhooks(tx, { ...who, at });
   return { tasks: tasks.length, webhooks };
 }
