@@ -1,7 +1,9 @@
 // `npm run bench`: every benchmark, in order. Each is bounded in time and stops by itself.
 // PostgreSQL figures need BENCH_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test);
 // the report benchmark seeds 1M rows into a database it creates and drops. Named-only benches run
-// when asked for (`npm run bench scale-out`): scale-out starts worker processes for minutes.
+// when asked for (`npm run bench scale-out`): scale-out starts worker processes for minutes,
+// backup writes a 1 GB database, its backup and its restore.
+import { benchBackup } from "./backup.ts";
 import { benchBatch } from "./batch.ts";
 import { benchEngineWorld } from "./engine-world.ts";
 import { benchFairness } from "./fairness.ts";
@@ -25,7 +27,10 @@ const benches: Array<[string, () => Promise<void>]> = [
   ["uploads", benchUploads],
   ["reports", benchReports],
 ];
-const namedOnly: Array<[string, () => Promise<void>]> = [["scale-out", benchScaleOut]];
+const namedOnly: Array<[string, () => Promise<void>]> = [
+  ["scale-out", benchScaleOut],
+  ["backup", benchBackup],
+];
 
 const started = performance.now();
 for (const [name, bench] of benches) {

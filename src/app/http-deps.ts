@@ -1,4 +1,7 @@
-import { snapshotterOf } from "../db/pglite.ts";
+import { embeddedEngineOf } from "../db/pglite.ts";
+import { BackupInProgressError, onlineBackups } from "../db/pglite-online-backup.ts";
+import { conflict } from "../lib/app-error.ts";
+import type { Database } from "../db/client.ts";
 import { pingDatabase } from "../db/queries/ping.ts";
 import type { HttpDeps } from "../http/deps.ts";
 import { createReadinessService } from "../observability/readiness.ts";
@@ -39,6 +42,20 @@ export function httpDepsOf(services: Services): HttpDeps {
     tasks: services.tasks,
     uploads: services.uploads,
     webhooks: services.webhooks,
-    snapshotDatabase: snapshotterOf(db),
+    databaseBackups: backupsOf(db),
+  };
+}
+
+/** The online backups, a second one at once answered 409. */
+function backupsOf(db: Database): HttpDeps["databaseBackups"] {
+  const engine = embeddedEngineOf(db);
+  if (!engine) return null;
+  const backups = onlineBackups(engine.session, engine.dataDir);
+  return {
+    start: () =>
+      backups.start().catch((e: unknown) => {
+        throw e instanceof BackupInProgressError ? conflict(e.message) : e;
+      }),
+    abort: () => backups.abort(),
   };
 }

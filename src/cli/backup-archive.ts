@@ -1,26 +1,34 @@
 // The backup file of an embedded installation: a zip, so any `unzip -l` shows what it holds.
-//   mailprobe-backup.json  what the file is: format version, when, from which mailprobe
-//   pgdata.tar             the database's data directory, as PGlite's dumpDataDir writes it
+//   pgdata.tar             the database's data directory: an online base backup (backup_label
+//                          and the WAL it replays) or, with no server running, the directory as
+//                          it lies; format 1 held PGlite's dumpDataDir instead
 //   encryption.key         the generated secrets of DATA_DIR (app/local-secrets.ts): without the
 //   jwt.secret             key the API keys cannot be revealed, without the secret sessions end
-// admin.json and mailprobe.lock belong to a running process and are never part of it.
-import type { Readable } from "node:stream";
+//   mailprobe-backup.json  what the file is: format version, when, from which mailprobe, the
+//                          tar's size; written last, when that size is known
+// admin.json and mailprobe.lock belong to a running process and are never part of it. Both
+// ways stream: the tar is deflated as it is read, and restore inflates it twice (checked whole,
+// then written), so memory stays flat whatever the database's size.
+import { Transform, type Readable } from "node:stream";
 import yauzl from "yauzl";
 import yazl from "yazl";
 import { LOCAL_SECRET_FILES, localSecretProblem } from "../app/local-secrets.ts";
 import { CliError } from "./cli-support.ts";
+import { checkDatabaseTar, DatabaseTarError, extractDatabaseTar } from "./database-tar.ts";
 
 const MANIFEST = "mailprobe-backup.json";
 const DATABASE = "pgdata.tar";
 const FORMAT = "mailprobe-backup";
-const FORMAT_VERSION = 1;
+/** 2: the tar is a base backup read from disk; 1 (still read): PGlite's dumpDataDir. */
+const FORMAT_VERSION = 2;
+const READABLE_VERSIONS = [1, 2];
 
 export const SECRET_FILES: readonly string[] = Object.values(LOCAL_SECRET_FILES);
 
-/** What a backup holds. */
-export interface BackupContents {
-  /** The tar of the embedded database's data directory. */
-  database: Buffer;
+/** What a backup is made of. */
+export interface BackupParts {
+  /** The tar of the embedded database's data directory, as a stream. */
+  database: Readable;
   /** DATA_DIR's secrets files by name (those that existed when the backup was taken). */
   secrets: ReadonlyMap<string, Buffer>;
   createdAt: Date;
@@ -38,27 +46,41 @@ interface Manifest {
   secrets: string[];
 }
 
-/** The backup as a zip stream. The tar is deflated (a small database's ~40 MB tar: ~5 MB). */
-export function backupArchive(c: BackupContents): Readable {
+/**
+ * The backup as a zip stream: the tar deflated as it streams in (a fresh database's 40 MB
+ * tar: ~5 MB), then the secrets, then the manifest, which needs the tar's size. Also the
+ * tar's size so far.
+ */
+export function backupArchive(c: BackupParts): { zip: Readable; databaseBytes: () => number } {
   const zip = new yazl.ZipFile();
-  const manifest: Manifest = {
-    format: FORMAT,
-    version: FORMAT_VERSION,
-    created_at: c.createdAt.toISOString(),
-    mailprobe_version: c.mailprobeVersion,
-    engine: "pglite",
-    database: DATABASE,
-    database_bytes: c.database.length,
-    secrets: [...c.secrets.keys()],
-  };
-  const entry = { mtime: c.createdAt, mode: 0o100600 };
-  zip.addBuffer(Buffer.from(JSON.stringify(manifest, null, 2) + "\n"), MANIFEST, entry);
-  zip.addBuffer(c.database, DATABASE, entry);
-  for (const [name, bytes] of c.secrets) zip.addBuffer(bytes, name, entry);
-  zip.end();
   const out = zip.outputStream as Readable;
+  const entry = { mtime: c.createdAt, mode: 0o100600 };
+  let databaseBytes = 0;
+  const counted = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      databaseBytes += chunk.length;
+      done(null, chunk);
+    },
+  });
+  c.database.on("error", (error) => out.destroy(error));
+  counted.once("end", () => {
+    for (const [name, bytes] of c.secrets) zip.addBuffer(bytes, name, entry);
+    const manifest: Manifest = {
+      format: FORMAT,
+      version: FORMAT_VERSION,
+      created_at: c.createdAt.toISOString(),
+      mailprobe_version: c.mailprobeVersion,
+      engine: "pglite",
+      database: DATABASE,
+      database_bytes: databaseBytes,
+      secrets: [...c.secrets.keys()],
+    };
+    zip.addBuffer(Buffer.from(JSON.stringify(manifest, null, 2) + "\n"), MANIFEST, entry);
+    zip.end();
+  });
+  zip.addReadStreamLazy(DATABASE, entry, (done) => done(null, c.database.pipe(counted)));
   zip.on("error", (error: Error) => out.destroy(error));
-  return out;
+  return { zip: out, databaseBytes: () => databaseBytes };
 }
 
 /**
@@ -82,95 +104,87 @@ function inflationProblem(entry: yauzl.Entry): string | null {
     : null;
 }
 
-const TAR_BLOCK = 512;
-
-/** A tar header's checksum: the bytes summed with the checksum field itself read as spaces. */
-function headerChecksumOk(header: Buffer): boolean {
-  let sum = 0;
-  for (let i = 0; i < TAR_BLOCK; i++) sum += i >= 148 && i < 156 ? 32 : header[i]!;
-  const stored = parseInt(header.subarray(148, 156).toString("latin1").replace(/\0.*$/s, "").trim(), 8);
-  return stored === sum;
-}
-
-const fieldOf = (header: Buffer, from: number, length: number): string =>
-  header
-    .subarray(from, from + length)
-    .toString("latin1")
-    .replace(/\0.*$/s, "");
-
-/**
- * Why `tar` is not the data directory of an embedded database, or null: every header a valid
- * ustar header whose file fits in the archive, and the files PostgreSQL cannot start without
- * present. Checked before anything is written: PGlite handed a damaged tar fails outside the
- * promise it returns, as an uncaught stream error that ends the process.
- */
-export function databaseTarProblem(tar: Buffer): string | null {
-  const required = new Set(["/PG_VERSION", "/global/pg_control"]);
-  let offset = 0;
-  while (offset + TAR_BLOCK <= tar.length) {
-    const header = tar.subarray(offset, offset + TAR_BLOCK);
-    if (header.every((b) => b === 0)) break;
-    if (fieldOf(header, 257, 6) !== "ustar" || !headerChecksumOk(header))
-      return `${DATABASE} has a damaged entry header at byte ${offset}`;
-    const size = parseInt(fieldOf(header, 124, 12).trim() || "0", 8);
-    const end = offset + TAR_BLOCK + Math.ceil(size / TAR_BLOCK) * TAR_BLOCK;
-    if (!Number.isSafeInteger(size) || size < 0 || end > tar.length) return `${DATABASE} is truncated`;
-    required.delete(fieldOf(header, 0, 100));
-    offset = end;
-  }
-  return required.size === 0
-    ? null
-    : `${DATABASE} has no ${[...required].join(", ")}: not a database directory`;
-}
-
 const notABackup = (path: string, why: string): CliError =>
   new CliError(`${path} is not a mailprobe backup (${why})`);
 
-/** Reads and checks a backup file: its manifest, its database and the secrets it lists. */
-export async function readBackupArchive(path: string): Promise<BackupContents> {
-  let zip: yauzl.ZipFile;
+/** A backup file whose every part was checked, open to write its database out. */
+export interface CheckedBackup {
+  secrets: ReadonlyMap<string, Buffer>;
+  createdAt: Date;
+  mailprobeVersion: string;
+  /** Writes the database's data directory into the new directory `dir`. */
+  extractDatabase(dir: string): Promise<void>;
+  close(): void;
+}
+
+async function openZip(path: string): Promise<yauzl.ZipFile> {
   try {
-    zip = await yauzl.openPromise(path, { lazyEntries: true });
+    // Not closed by itself after the last entry: the database part is read twice.
+    return await yauzl.openPromise(path, { lazyEntries: true, autoClose: false });
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "ENOENT") throw new CliError(`${path} does not exist`);
     if (code !== undefined) throw new CliError(`cannot read ${path} (${code})`);
     throw notABackup(path, (e as Error).message);
   }
+}
+
+/** The zip's entries by name, each a known part seen once and of a size it may have. */
+async function partsOf(path: string, zip: yauzl.ZipFile): Promise<Map<string, yauzl.Entry>> {
   const expected = new Set([MANIFEST, DATABASE, ...SECRET_FILES]);
-  const entries = new Map<string, Buffer>();
+  const parts = new Map<string, yauzl.Entry>();
+  for await (const entry of entriesOf(zip)) {
+    // A name of no known part, or one seen twice, is another kind of zip.
+    if (!expected.has(entry.fileName) || parts.has(entry.fileName))
+      throw notABackup(path, `unexpected entry ${entry.fileName}`);
+    const inflation = inflationProblem(entry);
+    if (inflation) throw notABackup(path, inflation);
+    parts.set(entry.fileName, entry);
+  }
+  return parts;
+}
+
+/**
+ * Opens a backup file and checks all of it before anything is written: its manifest, the
+ * secrets it lists, and its database read through once (tar structure, names, CRC-32).
+ */
+export async function openBackupArchive(path: string): Promise<CheckedBackup> {
+  const zip = await openZip(path);
   try {
-    for await (const entry of entriesOf(zip)) {
-      // A name of no known part, or one seen twice, is another kind of zip.
-      if (!expected.has(entry.fileName) || entries.has(entry.fileName))
-        throw notABackup(path, `unexpected entry ${entry.fileName}`);
-      const inflation = inflationProblem(entry);
-      if (inflation) throw notABackup(path, inflation);
-      entries.set(entry.fileName, await readAll(await zip.openReadStreamPromise(entry)));
+    const parts = await partsOf(path, zip);
+    const small = async (name: string): Promise<Buffer | undefined> => {
+      const entry = parts.get(name);
+      return entry ? readAll(await zip.openReadStreamPromise(entry)) : undefined;
+    };
+    const manifest = parseManifest(path, await small(MANIFEST));
+    const database = parts.get(DATABASE);
+    if (!database) throw notABackup(path, `no ${DATABASE}`);
+    if (database.uncompressedSize !== manifest.database_bytes)
+      throw notABackup(path, `${DATABASE} is truncated`);
+    const secrets = new Map<string, Buffer>();
+    for (const name of manifest.secrets) {
+      const bytes = SECRET_FILES.includes(name) ? await small(name) : undefined;
+      if (!bytes) throw notABackup(path, `${name} is missing`);
+      const problem = localSecretProblem(name, bytes.toString("utf8"));
+      if (problem) throw notABackup(path, problem);
+      secrets.set(name, bytes);
     }
-  } finally {
+    const tar = (): Promise<Readable> => zip.openReadStreamPromise(database);
+    const checked = await checkDatabaseTar(await tar()).catch((e: unknown) => {
+      throw e instanceof DatabaseTarError ? notABackup(path, `${DATABASE}: ${e.message}`) : e;
+    });
+    if (checked.crc32 !== database.crc32) throw notABackup(path, `${DATABASE} is damaged (CRC-32 mismatch)`);
+    return {
+      secrets,
+      createdAt: new Date(manifest.created_at),
+      mailprobeVersion: manifest.mailprobe_version,
+      extractDatabase: async (dir) => extractDatabaseTar(await tar(), dir),
+      close: () => zip.close(),
+    };
+  } catch (e) {
     zip.close();
+    throw e;
   }
-  const manifest = parseManifest(path, entries.get(MANIFEST));
-  const database = entries.get(DATABASE);
-  if (!database) throw notABackup(path, `no ${DATABASE}`);
-  if (database.length !== manifest.database_bytes) throw notABackup(path, `${DATABASE} is truncated`);
-  const secrets = new Map<string, Buffer>();
-  for (const name of manifest.secrets) {
-    const bytes = entries.get(name);
-    if (!bytes || !SECRET_FILES.includes(name)) throw notABackup(path, `${name} is missing`);
-    const problem = localSecretProblem(name, bytes.toString("utf8"));
-    if (problem) throw notABackup(path, problem);
-    secrets.set(name, bytes);
-  }
-  const tarProblem = databaseTarProblem(database);
-  if (tarProblem) throw notABackup(path, tarProblem);
-  return {
-    database,
-    secrets,
-    createdAt: new Date(manifest.created_at),
-    mailprobeVersion: manifest.mailprobe_version,
-  };
 }
 
 function parseManifest(path: string, bytes: Buffer | undefined): Manifest {
@@ -182,9 +196,9 @@ function parseManifest(path: string, bytes: Buffer | undefined): Manifest {
     throw notABackup(path, `${MANIFEST} is not JSON`);
   }
   if (m.format !== FORMAT) throw notABackup(path, `${MANIFEST} names format ${String(m.format)}`);
-  if (m.version !== FORMAT_VERSION)
+  if (typeof m.version !== "number" || !READABLE_VERSIONS.includes(m.version))
     throw new CliError(
-      `${path} is a backup of format version ${String(m.version)}; this mailprobe reads version ${FORMAT_VERSION}`,
+      `${path} is a backup of format version ${String(m.version)}; this mailprobe reads versions ${READABLE_VERSIONS.join(" and ")}`,
     );
   if (
     typeof m.created_at !== "string" ||

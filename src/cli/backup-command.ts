@@ -3,13 +3,16 @@
 import { readFileSync } from "node:fs";
 import { readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { Readable } from "node:stream";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import type { AdminEndpoint } from "../app/admin-endpoint.ts";
 import { loadConfig, type Config } from "../config/index.ts";
 import { LOCK_FILE, lockDataDir } from "../db/data-dir-lock.ts";
 import { makeDataDirPrivate } from "../db/data-dir-privacy.ts";
 import { embeddedDatabaseDir } from "../db/open.ts";
-import { openPglite, snapshotterOf } from "../db/pglite.ts";
-import { backupArchive, readBackupArchive, SECRET_FILES } from "./backup-archive.ts";
+import { stoppedDataDirTar } from "../db/base-backup-tar.ts";
+import { openPglite } from "../db/pglite.ts";
+import { backupArchive, openBackupArchive, SECRET_FILES, type CheckedBackup } from "./backup-archive.ts";
 import { checkOutPath, CliError, shellWord, writeFileAtomically } from "./cli-support.ts";
 import { serverOwning } from "./data-access.ts";
 
@@ -42,22 +45,25 @@ export async function backupCommand(opts: { out: string; force?: boolean }): Pro
   const startedAt = performance.now();
   const server = await serverOwning(config.dataDir);
   const createdAt = new Date();
-  const database = server ? await snapshotFromServer(server) : await snapshotDirectly(config.dataDir);
   const secrets = new Map<string, Buffer>();
   for (const name of SECRET_FILES) {
     const bytes = await readSecret(join(config.dataDir, name));
     if (bytes) secrets.set(name, bytes);
     else warn(`${join(config.dataDir, name)} does not exist; the backup holds no ${name}`);
   }
-  await writeFileAtomically(
-    opts.out,
-    backupArchive({ database, secrets, createdAt, mailprobeVersion: packageVersion() }),
-    opts.force === true,
-    0o600,
-  );
+  const database = server ? await backupFromServer(server) : await copyStoppedDirectory(config.dataDir);
+  const archive = backupArchive({ database, secrets, createdAt, mailprobeVersion: packageVersion() });
+  await writeFileAtomically(opts.out, archive.zip, opts.force === true, 0o600).catch((e: unknown) => {
+    if (!server || e instanceof CliError) throw e;
+    // The server ended the stream early: it stopped, or the copy failed (its log says why).
+    const why = e instanceof Error ? e.message : String(e);
+    throw new CliError(
+      `backup through the running server failed: the server stopped sending it (${why}); see its log`,
+    );
+  });
   const size = (await stat(opts.out)).size;
   say(
-    `backup written to ${opts.out}: ${mb(size)} (database ${mb(database.length)} uncompressed), ` +
+    `backup written to ${opts.out}: ${mb(size)} (database ${mb(archive.databaseBytes())} uncompressed), ` +
       `${server ? "from the running server" : `from ${config.dataDir}`} in ${Math.round(performance.now() - startedAt)} ms`,
   );
   if (secrets.size > 0)
@@ -77,12 +83,13 @@ async function readSecret(path: string): Promise<Buffer | null> {
   }
 }
 
-async function snapshotFromServer(server: AdminEndpoint): Promise<Buffer> {
+/** The server's online backup, streamed as it reads its data directory (no copy in memory). */
+async function backupFromServer(server: AdminEndpoint): Promise<Readable> {
   const res = await fetch(`${server.url}/admin/v1/backup`, {
     method: "POST",
     headers: { "x-admin-token": server.token },
   });
-  if (!res.ok) {
+  if (!res.ok || !res.body) {
     const text = await res.text();
     let message = `server answered ${res.status}`;
     try {
@@ -92,25 +99,22 @@ async function snapshotFromServer(server: AdminEndpoint): Promise<Buffer> {
     }
     throw new CliError(`backup through the running server failed: ${message}`);
   }
-  return Buffer.from(await res.arrayBuffer());
+  return Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
 }
 
-/** No server runs: take the directory's lock (no server can start meanwhile) and copy it. */
-async function snapshotDirectly(dataDir: string): Promise<Buffer> {
+/**
+ * No server runs: DATA_DIR's lock (no server can start meanwhile) is held while the directory
+ * is copied as it lies, all of its WAL with it: a directory a server left by crashing then
+ * recovers on the restore's first open, as it would have on the server's next start.
+ */
+async function copyStoppedDirectory(dataDir: string): Promise<Readable> {
   const path = embeddedDatabaseDir(dataDir);
   if (!(await stat(path).catch(() => null))?.isDirectory())
     throw new CliError(`${dataDir} holds no database (no ${path}); set DATA_DIR to the server's directory`);
   const release = await lockDataDir(dataDir);
-  try {
-    const db = await openPglite(path);
-    try {
-      return Buffer.from(await (await snapshotterOf(db)!()).arrayBuffer());
-    } finally {
-      await db.close();
-    }
-  } finally {
-    await release();
-  }
+  const tar = stoppedDataDirTar(path);
+  tar.once("close", () => void release());
+  return tar;
 }
 
 /** `mailprobe restore FILE`: into an empty (or new) DATA_DIR, never over anything. */
@@ -119,8 +123,20 @@ export async function restoreCommand(file: string): Promise<void> {
   refuseOnPostgres(config, "restore", file);
   const startedAt = performance.now();
   // The whole file is read and checked before DATA_DIR is touched.
-  const backup = await readBackupArchive(file);
-  const dir = config.dataDir;
+  const backup = await openBackupArchive(file);
+  try {
+    await restoreInto(config.dataDir, backup, file, startedAt);
+  } finally {
+    backup.close();
+  }
+}
+
+async function restoreInto(
+  dir: string,
+  backup: CheckedBackup,
+  file: string,
+  startedAt: number,
+): Promise<void> {
   await assertEmpty(dir);
   // Private before anything is written: the engine's files take the umask this narrows.
   await makeDataDirPrivate(dir);
@@ -136,7 +152,8 @@ export async function restoreCommand(file: string): Promise<void> {
       await writeFile(join(dir, name), bytes, { mode: 0o600, flag: "wx" });
     }
     written.push(embeddedDatabaseDir(dir));
-    const counts = await loadDatabase(embeddedDatabaseDir(dir), backup.database);
+    await backup.extractDatabase(embeddedDatabaseDir(dir));
+    const counts = await countWhatItHolds(embeddedDatabaseDir(dir));
     say(
       `restored ${file} (taken ${backup.createdAt.toISOString()} by mailprobe ${backup.mailprobeVersion}) ` +
         `into ${dir}: ${counts.users} users, ${counts.ledgerRows} ledger entries, in ${Math.round(performance.now() - startedAt)} ms`,
@@ -151,10 +168,14 @@ export async function restoreCommand(file: string): Promise<void> {
   await release();
 }
 
-/** Loads the tar into a new data directory, and proves it opens by counting what it holds. */
-async function loadDatabase(path: string, tar: Buffer): Promise<{ users: number; ledgerRows: number }> {
+/**
+ * Proves the restored directory opens by counting what it holds. The first open replays the
+ * WAL the backup holds: from backup_label's checkpoint to the backup's end, or, for a copy of
+ * a stopped directory, to its last commit.
+ */
+async function countWhatItHolds(path: string): Promise<{ users: number; ledgerRows: number }> {
   try {
-    const db = await openPglite(path, new Blob([tar], { type: "application/x-tar" }));
+    const db = await openPglite(path);
     try {
       const { rows } = await db.query<{ users: number; ledger_rows: number }>(
         "select (select count(*) from users) as users, (select count(*) from credit_transactions) as ledger_rows",

@@ -1,5 +1,6 @@
 import { PGlite } from "@electric-sql/pglite";
 import type { Database, QueryResult, Transaction } from "./client.ts";
+import { dropLeftoverBackupSlot, type EngineSession } from "./pglite-online-backup.ts";
 import {
   assertChannelName,
   DatabaseUnavailableError,
@@ -125,6 +126,7 @@ export async function openPglite(
   loadDataDir?: Blob,
 ): Promise<Database & { raw: PGlite }> {
   const pg = await PGlite.create(dataDir ?? undefined, { parsers, ...(loadDataDir ? { loadDataDir } : {}) });
+  if (dataDir !== null) await dropLeftoverBackupSlot(pg);
   const deathOf = guardBackend(pg);
   // After a death nothing reaches PGlite: its own bookkeeping around a query calls the instance too.
   const live = (): void => {
@@ -175,22 +177,11 @@ export async function openPglite(
 }
 
 /**
- * A consistent copy of an embedded database's data directory, as a tar (PGlite's
- * `dumpDataDir`), or null when `db` is not an embedded database.
- *
- * dumpDataDir takes only PGlite's statement lock, so alone it could copy the files between two
- * statements of an open transaction. Holding a transaction of our own keeps every other
- * transaction and statement out (they queue on the same lock), so the copy is taken between
- * transactions. CHECKPOINT first writes the shared buffers out, so the copy needs little WAL
- * replay when it is opened. The tar is built in memory (the whole directory: ~40 MB for a small
- * database) and uncompressed: compressing it under the lock would stall every request meanwhile.
+ * The engine's one session and data directory, for what must speak to PostgreSQL beside the
+ * Database interface (pglite-online-backup.ts); null unless `db` is an embedded database on disk.
  */
-export function snapshotterOf(db: Database): (() => Promise<Blob>) | null {
+export function embeddedEngineOf(db: Database): { session: EngineSession; dataDir: string } | null {
   const pg = (db as { raw?: unknown }).raw;
-  if (db.kind !== "pglite" || !(pg instanceof PGlite)) return null;
-  return async () => {
-    if (pg.closed) throw new DatabaseUnavailableError(new Error("the embedded database is closed"));
-    await pg.exec("checkpoint").catch(fail);
-    return pg.transaction(async () => pg.dumpDataDir("none"));
-  };
+  if (db.kind !== "pglite" || !(pg instanceof PGlite) || !pg.dataDir) return null;
+  return { session: pg, dataDir: pg.dataDir };
 }

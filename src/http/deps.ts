@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream";
 import type { Authenticator } from "../auth/authenticate.ts";
 import type { JwtService } from "../auth/jwt.ts";
 import type { SessionService } from "../auth/sessions.ts";
@@ -57,6 +58,6 @@ export interface HttpDeps {
   tasks: TasksService;
   uploads: UploadsService;
   webhooks: WebhooksService;
-  /** A consistent tar of the embedded database's data directory; null on PostgreSQL. */
-  snapshotDatabase: (() => Promise<Blob>) | null;
+  /** Online backups of the embedded database, each streamed as a tar of its data directory; null on PostgreSQL. */
+  databaseBackups: { start(): Promise<Readable>; abort(): Promise<void> } | null;
 }

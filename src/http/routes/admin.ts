@@ -21,7 +21,7 @@ import {
 
 /** The handler sends the bytes itself: this only documents the media type. */
 const DatabaseSnapshotReply = {
-  description: "A tar of the embedded database's data directory",
+  description: "A tar of the embedded database's data directory, streamed: an online base backup",
   content: { "application/x-tar": { schema: { type: "string", format: "binary" } } },
 };
 
@@ -93,15 +93,18 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps; token: str
     },
   );
 
-  // `mailprobe backup` while this process owns the embedded database: only the owner can copy
-  // it consistently (pglite.ts snapshotterOf). The CLI adds the secrets files itself.
+  // `mailprobe backup` while this process owns the embedded database: only the owner can run
+  // the backup's start and stop (pglite-online-backup.ts). The tar streams as it is read from
+  // disk; the CLI zips it and adds the secrets files itself.
   app.post(
     "/admin/v1/backup",
     { schema: { hide: true, response: { 200: DatabaseSnapshotReply } }, config: { writesNothing: true } },
     async (_req, reply) => {
-      if (!deps.snapshotDatabase) throw new AppError("NOT_FOUND", "No embedded database to back up");
-      const tar = Buffer.from(await (await deps.snapshotDatabase()).arrayBuffer());
-      return reply.type("application/x-tar").send(tar);
+      if (!deps.databaseBackups) throw new AppError("NOT_FOUND", "No embedded database to back up");
+      return reply.type("application/x-tar").send(await deps.databaseBackups.start());
     },
   );
+  // A backup in flight would hold the shutdown until its deadline: it ends first, so the
+  // database closes with no backup running and the slot dropped.
+  app.addHook("preClose", async () => deps.databaseBackups?.abort());
 };

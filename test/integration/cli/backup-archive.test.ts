@@ -7,12 +7,13 @@ import assert from "node:assert/strict";
 import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
 import { after, test } from "node:test";
 import { migrate } from "../../../src/db/migrate.ts";
 import { openPglite } from "../../../src/db/pglite.ts";
 import { loadLocalSecrets } from "../../../src/app/local-secrets.ts";
-import { backupArchive, readBackupArchive } from "../../../src/cli/backup-archive.ts";
+import { backupArchive, openBackupArchive } from "../../../src/cli/backup-archive.ts";
 import { restoreCommand } from "../../../src/cli/backup-command.ts";
 import { buildZip, deflated, zerosDeflated, type RawEntry } from "../../unit/files/helpers.ts";
 
@@ -24,6 +25,11 @@ async function tempDir(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "mailprobe-restore-"));
   dirs.push(dir);
   return dir;
+}
+
+/** Opens (and so checks) the backup at `path`, then closes it. */
+async function readBackupArchive(path: string): Promise<void> {
+  (await openBackupArchive(path)).close();
 }
 
 const GOOD_KEY = "ab".repeat(32);
@@ -83,7 +89,7 @@ test("secrets files that could not be used are refused, naming the file; a manif
   await assert.rejects(readBackupArchive(huge), /mailprobe-backup\.json declares 70000 bytes/);
 });
 
-/** A real snapshot of an embedded database, migrated or left empty. */
+/** A real snapshot of an embedded database, migrated or left empty, as format 1 held it. */
 async function snapshot(migrated: boolean): Promise<Buffer> {
   const db = await openPglite(null);
   if (migrated) await migrate(db);
@@ -95,19 +101,19 @@ async function snapshot(migrated: boolean): Promise<Buffer> {
 async function archiveOf(tar: Buffer, secrets: ReadonlyArray<readonly [string, string]>): Promise<string> {
   const path = join(await tempDir(), "backup.zip");
   const archive = backupArchive({
-    database: tar,
+    database: Readable.from([tar]),
     secrets: new Map(secrets.map(([n, t]) => [n, Buffer.from(t)])),
     createdAt: new Date(),
     mailprobeVersion: "0.1.0",
   });
-  await writeFile(path, await buffer(archive));
+  await writeFile(path, await buffer(archive.zip));
   return path;
 }
 
 test("a database part that is not a data directory's tar is refused before anything is written", async () => {
   for (const [tar, message] of [
-    [Buffer.alloc(10_240, 7), /pgdata\.tar has a damaged entry header at byte 0/],
-    [(await snapshot(false)).subarray(0, 1_048_576), /pgdata\.tar (is truncated|has no \/PG_VERSION)/],
+    [Buffer.alloc(10_240, 7), /pgdata\.tar: it has a damaged entry header/],
+    [(await snapshot(false)).subarray(0, 1_048_576), /pgdata\.tar: (it is truncated|it has no PG_VERSION)/],
   ] as const) {
     const path = await fileOf([
       deflated("mailprobe-backup.json", manifest(tar.length, [])),
@@ -117,7 +123,7 @@ test("a database part that is not a data directory's tar is refused before anyth
   }
 });
 
-test("a restore that fails leaves DATA_DIR as empty as it was; the retry with a good backup restores", async () => {
+test("a restore that fails leaves DATA_DIR as empty as it was; the retry with a good backup (of format 1) restores", async () => {
   const dataDir = join(await tempDir(), "data");
   const secrets = [
     ["encryption.key", GOOD_KEY],
@@ -131,7 +137,21 @@ test("a restore that fails leaves DATA_DIR as empty as it was; the retry with a 
   try {
     await assert.rejects(restoreCommand(unmigrated), /the backup's database does not open/);
     assert.deepEqual(await readdir(dataDir), [], "no secrets, no pgdata/, no lock file left");
-    await restoreCommand(await archiveOf(await snapshot(true), secrets));
+    // Format 1: PGlite's dumpDataDir under a version 1 manifest, as backups were written before.
+    const tar = await snapshot(true);
+    await restoreCommand(
+      await fileOf([
+        deflated(
+          "mailprobe-backup.json",
+          manifest(
+            tar.length,
+            secrets.map(([n]) => n),
+          ),
+        ),
+        deflated("pgdata.tar", tar),
+        ...secrets.map(([n, t]) => deflated(n, t)),
+      ]),
+    );
     assert.deepEqual((await readdir(dataDir)).sort(), ["encryption.key", "jwt.secret", "pgdata"]);
   } finally {
     for (const [k, v] of Object.entries(saved))

@@ -1,7 +1,7 @@
 // Test helpers: hand-made zips (for bombs and damaged archives), test workbooks (xlsx-book.ts),
 // stream sinks.
 import type { Readable } from "node:stream";
-import { constants, deflateRawSync } from "node:zlib";
+import { constants, crc32, deflateRawSync } from "node:zlib";
 import { readXlsxBook, type ValueType } from "./xlsx-book.ts";
 
 export { readXlsxBook, streamedXlsxOf, ValueType, xlsxOf, type Book, type BookSheet } from "./xlsx-book.ts";
@@ -16,16 +16,18 @@ export interface RawEntry {
   flags?: number;
   /** Write the sizes as 0xFFFFFFFF with the real values in a zip64 extra field (APPNOTE 4.5.3). */
   zip64?: boolean;
+  /** The content's CRC-32 (0 when not given: only the backup reader checks it). */
+  crc32?: number;
 }
 
 export const deflated = (name: string, content: string | Buffer): RawEntry => {
   const data = typeof content === "string" ? Buffer.from(content, "utf8") : content;
-  return { name, body: deflateRawSync(data), method: 8, declaredSize: data.length };
+  return { name, body: deflateRawSync(data), method: 8, declaredSize: data.length, crc32: crc32(data) };
 };
 
 export const stored = (name: string, content: string | Buffer): RawEntry => {
   const data = typeof content === "string" ? Buffer.from(content, "utf8") : content;
-  return { name, body: data, method: 0, declaredSize: data.length };
+  return { name, body: data, method: 0, declaredSize: data.length, crc32: crc32(data) };
 };
 
 /**
@@ -38,7 +40,7 @@ export function zerosDeflated(megabytes: number): Buffer {
   return Buffer.concat([...Array.from({ length: megabytes }, () => block), deflateRawSync(Buffer.alloc(0))]);
 }
 
-/** Writes a zip by hand, trusting every field it is given (CRCs are left 0: nobody checks them). */
+/** Writes a zip by hand, trusting every field it is given (a CRC not given is 0). */
 export function buildZip(entries: readonly RawEntry[]): Buffer {
   const locals: Buffer[] = [];
   const centrals: Buffer[] = [];
@@ -59,6 +61,7 @@ export function buildZip(entries: readonly RawEntry[]): Buffer {
     local.writeUInt16LE(20, 4);
     local.writeUInt16LE((e.flags ?? 0) | 0x800, 6);
     local.writeUInt16LE(e.method, 8);
+    local.writeUInt32LE(e.crc32 ?? 0, 14);
     local.writeUInt32LE(csize, 18);
     local.writeUInt32LE(usize, 22);
     local.writeUInt16LE(name.length, 26);
@@ -70,6 +73,7 @@ export function buildZip(entries: readonly RawEntry[]): Buffer {
     central.writeUInt16LE(20, 6);
     central.writeUInt16LE((e.flags ?? 0) | 0x800, 8);
     central.writeUInt16LE(e.method, 10);
+    central.writeUInt32LE(e.crc32 ?? 0, 16);
     central.writeUInt32LE(csize, 20);
     central.writeUInt32LE(usize, 24);
     central.writeUInt16LE(name.length, 28);
