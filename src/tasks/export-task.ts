@@ -28,6 +28,7 @@ import {
   cellsInOrder,
   columnsNamed,
   resultCells,
+  VERIFICATION_STATUSES,
   type ResultCells,
   type VerificationStatus,
 } from "../verify/index.ts";
@@ -213,7 +214,12 @@ export async function prepareDownload(
         : [...RESULT_COLUMNS];
   const body = writeExport(opts.format, { header, rows: rows(), escapeFormulas: opts.escapeFormulas });
   return {
-    filename: downloadFilename(upload?.filename ?? null, task.id, opts.format),
+    filename: downloadFilename(
+      upload?.filename ?? null,
+      task.id,
+      opts.format,
+      VERIFICATION_STATUSES.filter((s) => opts.statuses?.has(s)),
+    ),
     contentType: contentTypeFor(opts.format),
     body,
   };

@@ -1,8 +1,10 @@
 // The name of a results file, one rule for every way results are saved (DESIGN §5 Download): the
 // API's Content-Disposition (the dashboard saves under it), `mailprobe client upload --wait`,
 // `mailprobe client download` and `mailprobe verify --file`: `<list stem>-results.<format>`, or
-// `task-<id>-results.<format>` when there is no usable list name. Free of imports so the CLI's
-// client commands can use it without loading the engine.
+// `task-<id>-results.<format>` when there is no usable list name; a download kept to some
+// statuses names them (`<stem>-results-valid-catchall.csv`), so a clean list is never saved
+// under the name of the whole one. Free of imports so the CLI's client commands can use it
+// without loading the engine.
 
 // Characters that break a header, a path or a shell: quotes, slashes, Windows-reserved
 // punctuation, "%" (some clients percent-decode filename=), ";" and "," (header syntax).
@@ -44,8 +46,20 @@ export function resultFilename(originalName: string | null, fallbackStem: string
   return `${stem || fallbackStem}-results.${format}`;
 }
 
-/** A task's results file: `"<upload stem>-results.<ext>"`, or `"task-<id>-results.<ext>"`. */
-export function downloadFilename(originalName: string | null, taskId: string, format: string): string {
+/**
+ * A task's results file: `"<upload stem>-results.<ext>"`, or `"task-<id>-results.<ext>"`; with
+ * `statuses` (the filter, in the API's order of statuses) `"<stem>-results-valid-catchall.<ext>"`.
+ */
+export function downloadFilename(
+  originalName: string | null,
+  taskId: string,
+  format: string,
+  statuses: readonly string[] = [],
+): string {
   const id = taskId.replace(/[^A-Za-z0-9-]/g, "").slice(0, 64);
-  return resultFilename(originalName, `task-${id}`, format);
+  const kept = statuses.map((s) => s.replace(/[^a-z_]/g, "")).filter((s) => s !== "");
+  return resultFilename(originalName, `task-${id}`, format).replace(
+    /-results\.([a-z]+)$/,
+    kept.length > 0 ? `-results-${kept.join("-")}.$1` : "-results.$1",
+  );
 }

@@ -491,7 +491,13 @@ describe("csv upload → finished → download as csv, txt, xlsx", () => {
   });
 
   test("status=valid,catchall keeps only rows with those results (csv and txt)", async () => {
-    const data = await downloaded(user, url("?status=valid,catchall"), CSV_TYPE, "Leads 2024-results.csv");
+    // Named for what it holds: never saved under the name of the whole list.
+    const data = await downloaded(
+      user,
+      url("?status=catchall,valid"),
+      CSV_TYPE,
+      "Leads 2024-results-valid-catchall.csv",
+    );
     const [header, ...rows] = readCsv(data);
     assert.equal(header!.length, 4 + RESULT_COLUMNS.length);
     const kept = CSV_ROWS.filter(
@@ -509,7 +515,7 @@ describe("csv upload → finished → download as csv, txt, xlsx", () => {
       user,
       url("?format=txt&status=unknown,invalid"),
       TXT_TYPE,
-      "Leads 2024-results.txt",
+      "Leads 2024-results-invalid-unknown.txt",
     );
     assert.deepEqual(readTxt(txt), [
       "nobody@acme.test,invalid",
@@ -521,7 +527,7 @@ describe("csv upload → finished → download as csv, txt, xlsx", () => {
       user,
       url("?format=txt&status=%20Catchall%20"),
       TXT_TYPE,
-      "Leads 2024-results.txt",
+      "Leads 2024-results-catchall.txt",
     );
     assert.deepEqual(readTxt(spaced), ["kim@catch.test,catchall"]);
   });
@@ -785,7 +791,7 @@ describe("downloads of other tasks", () => {
       user,
       `/api/v1/tasks/${taskId}/download?format=txt&status=valid,catchall`,
       TXT_TYPE,
-      "running-results.txt",
+      "running-results-valid-catchall.txt",
     );
     assert.deepEqual(readTxt(valid), ["alice@acme.test,valid", "kim@catch.test,catchall"]);
     // Still running: the upload is processing and the task unfinished.

@@ -467,6 +467,16 @@ void test("downloadFilename: original stem kept (unicode too), unsafe characters
   assert.ok(long.endsWith("é-results.txt"));
   assert.equal(downloadFilename("x.csv", 'id"/..', "csv"), "x-results.csv");
   assert.equal(downloadFilename(null, 'id"/..', "csv"), "task-id-results.csv");
+  // A download kept to some statuses says which, in the order given.
+  assert.equal(downloadFilename("crm export.csv", id, "csv", ["valid"]), "crm export-results-valid.csv");
+  assert.equal(
+    downloadFilename("crm export.csv", id, "xlsx", ["valid", "catchall"]),
+    "crm export-results-valid-catchall.xlsx",
+  );
+  assert.equal(
+    downloadFilename(null, "t1", "txt", ["invalid_syntax", '"/x']),
+    "task-t1-results-invalid_syntax-x.txt",
+  );
   // The CLI names a local list's results by the same rule.
   assert.equal(resultFilename("list.csv", "list", "xlsx"), "list-results.xlsx");
   assert.equal(resultFilename("....csv", "list", "csv"), "list-results.csv");

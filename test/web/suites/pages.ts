@@ -300,7 +300,8 @@ export function everyPage(): void {
           .flatMap((r) => r.jobs.map((j) => j.email_address))
           .sort();
         const file = await download(page, downloads.getByRole("button", { name: button }));
-        assert.match(file.name, /\.csv$/);
+        // Named for what it holds: never the whole list's name.
+        assert.match(file.name, new RegExp(`-results-${query.join("-")}\\.csv$`), file.name);
         const rows = file.data
           .toString("utf8")
           .replace(/^\uFEFF/, "")
