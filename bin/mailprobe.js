@@ -5,6 +5,16 @@
 // child processes) it runs the TypeScript sources through tsx, a dev dependency.
 import { distState } from "./dist-state.js";
 
+// package.json's engines, said once in words: on an older Node the sources fail somewhere deep
+// (or, worse, mostly work), which tells the operator nothing about the fix.
+const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
+if (major < 22 || (major === 22 && minor < 13)) {
+  process.stderr.write(
+    `mailprobe: needs Node.js 22.13 or newer (this is ${process.versions.node}); install Node 22 LTS or newer\n`,
+  );
+  process.exit(1);
+}
+
 const state = distState();
 const tsx = state === "fresh" ? null : await import("tsx/esm/api").catch(notInstalled);
 let main;

@@ -227,6 +227,9 @@ ms=$(wait_healthy "$t0" "$port" "$RUN_ID-embedded")
 podman healthcheck run "$RUN_ID-embedded" >/dev/null || die "the image's HEALTHCHECK fails in a healthy container"
 ok "embedded: /healthz 200 ${ms} ms after podman run (first start: initdb), HEALTHCHECK healthy"
 
+# The first-start hint names the command as the image has it (`npx mailprobe` fails inside it).
+hint=$(podman logs "$RUN_ID-embedded" 2>&1 | grep -m1 'users create' || true)
+[[ $hint == *" mailprobe users create"* && $hint != *npx* ]] || die "the start hint does not fit the image: $hint"
 created=$(podman exec "$RUN_ID-embedded" mailprobe users create --credits 5 --json)
 key=$(json "$created" api_key)
 [[ $key == mpk_* ]] || die "users create inside the container printed no key: $created"

@@ -1,5 +1,6 @@
-import { resolve } from "node:path";
+import { basename, resolve } from "node:path";
 import { DEFAULT_DATA_DIR, type Config } from "../config/index.ts";
+import { shortWarning } from "../config/short-warnings.ts";
 import type { Logger } from "../observability/logger.ts";
 import { newAdminToken, loopbackUrl, publishAdminEndpoint } from "./admin-endpoint.ts";
 import { buildApp } from "./build-app.ts";
@@ -14,6 +15,16 @@ export interface ServeOptions {
   say: (line: string) => void;
   /** Run the batch worker pool and webhook dispatcher in this process too. */
   withWorker: boolean;
+}
+
+/**
+ * How this process was started, as the hint must name the CLI: `mailprobe` when run from PATH
+ * (the container image links it into /usr/local/bin, `npm install -g` does the same), else
+ * `npx mailprobe` (a checkout's `npm start`). The image has the package, not an npx project, so
+ * `npx mailprobe` failed inside it.
+ */
+function cliCommand(): string {
+  return basename(process.argv[1] ?? "") === "mailprobe" ? "mailprobe" : "npx mailprobe";
 }
 
 /**
@@ -39,7 +50,8 @@ export async function serve(config: Readonly<Config>, logger: Logger, opts: Serv
   opts.say(
     `mailprobe: starting on ${embedded ? `embedded PostgreSQL in ${config.dataDir}` : "PostgreSQL (DATABASE_URL)"}…`,
   );
-  for (const w of config.warnings) logger.warn({ variable: w.variable, warning: w.code }, w.message);
+  for (const w of config.warnings)
+    logger.warn({ variable: w.variable, warning: w.code }, shortWarning(w, config));
   const runtime = await openRuntime(config, logger);
   const adminToken = embedded ? newAdminToken() : null;
   const app = await buildApp(runtime.services, { adminToken });
@@ -70,7 +82,7 @@ export async function serve(config: Readonly<Config>, logger: Logger, opts: Serv
   );
   if (runtime.isFresh) {
     opts.say("mailprobe: no users yet. Create one and get its first API key with:");
-    opts.say(`    ${cliEnvPrefix(config)}npx mailprobe users create --credits 100`);
+    opts.say(`    ${cliEnvPrefix(config)}${cliCommand()} users create --credits 100`);
     if (!embedded) opts.say("  (with this server's DATABASE_URL in the environment)");
     opts.say(
       "  then call: curl -H 'Authorization: Bearer <key>' " +
@@ -78,6 +90,7 @@ export async function serve(config: Readonly<Config>, logger: Logger, opts: Serv
         "/api/v1/credits/balance",
     );
   }
+  opts.say(`mailprobe: dashboard at ${loopbackUrl(config.host, config.port)}/ (sign in with an API key)`);
   opts.say(`mailprobe: API docs at ${loopbackUrl(config.host, config.port)}/docs`);
 
   const workers = opts.withWorker ? createWorkerRole(runtime.services) : null;

@@ -1,4 +1,5 @@
 import type { Config } from "../config/index.ts";
+import { shortWarning } from "../config/short-warnings.ts";
 import type { Logger } from "../observability/logger.ts";
 import { openRuntime } from "./runtime.ts";
 import { runUntilSignal } from "./signals.ts";
@@ -10,7 +11,8 @@ export async function work(
   logger: Logger,
   say: (line: string) => void,
 ): Promise<void> {
-  for (const w of config.warnings) logger.warn({ variable: w.variable, warning: w.code }, w.message);
+  for (const w of config.warnings)
+    logger.warn({ variable: w.variable, warning: w.code }, shortWarning(w, config));
   const runtime = await openRuntime(config, logger);
   const role = createWorkerRole(runtime.services);
   role.start();

@@ -5,7 +5,8 @@ import { link, open, realpath, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, extname, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { Config, ConfigWarningCode } from "../config/index.ts";
+import type { Config } from "../config/index.ts";
+import { shortWarning } from "../config/short-warnings.ts";
 import type { ExportFormat } from "../files/export/download.ts";
 import { resultFilename } from "../files/export/result-filename.ts";
 
@@ -28,20 +29,6 @@ export class CliError extends Error {
 export const FILE_FORMATS = ["csv", "txt", "xlsx"] as const satisfies readonly ExportFormat[];
 export type FileFormat = (typeof FILE_FORMATS)[number];
 
-// One short line per set-up problem for a command-line user; the server's log and /readyz keep
-// the full explanation (config/smtp-identity.ts), which ran to five lines of a terminal.
-const SHORT_WARNINGS = {
-  helo_name_unset: (c) => `SMTP_HELO_NAME is not set; probing as "${c.verify.smtpHeloName}"`,
-  helo_name_derived: (c) =>
-    `SMTP_HELO_NAME is not set; probing as "${c.verify.smtpHeloName}", which receivers may refuse`,
-  helo_name_not_fqdn: (c) =>
-    `SMTP_HELO_NAME "${c.verify.smtpHeloName}" is not fully qualified; receivers may refuse it`,
-  helo_name_address_literal: (c) =>
-    `SMTP_HELO_NAME "${c.verify.smtpHeloName}" is an address literal; spam filters score it`,
-  mail_from_not_fqdn: (c) =>
-    `SMTP_MAIL_FROM "${c.verify.smtpMailFrom}" is not of a fully-qualified domain; receivers may refuse it`,
-} as const satisfies Record<ConfigWarningCode, (config: Readonly<Config>) => string>;
-
 let configWarned = false;
 
 /**
@@ -53,7 +40,7 @@ export function warnAboutConfig(config: Readonly<Config>): void {
   if (configWarned) return;
   configWarned = true;
   for (const w of config.warnings) {
-    process.stderr.write(`mailprobe: warning: ${SHORT_WARNINGS[w.code](config)} (see: mailprobe doctor)\n`);
+    process.stderr.write(`mailprobe: warning: ${shortWarning(w, config)}\n`);
   }
 }
 

@@ -506,10 +506,25 @@ export function journey(): void {
     const dialog = page.getByRole("dialog", { name: "Cancel this task?" });
     await dialog.waitFor();
     assert.match(await dialog.innerText(), /1 address not verified yet will be dropped and refunded/);
-    await dialog.getByRole("button", { name: "Cancel task", exact: true }).click();
+    // The way out is not a second "Cancel" beside "Cancel task".
+    assert.deepEqual(await dialog.getByRole("button").allInnerTexts(), [
+      "Stop and refund",
+      "Keep it running",
+    ]);
+    await dialog.getByRole("button", { name: "Stop and refund", exact: true }).click();
     await dialog.waitFor({ state: "hidden" });
     const progress = page.getByRole("region", { name: "Progress" });
     await until("the task says Cancelled", async () => /Cancelled/.test(await progress.innerText()));
+    // The bar shows what was verified, not the API's progress (which counts dropped addresses).
+    const { json: cancelled } = await stack.api<{
+      metrics: { total_email_addresses: number; job_status: { completed: number; failed: number } };
+    }>(user.api_key, "GET", `/api/v1/tasks/${id}`);
+    const verified = cancelled.metrics.job_status.completed + cancelled.metrics.job_status.failed;
+    const bar = progress.getByRole("progressbar", { name: "Verified before the cancellation" });
+    assert.equal(
+      Number(await bar.getAttribute("value")),
+      (verified / cancelled.metrics.total_email_addresses) * 100,
+    );
     assert.equal(await balance(), before + 1, "the waiting address's credit came back");
     const ledger = await stack.api<{ transactions: Array<{ reason: string | null }> }>(
       user.api_key,

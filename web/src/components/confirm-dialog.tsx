@@ -5,6 +5,7 @@ import { useEffect, useRef } from "preact/hooks";
 export function ConfirmDialog({
   title,
   confirmLabel,
+  dismissLabel = "Cancel",
   busy,
   onConfirm,
   onCancel,
@@ -12,6 +13,8 @@ export function ConfirmDialog({
 }: {
   title: string;
   confirmLabel: string;
+  /** The way out, named so it cannot be read as the action (not "Cancel" beside "Cancel task"). */
+  dismissLabel?: string;
   busy: boolean;
   onConfirm: () => void;
   onCancel: () => void;
@@ -40,7 +43,7 @@ export function ConfirmDialog({
           {confirmLabel}
         </button>
         <button type="button" class="secondary" disabled={busy} onClick={onCancel}>
-          Cancel
+          {dismissLabel}
         </button>
       </div>
     </dialog>

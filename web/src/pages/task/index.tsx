@@ -92,9 +92,11 @@ export function TaskPage({ id }: { id: string }) {
         />
       )}
       <ProgressSection task={t} samples={samples} running={running} onFinished={task.reload} />
+      {/* Once finished, the clean lists are what the user came for: at the top. */}
+      {!running && <DownloadSection task={t} />}
       <BreakdownSection task={t} />
       <CostSection task={t} refreshKey={refreshKey} />
-      <DownloadSection task={t} />
+      {running && <DownloadSection task={t} />}
       <SeriesSection task={t} refreshKey={refreshKey} />
       <JobsSection taskId={t.id} refreshKey={refreshKey} />
       <ManageSection task={t} onCancelled={task.reload} />

@@ -66,7 +66,8 @@ export function ManageSection({ task, onCancelled }: { task: Task; onCancelled: 
       {confirming && (
         <ConfirmDialog
           title={running ? "Cancel this task?" : "Delete this task's data?"}
-          confirmLabel={running ? "Cancel task" : "Delete task"}
+          confirmLabel={running ? "Stop and refund" : "Delete task"}
+          dismissLabel={running ? "Keep it running" : "Keep it"}
           busy={busy}
           onConfirm={() => void act()}
           onCancel={() => setConfirming(false)}

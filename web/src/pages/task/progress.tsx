@@ -71,10 +71,16 @@ export function ProgressSection({
     summary = `${formatNumber(done)} of ${plural(total, "address", "addresses")} done. ${rateText}`;
   }
   const file = task.file;
+  // The API counts cancelled addresses as final (progress 1); the bar shows what was verified.
+  const verifiedPercent = total > 0 ? (done / total) * 100 : 0;
   return (
     <section class="card" aria-labelledby="progress-title">
       <h2 id="progress-title">Progress</h2>
-      <ProgressBar percent={m.progress_percent} label="Verification progress" />
+      {task.cancelled_at ? (
+        <ProgressBar percent={verifiedPercent} label="Verified before the cancellation" />
+      ) : (
+        <ProgressBar percent={m.progress_percent} label="Verification progress" />
+      )}
       <p>
         {summary}
         {running && <span class="muted small"> Updates every {POLL_MS / 1000} seconds.</span>}
