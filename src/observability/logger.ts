@@ -39,7 +39,8 @@ export function createLogger(
       colorize: stream.isTTY === true,
       translateTime: "SYS:HH:MM:ss.l",
       ignore: "pid,hostname",
-      singleLine: false,
+      // One line per record: a request's reqId and fields inline, not a block of ten lines.
+      singleLine: true,
     });
     return pino({ level, redact: REDACT }, pretty);
   }

@@ -320,6 +320,12 @@ describe(
         await new Promise((r) => setTimeout(r, 50));
       assert.match(server.output, /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO/m, server.output);
       assert.ok(!server.output.split("\n").some((l) => l.startsWith("{")), server.output);
+      // A request is one line on a terminal, not Fastify's two multi-line records.
+      while (!/GET \/api\/v1\/\S+ 200 \d+ ms/.test(server.output) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
+      const requestLines = server.output.split("\n").filter((l) => /GET \/api\/v1\/\S+ 200 \d+ ms/.test(l));
+      assert.ok(requestLines.length > 0, server.output);
+      assert.doesNotMatch(server.output, /incoming request|request completed/);
       assert.ok(!server.output.includes(apiKey), "redaction holds in pretty logs");
     });
   },
