@@ -42,7 +42,7 @@ test("etaWithoutRetriesMs: the rate covers the other addresses only, so retries 
   assert.equal(etaWithoutRetriesMs(s, 1_634, 98), 0);
 });
 
-test("retriesLine and formatUntil: '1,536 done; 98 wait for retries until 10:25'", () => {
+test("retriesLine and formatUntil: '1,536 done; 98 wait for retries, next try 09:55, settled by 10:25'", () => {
   const now = new Date(2026, 10, 26, 9, 50);
   const until = formatUntil(new Date(2026, 10, 26, 10, 25).toISOString(), now);
   assert.match(until, /^10:25/);
@@ -52,11 +52,14 @@ test("retriesLine and formatUntil: '1,536 done; 98 wait for retries until 10:25'
     /2026/,
     "another day has its date",
   );
+  const next = formatUntil(new Date(2026, 10, 26, 9, 55).toISOString(), now);
   assert.equal(
-    retriesLine(1_536, 98, until),
-    `${(1_536).toLocaleString()} done; 98 wait for retries until ${until}.`,
+    retriesLine(1_536, 98, until, next),
+    `${(1_536).toLocaleString()} done; 98 wait for retries, next try ${next}, settled by ${until}.`,
   );
-  assert.equal(retriesLine(1, 1, until), `1 done; 1 waits for a retry until ${until}.`);
+  // The next try is the window's end, or not known: said once.
+  assert.equal(retriesLine(1, 1, until, until), `1 done; 1 waits for a retry, settled by ${until}.`);
+  assert.equal(retriesLine(1, 1, until), `1 done; 1 waits for a retry, settled by ${until}.`);
 });
 
 describe("providers pacing a task", () => {

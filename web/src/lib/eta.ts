@@ -68,9 +68,16 @@ export function formatUntil(iso: string, now: Date = new Date()): string {
 }
 
 /** "1,536 done; 98 wait for retries until 10:25." */
-export function retriesLine(done: number, waiting: number, until: string): string {
+export function retriesLine(
+  done: number,
+  waiting: number,
+  until: string,
+  next: string | null = null,
+): string {
   const wait = waiting === 1 ? "1 waits for a retry" : `${formatNumber(waiting)} wait for retries`;
-  return `${formatNumber(done)} done; ${wait} until ${until}.`;
+  // The next attempt is what the user watches for; the window's end is when it is settled at the latest.
+  const nextTry = next !== null && next !== until ? `, next try ${next}` : "";
+  return `${formatNumber(done)} done; ${wait}${nextTry}, settled by ${until}.`;
 }
 
 /** A provider pacing the task, as metrics.paced reports it. */

@@ -64,7 +64,8 @@ export function ProgressSection({
         : `Finished ${formatDateTime(task.finished_at)}${took}.`
     }`;
   } else if (settleBy !== null) {
-    summary = `${retriesLine(done, retries.pending, formatUntil(settleBy))}${
+    const next = retries.next_attempt_at === null ? null : formatUntil(retries.next_attempt_at);
+    summary = `${retriesLine(done, retries.pending, formatUntil(settleBy), next)}${
       others > 0 ? ` The other ${formatNumber(others)}: ${rateText.toLowerCase()}` : ""
     }`;
   } else {
