@@ -100,6 +100,24 @@ export function operatorConsole(): void {
     await users.getByLabel("Reason", { exact: true }).fill("browser grant");
     await users.getByRole("button", { name: "Grant", exact: true }).click();
     await row.getByRole("cell", { name: "28", exact: true }).waitFor();
+    // Said on screen, not only to a screen reader.
+    await users
+      .getByRole("status")
+      .filter({ hasText: `Granted 25 credits to ${grantee.user_id}: balance 28.` })
+      .waitFor();
+    // The number input looks like the text inputs beside it.
+    await row.getByRole("button", { name: `Grant credits to ${grantee.user_id}` }).click();
+    const borderOf = (label: string): Promise<string> =>
+      users.getByLabel(label, { exact: true }).evaluate(
+        // Runs in the page (the suite's own types have no DOM).
+        (el) =>
+          (
+            globalThis as unknown as { getComputedStyle(e: unknown): { borderTopColor: string } }
+          ).getComputedStyle(el).borderTopColor,
+      );
+    const [amountBorder, reasonBorder] = [await borderOf("Credits"), await borderOf("Reason")];
+    assert.equal(amountBorder, reasonBorder);
+    await users.getByRole("button", { name: "Cancel", exact: true }).click();
 
     const ledger = await stack.api<{
       transactions: Array<{ amount: number; reason: string; metadata: { source?: string } }>;

@@ -311,6 +311,8 @@ function UsersSection({ token, onUnauthorized }: { token: string; onUnauthorized
   const [applied, setApplied] = useState("");
   const [offset, setOffset] = useState(0);
   const [granting, setGranting] = useState<OperatorUser | null>(null);
+  // What the last grant did, on screen until the next one starts (and read out by announce).
+  const [granted, setGranted] = useState<string | null>(null);
   const users = useApi(
     async (signal) => {
       const query = new URLSearchParams({ limit: String(USERS_PAGE), offset: String(offset) });
@@ -425,7 +427,10 @@ function UsersSection({ token, onUnauthorized }: { token: string; onUnauthorized
                   type="button"
                   class="secondary"
                   aria-label={`Grant credits to ${u.email ?? u.user_id}`}
-                  onClick={() => setGranting(u)}
+                  onClick={() => {
+                    setGranted(null);
+                    setGranting(u);
+                  }}
                 >
                   Grant credits
                 </button>
@@ -441,10 +446,16 @@ function UsersSection({ token, onUnauthorized }: { token: string; onUnauthorized
           user={granting}
           onDone={(message) => {
             setGranting(null);
+            setGranted(message);
             if (message) announce(message);
             users.reload();
           }}
         />
+      )}
+      {granted !== null && (
+        <p class="notice success" role="status">
+          {granted}.
+        </p>
       )}
     </section>
   );
