@@ -105,7 +105,10 @@ async function copyInto(pack: TarPack, pg: EngineSession, root: string, start: B
 export interface OnlineBackups {
   /** Starts one and streams it: ends the backup when read to the end or destroyed. */
   start(): Promise<Readable>;
-  /** Ends the running backup, if any, its stream with an error; resolves once it has ended. */
+  /**
+   * For a server that stops: ends the running backup (its stream with an error) and one being
+   * started, refuses new ones; resolves once none runs.
+   */
   abort(): Promise<void>;
 }
 
@@ -115,23 +118,42 @@ export interface OnlineBackups {
  */
 export function onlineBackups(pg: EngineSession, root: string): OnlineBackups {
   let running: { pack: TarPack; copied: Promise<void> } | null = null;
-  let starting = false;
+  let starting: Promise<unknown> | null = null;
+  let stopping = false;
+  const unavailable = (why: string): DatabaseUnavailableError => new DatabaseUnavailableError(new Error(why));
+
+  async function begin(): Promise<Readable> {
+    const start = await startBackup(pg, `mailprobe ${new Date().toISOString()}`);
+    const pack = newTarPack();
+    // Its reader (Readable.from below) hears its errors; before there is one, nothing must throw.
+    pack.on("error", () => undefined);
+    const copied = copyInto(pack, pg, root, start).finally(() => (running = null));
+    running = { pack, copied };
+    // Stopping began while pg_backup_start ran: end it at once rather than start a copy.
+    if (stopping) {
+      pack.destroy();
+      await copied;
+      throw unavailable("the server is stopping");
+    }
+    return Readable.from(pack, { objectMode: false });
+  }
+
   return {
     async start() {
-      if (pg.closed) throw new DatabaseUnavailableError(new Error("the embedded database is closed"));
+      if (pg.closed) throw unavailable("the embedded database is closed");
+      if (stopping) throw unavailable("the server is stopping");
       if (running || starting) throw new BackupInProgressError();
-      starting = true;
+      const started = begin();
+      starting = started;
       try {
-        const start = await startBackup(pg, `mailprobe ${new Date().toISOString()}`);
-        const pack = newTarPack();
-        const copied = copyInto(pack, pg, root, start).finally(() => (running = null));
-        running = { pack, copied };
-        return Readable.from(pack, { objectMode: false });
+        return await started;
       } finally {
-        starting = false;
+        starting = null;
       }
     },
     async abort() {
+      stopping = true;
+      await starting?.catch(() => undefined);
       const backup = running;
       if (!backup) return;
       backup.pack.destroy(new Error("the server is stopping"));

@@ -11,7 +11,9 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
 import { PGlite } from "@electric-sql/pglite";
-import { openPglite } from "../../../src/db/pglite.ts";
+import { isDatabaseUnavailable } from "../../../src/db/client.ts";
+import { embeddedEngineOf, openPglite } from "../../../src/db/pglite.ts";
+import { onlineBackups } from "../../../src/db/pglite-online-backup.ts";
 import { cliEnv, exitOf, runCli, tempDataDir, type MailprobeChild } from "../../support/child-process.ts";
 import {
   fillBallast,
@@ -173,7 +175,9 @@ describe("backup of a running server with a big database", { skip }, () => {
     const out = join(dir, "stopped.backup");
     let signalled = false;
     const backup = await runMailprobe(["backup", "--out", out], env, async () => {
-      if (!signalled && (await slotsOf()).length > 0) {
+      // Mid-copy: the tar is flowing into the CLI's partial file.
+      const partial = (await readdir(dir)).find((n) => n.startsWith("stopped.backup.partial-"));
+      if (!signalled && partial !== undefined && (await stat(join(dir, partial))).size > 0) {
         signalled = true;
         again.proc.kill("SIGTERM");
       }
@@ -201,6 +205,33 @@ test(
     const db = await openPglite(dir);
     try {
       assert.deepEqual((await db.query("select slot_name from pg_replication_slots")).rows, []);
+    } finally {
+      await db.close();
+    }
+  },
+);
+
+test(
+  "a stop that comes while a backup is starting ends it too: the start fails as unavailable, no backup or slot is left",
+  { skip },
+  async () => {
+    const dir = join(await tempDataDir("mailprobe-backup-start"), "pgdata");
+    const db = await openPglite(dir);
+    try {
+      const engine = embeddedEngineOf(db)!;
+      const backups = onlineBackups(engine.session, engine.dataDir);
+      const starting = backups.start();
+      await backups.abort();
+      await assert.rejects(starting, (e: Error) => {
+        assert.ok(isDatabaseUnavailable(e), String(e));
+        assert.match(e.message, /the server is stopping/);
+        return true;
+      });
+      await assert.rejects(backups.start(), /the server is stopping/);
+      assert.deepEqual((await db.query("select slot_name from pg_replication_slots")).rows, []);
+      // The session holds no backup: a new one starts and stops.
+      await db.query("select pg_backup_start('check', true)");
+      await db.query("select pg_backup_stop(false)");
     } finally {
       await db.close();
     }
