@@ -2,6 +2,7 @@ import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, {
+  LogController,
   type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
@@ -61,7 +62,8 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   const pretty = prettyLogs(config.logFormat, process.stdout.isTTY === true);
   const app = Fastify({
     loggerInstance: logger,
-    disableRequestLogging: pretty,
+    // Server faults are still logged, by our error handler (http/plugins/error-handler.ts).
+    logController: new LogController({ disableRequestLogging: pretty }),
     genReqId: requestIdFrom,
     requestIdHeader: false,
     bodyLimit: config.bodyLimitBytes,
