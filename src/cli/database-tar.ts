@@ -66,7 +66,8 @@ function damage(e: unknown): never {
 /**
  * Reads the whole tar `source` and checks it is a data directory: valid headers, file and
  * directory entries only, names that stay inside the directory and come once, at most
- * MAX_DATABASE_ENTRIES, PG_VERSION and global/pg_control present. Returns the CRC-32 of its bytes (the zip's check).
+ * MAX_DATABASE_ENTRIES, PG_VERSION and global/pg_control present. Returns the CRC-32 of its
+ * bytes (for the zip's check) and their count.
  */
 export async function checkDatabaseTar(source: Readable): Promise<{ crc32: number; bytes: number }> {
   let crc = 0;

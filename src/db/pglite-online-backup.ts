@@ -17,8 +17,9 @@ import {
  * A physical replication slot holds the WAL from before the backup's start until its copy is
  * taken: without it a checkpoint during a long copy (max_wal_size written meanwhile) would
  * recycle the first segment the restore replays from. The slot is persistent (a temporary one
- * is dropped by any error of the session, and EngineSession's one session serves every request), so a
- * process that dies during a backup leaves it behind: every open drops it (dropLeftoverSlot).
+ * is dropped by any error of the session, and PGlite's one session serves every request), so a
+ * process that dies during a backup leaves it behind: every open drops it (pglite.ts calls
+ * dropLeftoverBackupSlot).
  */
 const SLOT = "mailprobe_backup";
 
