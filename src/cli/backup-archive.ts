@@ -171,7 +171,9 @@ export async function openBackupArchive(path: string): Promise<CheckedBackup> {
     }
     const tar = (): Promise<Readable> => zip.openReadStreamPromise(database);
     const checked = await checkDatabaseTar(await tar()).catch((e: unknown) => {
-      throw e instanceof DatabaseTarError ? notABackup(path, `${DATABASE}: ${e.message}`) : e;
+      if (e instanceof DatabaseTarError) throw notABackup(path, `${DATABASE}: ${e.message}`);
+      // The zip's own damage (a deflate stream that is not one, a size that lies) or the disk's.
+      throw notABackup(path, `${DATABASE} cannot be read: ${e instanceof Error ? e.message : String(e)}`);
     });
     if (checked.crc32 !== database.crc32) throw notABackup(path, `${DATABASE} is damaged (CRC-32 mismatch)`);
     return {

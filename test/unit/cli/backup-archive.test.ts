@@ -7,6 +7,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
+import { buffer } from "node:stream/consumers";
 import { pipeline } from "node:stream/promises";
 import { after, test } from "node:test";
 import yazl from "yazl";
@@ -158,6 +159,27 @@ for (const [name, database, message] of databaseRefusals)
   test(`a database part is refused before anything is written: ${name}`, async () => {
     await assert.rejects(readBackupArchive(await written(name.replace(/\W+/g, "-"), database)), message);
   });
+
+test("a database part whose deflate stream is damaged is refused as such, not with a stack trace", async () => {
+  const path = join(dir, "bad-deflate.backup");
+  const zip = new yazl.ZipFile();
+  zip.addBuffer(DATABASE, "pgdata.tar");
+  zip.addBuffer(
+    Buffer.from(manifest({ version: 2, database_bytes: DATABASE.length })),
+    "mailprobe-backup.json",
+  );
+  zip.end();
+  const bytes = await buffer(zip.outputStream as Readable);
+  // The deflated tar starts right after its local header (30 bytes and the name).
+  const data = 30 + "pgdata.tar".length;
+  bytes.fill(0xff, data, data + 64);
+  await writeFile(path, bytes);
+  await assert.rejects(readBackupArchive(path), (e: Error) => {
+    assert.equal(e.name, "CliError");
+    assert.match(e.message, /pgdata\.tar (cannot be read|: it)/);
+    return true;
+  });
+});
 
 test("a database byte changed after the backup was written is caught by its CRC-32", async () => {
   const path = await written("flipped", DATABASE, false);
