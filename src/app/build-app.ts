@@ -27,6 +27,7 @@ import { installWriteGuard } from "../http/plugins/write-guard.ts";
 import { adminRoutes } from "../http/routes/admin.ts";
 import { apiKeyRoutes } from "../http/routes/api-keys.ts";
 import { authSessionRoutes, sessionPolicyRoutes } from "../http/routes/auth-session.ts";
+import { signInLinkRedeemRoutes, signInLinkRoutes } from "../http/routes/sign-in-links.ts";
 import { creditRoutes } from "../http/routes/credits.ts";
 import { healthRoutes } from "../http/routes/health.ts";
 import { operatorRoutes } from "../http/routes/operator.ts";
@@ -116,11 +117,13 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   await app.register(healthRoutes, { deps });
   await app.register(plantRoutes, { deps });
   await app.register(sessionPolicyRoutes, { deps });
+  await app.register(signInLinkRedeemRoutes, { deps });
   await app.register(dashboardPlugin);
   await app.register(async (api) => {
     installAuthentication(api, deps.authenticator, deps.rateLimiter);
     installWriteGuard(api, () => deps.diskSpace.assertWritable());
     await api.register(authSessionRoutes, { deps });
+    await api.register(signInLinkRoutes, { deps });
     await api.register(apiKeyRoutes, { deps });
     await api.register(creditRoutes, { deps });
     await api.register(reportRoutes, { deps });

@@ -33,6 +33,7 @@ export function httpDepsOf(services: Services): HttpDeps {
     rateLimiter: services.rateLimiter,
     jwt: services.jwt,
     sessions: services.sessions,
+    signInLinks: services.signInLinks,
     apiKeys: services.apiKeys,
     credits: services.credits,
     users: services.users,

@@ -21,6 +21,7 @@ import { createUploadAdmission } from "../uploads/admission.ts";
 import { createUploadsService, type UploadsService } from "../uploads/service.ts";
 import { createWebhooksService, type WebhooksService } from "../webhooks/service.ts";
 import { createSessionService, type SessionService } from "../auth/sessions.ts";
+import { createSignInLinkService, type SignInLinkService } from "../auth/sign-in-links.ts";
 import { stopWorkOf } from "../tasks/stop-work.ts";
 import { createWebhookSecretCipher, type WebhookSecretCipher } from "../webhooks/secret-cipher.ts";
 import { createPgHostGate, HostBusyError } from "../hostslots/host-gate.ts";
@@ -49,6 +50,8 @@ export interface Services {
   jwt: JwtService;
   /** Dashboard sessions held on the server: open, renew (rotating), sign out (auth/sessions.ts). */
   sessions: SessionService;
+  /** One-time sign-in links: minted by a key or the operator, redeemed for a session (auth/sign-in-links.ts). */
+  signInLinks: SignInLinkService;
   authenticator: Authenticator;
   rateLimiter: RateLimiter;
   engine: Engine;
@@ -164,6 +167,7 @@ export function buildServices(opts: ServiceOptions): Services {
     }),
     jwt,
     sessions,
+    signInLinks: createSignInLinkService(db, sessions, clock),
     authenticator: createAuthenticator(apiKeys, jwt, sessions),
     rateLimiter,
     engine,

@@ -23,9 +23,12 @@ export interface Principal {
  */
 export const INTEGRATION_PURPOSES: readonly string[] = ["zapier", "n8n", "google sheets"];
 
+/** May a key of this purpose open a dashboard session (and so manage keys through it)? */
+export const canOpenSessions = (purpose: string): boolean => !INTEGRATION_PURPOSES.includes(purpose);
+
 /** May this caller list, create, reveal or delete API keys? */
 export const mayManageKeys = (p: Principal): boolean =>
-  p.source === "frontend" || (p.apiKeyPurpose !== null && !INTEGRATION_PURPOSES.includes(p.apiKeyPurpose));
+  p.source === "frontend" || (p.apiKeyPurpose !== null && canOpenSessions(p.apiKeyPurpose));
 
 /** Throws 403 FORBIDDEN unless the caller may manage keys. */
 export function requireKeyManagement(p: Principal): void {

@@ -5,7 +5,7 @@
 // token through a broadcast; a request they sent meanwhile must not end the session). A renewal
 // moves the generation on, so the token it replaces stops working; signing out ends every token
 // of the session on every node. The key that opened the session is checked too (authenticate.ts).
-import type { Database } from "../db/client.ts";
+import type { Database, Queryable } from "../db/client.ts";
 import {
   endSession,
   findSession,
@@ -27,8 +27,11 @@ export type RenewalRefusal = "not_a_session" | "limit_reached" | "not_configured
 export type SessionRenewal = { ok: true; session: IssuedSession } | { ok: false; reason: RenewalRefusal };
 
 export interface SessionService {
-  /** A new session opened by an API key; null when no JWT_SECRET is available. */
-  open(userId: string, apiKeyId: string): Promise<IssuedSession | null>;
+  /**
+   * A new session opened by an API key (or by a sign-in link tied to one, inside the transaction
+   * that used the link: `q`); null when no JWT_SECRET is available.
+   */
+  open(userId: string, apiKeyId: string, q?: Queryable): Promise<IssuedSession | null>;
   /** A fresh token for a live session; the caller's token stops working after the grace. */
   renew(p: Principal): Promise<SessionRenewal>;
   /** Ends the caller's session: every token of it is refused from now on. */
@@ -50,12 +53,12 @@ export function acceptsGeneration(row: SessionRow, generation: number, now: Date
 
 export function createSessionService(db: Database, jwt: JwtService, clock: Clock): SessionService {
   return {
-    async open(userId, apiKeyId) {
+    async open(userId, apiKeyId, q = db) {
       const now = clock.now();
       const id = newId();
       const issued = await jwt.issue(userId, apiKeyId, { id, generation: 0 }, now);
       if (!issued) return null;
-      await insertSession(db, { id, userId, apiKeyId, at: now });
+      await insertSession(q, { id, userId, apiKeyId, at: now });
       return issued;
     },
 

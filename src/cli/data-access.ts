@@ -28,6 +28,8 @@ export interface DataAccess {
   /** By id or exact email; a CliError when there is none. */
   findUser(by: { id: string } | { email: string }): Promise<OperatorUserJson>;
   deactivateUser(id: string): Promise<{ user: OperatorUserJson; deactivated_key_ids: string[] }>;
+  /** A one-time sign-in link tied to `apiKeyId`, or to the user's newest custom key when null. */
+  createSignInLink(userId: string, apiKeyId: string | null): Promise<CliSignInLink>;
   close(): Promise<void>;
 }
 
@@ -47,6 +49,14 @@ export interface CliApiKey {
   created_at: string;
   last_used_at: string | null;
   prefix: string;
+}
+
+/** A minted sign-in link: its token shown once (the command builds the address). */
+export interface CliSignInLink {
+  token: string;
+  user_id: string;
+  api_key_id: string;
+  expires_at: string;
 }
 
 /** A created key: shown once, with its plaintext. */
@@ -130,13 +140,15 @@ function viaAdminApi(endpoint: AdminEndpoint): DataAccess {
         "/admin/v1/users/deactivate",
         { id },
       ),
+    createSignInLink: (id, apiKeyId) =>
+      adminCall<CliSignInLink>(endpoint, "/admin/v1/users/sign-in-link", { id, api_key_id: apiKeyId }),
     async close() {},
   };
 }
 
 async function direct(config: Readonly<Config>, logger: Logger): Promise<DataAccess> {
   const runtime = await openRuntime(config, logger);
-  const { users, credits, apiKeys, operator } = runtime.services;
+  const { users, credits, apiKeys, operator, signInLinks } = runtime.services;
   return {
     async createUser(amount, email) {
       const created = await users.create({ credits: amount, email });
@@ -163,6 +175,15 @@ async function direct(config: Readonly<Config>, logger: Logger): Promise<DataAcc
     async deactivateUser(id) {
       const r = await operator.deactivateUser(id);
       return { user: toOperatorUserJson(r.user), deactivated_key_ids: r.deactivatedKeyIds };
+    },
+    async createSignInLink(userId, apiKeyId) {
+      const link = await signInLinks.mint(userId, apiKeyId);
+      return {
+        token: link.token,
+        user_id: link.userId,
+        api_key_id: link.apiKeyId,
+        expires_at: link.expiresAt.toISOString(),
+      };
     },
     close: () => runtime.close(),
   };

@@ -1,6 +1,7 @@
-// `mailprobe users list|show|deactivate`: the operator's view of users from the command line,
+// `mailprobe users list|show|deactivate|sign-in-link`: the operator's view of users from the command line,
 // through the same operator service as the HTTP operator API (directly, or through the loopback
 // admin API while `serve` owns the embedded data directory).
+import { signInLinkUrl } from "../auth/sign-in-links.ts";
 import { loadConfig } from "../config/index.ts";
 import { isUuid } from "../lib/ids.ts";
 import { createLogger } from "../observability/logger.ts";
@@ -95,4 +96,28 @@ export async function usersDeactivateCommand(who: string, opts: { json?: boolean
       `deactivated ${r.user.user_id}${r.user.email ? ` (${r.user.email})` : ""}: ` +
         `${r.deactivated_key_ids.length} API keys deactivated, their sessions end`,
     );
+}
+
+/**
+ * A one-time dashboard sign-in link for a user who cannot get in (their key sits in a script, or
+ * was printed once and lost): 15 minutes, one use, tied to `--key` or to the user's newest custom
+ * key. The address is `--url` (default this server's on localhost); the token rides in the
+ * fragment, which the browser never sends to a server.
+ */
+export async function usersSignInLinkCommand(
+  who: string,
+  opts: { key?: string; url?: string; json?: boolean },
+): Promise<void> {
+  const selector = userSelector(who);
+  const origin = opts.url ?? `http://localhost:${String(loadConfig(process.env).port)}`;
+  const link = await withData(async (data) =>
+    data.createSignInLink((await data.findUser(selector)).user_id, opts.key ?? null),
+  );
+  const url = signInLinkUrl(origin, link.token);
+  if (opts.json) {
+    say(JSON.stringify({ url, ...link }));
+    return;
+  }
+  say(url);
+  say(`one use, until ${link.expires_at}; opens a session of key ${link.api_key_id} (revoking it ends both)`);
 }

@@ -2,6 +2,7 @@ import type { Readable } from "node:stream";
 import type { Authenticator } from "../auth/authenticate.ts";
 import type { JwtService } from "../auth/jwt.ts";
 import type { SessionService } from "../auth/sessions.ts";
+import type { SignInLinkService } from "../auth/sign-in-links.ts";
 import type { CreditsService } from "../credits/service.ts";
 import type { ApiKeysService } from "../keys/service.ts";
 import type { Clock } from "../lib/clock.ts";
@@ -49,6 +50,8 @@ export interface HttpDeps {
   rateLimiter: RateLimiter;
   jwt: JwtService;
   sessions: SessionService;
+  /** One-time dashboard sign-in links tied to a key (auth/sign-in-links.ts). */
+  signInLinks: SignInLinkService;
   apiKeys: ApiKeysService;
   credits: CreditsService;
   users: UsersService;

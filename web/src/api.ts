@@ -30,6 +30,13 @@ export async function openSession(apiKey: string): Promise<ApiSession> {
   return createMailprobeClient({ baseUrl, apiKey }).openSession();
 }
 
+/** Redeems a one-time sign-in link for a session; the link is the credential (web/src/sign-in-link.ts). */
+export async function redeemSignInLink(token: string): Promise<ApiSession> {
+  return unwrap(
+    createMailprobeClient({ baseUrl }).POST("/api/v1/auth/sign-in-links/redeem", { body: { token } }),
+  );
+}
+
 /** SESSION_TTL_SECONDS and SESSION_MAX_HOURS, for the sign-in form (the route needs no credentials). */
 export interface SessionPolicy {
   lifetime_seconds: number;

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { isAbort } from "./api.ts";
+import { noteWatching } from "./session.ts";
 
 export interface Loaded<T> {
   data: T | undefined;
@@ -45,14 +46,20 @@ export function useApi<T>(load: (signal: AbortSignal) => Promise<T>, deps: reado
   return { data, error, loading, reload };
 }
 
-/** Calls `fn` every `ms` while `active`, and not while the tab is hidden. */
+/**
+ * Calls `fn` every `ms` while `active`, and not while the tab is hidden. Each call made counts as
+ * the user's presence for the session (session.ts noteWatching): a page on screen that keeps
+ * updating (a running task's progress) is being watched, and must not end in "session expired".
+ */
 export function useInterval(fn: () => void, ms: number, active: boolean): void {
   const fnRef = useRef(fn);
   fnRef.current = fn;
   useEffect(() => {
     if (!active) return;
     const id = window.setInterval(() => {
-      if (document.visibilityState === "visible") fnRef.current();
+      if (document.visibilityState !== "visible") return;
+      noteWatching();
+      fnRef.current();
     }, ms);
     return () => window.clearInterval(id);
   }, [ms, active]);

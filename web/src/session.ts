@@ -1,10 +1,16 @@
 // The dashboard's session: a JWT from POST /api/v1/auth/session, kept in sessionStorage (gone
 // when the browser closes) with its expiry, renewed through POST /api/v1/auth/session/refresh
-// while the user is active, and handed to the other tabs of this browser over a BroadcastChannel
+// while the user is present (interacting, or watching a visible page that polls), and handed to the other tabs of this browser over a BroadcastChannel
 // (docs/dashboard-session.md says why not localStorage). The API key typed to sign in is never
 // stored.
 import { useEffect, useState } from "preact/hooks";
-import { isRenewable, renewalOpensAt, shouldRenew, type TokenTimes } from "./lib/session-plan.ts";
+import {
+  isRenewable,
+  lastPresence,
+  renewalOpensAt,
+  shouldRenew,
+  type TokenTimes,
+} from "./lib/session-plan.ts";
 
 export interface Session {
   token: string;
@@ -53,6 +59,8 @@ const channel: BroadcastChannel | null =
 let expiryTimer: number | undefined;
 let renewalTimer: number | undefined;
 let lastActivityMs: number | null = null;
+/** The last poll of a visible page (noteWatching): presence without interaction. */
+let lastWatchedMs: number | null = null;
 let renewing = false;
 let retryNotBeforeMs = 0;
 /** A token the server would not renew (403): not asked again. */
@@ -129,7 +137,8 @@ function scheduleTimers(): void {
   if (!s) return;
   const times = timesOf(s);
   expiryTimer = window.setTimeout(expireSession, delayUntil(times.expiresAtMs));
-  // At the window's opening a tab that saw activity renews; an idle one waits for the next event.
+  // At the window's opening a tab where the user was present renews; otherwise it waits for the next
+  // interaction or visible poll.
   if (isRenewable(times)) renewalTimer = window.setTimeout(maybeRenew, delayUntil(renewalOpensAt(times)));
 }
 
@@ -154,7 +163,18 @@ function adopt(next: Session, allowNew: boolean): void {
 function maybeRenew(): void {
   const s = state.session;
   if (!s || renewing || s.token === refusedToken || Date.now() < retryNotBeforeMs) return;
-  if (shouldRenew(timesOf(s), lastActivityMs, Date.now())) void renew(s);
+  if (shouldRenew(timesOf(s), lastPresence(lastActivityMs, lastWatchedMs), Date.now())) void renew(s);
+}
+
+/**
+ * A page polled while visible (hooks.ts useInterval): someone is watching it change, so the
+ * session is renewed as for an interaction. A hidden tab does not poll and so lets its session
+ * lapse; SESSION_MAX_HOURS still ends it (docs/dashboard-session.md, "Renewal").
+ */
+export function noteWatching(): void {
+  if (document.visibilityState !== "visible") return;
+  lastWatchedMs = Date.now();
+  maybeRenew();
 }
 
 async function renew(s: Session): Promise<void> {

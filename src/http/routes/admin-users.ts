@@ -2,6 +2,8 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { HttpDeps } from "../deps.ts";
 import {
   AdminFindUserBody,
+  AdminSignInLinkBody,
+  AdminSignInLinkReply,
   AdminListUsersBody,
   AdminUserIdBody,
   DeactivateUserReply,
@@ -11,9 +13,9 @@ import {
 } from "../schemas/operator.ts";
 
 /**
- * `mailprobe users list|show|deactivate` while `serve` owns the embedded data directory: the
- * operator service behind the loopback admin API (registered inside adminRoutes, whose token
- * hook guards it). Same answers as the operator API's.
+ * `mailprobe users list|show|deactivate|sign-in-link` while `serve` owns the embedded data
+ * directory: the operator service (and the sign-in links) behind the loopback admin API
+ * (registered inside adminRoutes, whose token hook guards it). Same answers as the operator API's.
  */
 export const adminUserRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (app, { deps }) => {
   app.post(
@@ -48,6 +50,23 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = as
     async (req) => {
       const r = await deps.operator.deactivateUser(req.body.id);
       return { user: toOperatorUserReply(r.user), deactivated_key_ids: r.deactivatedKeyIds };
+    },
+  );
+
+  app.post(
+    "/admin/v1/users/sign-in-link",
+    {
+      schema: { hide: true, body: AdminSignInLinkBody, response: { 201: AdminSignInLinkReply } },
+      config: { writesNothing: true },
+    },
+    async (req, reply) => {
+      const link = await deps.signInLinks.mint(req.body.id, req.body.api_key_id);
+      return reply.status(201).send({
+        token: link.token,
+        user_id: link.userId,
+        api_key_id: link.apiKeyId,
+        expires_at: link.expiresAt.toISOString(),
+      });
     },
   );
 };

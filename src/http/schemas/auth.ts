@@ -1,5 +1,6 @@
 import { Type } from "typebox";
 import type { IssuedSession } from "../../auth/jwt.ts";
+import { signInLinkUrl } from "../../auth/sign-in-links.ts";
 import { DateTime, Uuid } from "./common.ts";
 
 export const SessionReply = Type.Object(
@@ -44,4 +45,40 @@ export const toSessionReply = (session: IssuedSession, userId: string) => ({
 export const toSessionPolicyReply = (policy: { lifetimeSeconds: number; maxSeconds: number }) => ({
   lifetime_seconds: policy.lifetimeSeconds,
   max_hours: Math.round(policy.maxSeconds / 3600),
+});
+
+export const SignInLinkReply = Type.Object(
+  {
+    url: Type.String({
+      description:
+        "The dashboard address that signs in with the link: this server's address as the request reached it, the token in the fragment (never sent to a server, so not in access logs or Referer headers)",
+    }),
+    token: Type.String({ description: "`mpl_` + 40 characters; shown once, stored only as a hash" }),
+    expires_at: DateTime,
+    user_id: Uuid,
+    api_key_id: Type.String({
+      format: "uuid",
+      description: "The key the link and the session it opens are tied to: revoking the key refuses the link",
+    }),
+  },
+  {
+    $id: "SignInLink",
+    description: "A one-time dashboard sign-in link (15 minutes, one use)",
+  },
+);
+
+export const RedeemSignInLinkBody = Type.Object(
+  { token: Type.String({ minLength: 1, maxLength: 200, description: "The link's token (`mpl_…`)" }) },
+  { additionalProperties: false },
+);
+
+export const toSignInLinkReply = (
+  link: { token: string; userId: string; apiKeyId: string; expiresAt: Date },
+  origin: string,
+) => ({
+  url: signInLinkUrl(origin, link.token),
+  token: link.token,
+  expires_at: link.expiresAt.toISOString(),
+  user_id: link.userId,
+  api_key_id: link.apiKeyId,
 });

@@ -6,7 +6,7 @@ import type { FastifyDynamicSwaggerOptions, SwaggerTransform } from "@fastify/sw
 import type { FastifySchema } from "fastify";
 import { WEBHOOK_USER_AGENT } from "../../webhooks/signing.ts";
 import { CreatedApiKeyReply, ApiKeyListItem, ListApiKeysReply } from "./api-keys.ts";
-import { SessionPolicyReply, SessionReply } from "./auth.ts";
+import { SessionPolicyReply, SessionReply, SignInLinkReply } from "./auth.ts";
 import { ErrorBodySchema } from "./common.ts";
 import { BalanceReply, CreditTransactionSchema, TransactionsReply } from "./credits.ts";
 import { HealthReply, ReadyReply } from "./ops.ts";
@@ -84,6 +84,7 @@ export const COMPONENTS = [
   ListApiKeysReply,
   SessionReply,
   SessionPolicyReply,
+  SignInLinkReply,
   WebhookSecretReply,
   WebhookDeliverySchema,
   WebhookDeliveryListReply,

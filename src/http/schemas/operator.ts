@@ -153,3 +153,14 @@ export const AdminFindUserBody = Type.Union([
   Type.Object({ email: Type.String({ minLength: 1, maxLength: 320 }) }, closed),
 ]);
 export const AdminUserIdBody = Type.Object({ id: Uuid }, closed);
+/** `mailprobe users sign-in-link`: a user and, optionally, the key to tie the link to. */
+export const AdminSignInLinkBody = Type.Object(
+  { id: Uuid, api_key_id: Type.Union([Uuid, Type.Null()]) },
+  closed,
+);
+export const AdminSignInLinkReply = Type.Object({
+  token: Type.String(),
+  user_id: Uuid,
+  api_key_id: Uuid,
+  expires_at: Type.String({ format: "date-time" }),
+});

@@ -1,4 +1,4 @@
-// `mailprobe users list|show|deactivate` as real child processes: embedded without a server
+// `mailprobe users list|show|deactivate|sign-in-link` as real child processes: embedded without a server
 // (direct), embedded through a running `serve` (loopback admin API), and PostgreSQL (direct).
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -152,6 +152,37 @@ async function operatorRound(env: NodeJS.ProcessEnv): Promise<{ apiKey: string; 
   return { apiKey: bob.api_key, userId: bob.user_id };
 }
 
+/**
+ * `users sign-in-link`: a link for a user found by email, on the address given (text: the link on
+ * the first line), tied to the user's custom key; a user that does not exist is one clean line.
+ * Returns the token of a second, unused link (JSON form) for the caller to redeem on a server.
+ */
+async function signInLinkRound(env: NodeJS.ProcessEnv): Promise<{ token: string; userId: string }> {
+  const tag = Math.random().toString(36).slice(2, 8);
+  const user = JSON.parse(
+    await ok(["users", "create", "--credits", "1", "--email", `lin.${tag}@example.test`, "--json"], env),
+  ) as { user_id: string };
+  const text = await ok(
+    ["users", "sign-in-link", `lin.${tag}@example.test`, "--url", "https://mail.example.com/"],
+    env,
+  );
+  const [first, second] = text.split("\n");
+  assert.match(first ?? "", /^https:\/\/mail\.example\.com\/#\/sign-in\?link=mpl_[0-9A-Za-z]{40}$/);
+  assert.match(second ?? "", /^one use, until \S+; opens a session of key [0-9a-f-]{36}/);
+  const json = JSON.parse(await ok(["users", "sign-in-link", user.user_id, "--json"], env)) as {
+    url: string;
+    token: string;
+    user_id: string;
+  };
+  assert.equal(json.user_id, user.user_id);
+  assert.equal(json.url, `http://localhost:${env.PORT ?? ""}/#/sign-in?link=${json.token}`);
+  assertCleanFailure(
+    await run(["users", "sign-in-link", `nobody.${tag}@example.test`], env),
+    /User not found/,
+  );
+  return { token: json.token, userId: user.user_id };
+}
+
 describe(
   "embedded (PGlite data directory)",
   { skip: PG_URL ? "runs on the PGlite pass only" : false },
@@ -159,6 +190,7 @@ describe(
     test("without a server: list, show and deactivate open the directory directly; usage errors are one line", async () => {
       const env = cliEnv({ DATA_DIR: await tempDataDir("mailprobe-users"), PORT: String(await freePort()) });
       await operatorRound(env);
+      await signInLinkRound(env);
       assertCleanFailure(
         await run(["users", "show", "not-a-user"], env),
         /neither a user id \(UUID\) nor an email/,
@@ -191,6 +223,18 @@ describe(
           headers: { authorization: `Bearer ${apiKey}` },
         });
         assert.equal(res.status, 401);
+        // A link minted through the admin API opens a session on the server, once.
+        const link = await signInLinkRound(env);
+        const redeem = () =>
+          fetch(`http://127.0.0.1:${port}/api/v1/auth/sign-in-links/redeem`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ token: link.token }),
+          });
+        const first = await redeem();
+        assert.equal(first.status, 200);
+        assert.equal(((await first.json()) as { user_id: string }).user_id, link.userId);
+        assert.equal((await redeem()).status, 401);
       } finally {
         server.kill("SIGTERM");
         await new Promise((r) => server.once("exit", r));
@@ -216,6 +260,13 @@ describe("PostgreSQL (DATABASE_URL): direct", { skip: PG_URL ? false : "needs th
         headers: ctx.bearer(apiKey),
       });
       assert.equal(res.statusCode, 401);
+      const link = await signInLinkRound(env);
+      const redeemed = await ctx.app.inject({
+        method: "POST",
+        url: "/api/v1/auth/sign-in-links/redeem",
+        payload: { token: link.token },
+      });
+      assert.equal(redeemed.statusCode, 200, redeemed.body);
     } finally {
       await ctx.close();
     }

@@ -3,7 +3,7 @@
 // decodeURIComponent used to leave the whole app blank).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { parseHash } from "../../../web/src/lib/route.ts";
+import { parseHash, signInLinkToken } from "../../../web/src/lib/route.ts";
 
 test("known routes, with or without a trailing slash or a query", () => {
   assert.deepEqual(parseHash(""), { page: "verify" });
@@ -28,4 +28,19 @@ test("malformed percent-encoding is the not-found page, naming the hash as typed
     assert.deepEqual(parseHash(`#${raw}`), { page: "not-found", path: raw }, raw);
     assert.deepEqual(parseHash(`#${raw}?x=1`), { page: "not-found", path: raw }, `${raw}?x=1`);
   }
+});
+
+test("a sign-in link's token is read from #/sign-in?link=…; any other hash has none", () => {
+  const token = `mpl_${"a1B2".repeat(10)}`;
+  assert.equal(signInLinkToken(`#/sign-in?link=${token}`), token);
+  assert.equal(signInLinkToken(`#/sign-in/?utm=x&link=${token}`), token);
+  for (const hash of [
+    "",
+    "#/verify",
+    "#/sign-in",
+    "#/sign-in?link=",
+    `#/tasks?link=${token}`,
+    `#/sign-inx?link=${token}`,
+  ])
+    assert.equal(signInLinkToken(hash), null, hash);
 });

@@ -1,7 +1,9 @@
 // Issue 21 item 4 in a real browser (registered by test/web/dashboard.test.ts): a session shared
 // by two tabs of one browser and renewed past its first expiry while the user is active; an idle
 // session left to end; sign-out in one tab ending both; and a session at its SESSION_MAX_HOURS cap
-// ending with the chosen list and its preview still there after signing in again.
+// ending with the chosen list and its preview still there after signing in again. Issue 35 item 4:
+// a task page left polling on screen past the token's lifetime stays signed in and updating, the
+// same page in a hidden tab lets the session end, and a one-time sign-in link signs in once.
 //
 // The first token of each test is minted here exactly as the server issues it (HS256 with its
 // JWT_SECRET, bound to the user's key and to a session the server opened, `auth_time` = sign-in)
@@ -68,6 +70,31 @@ async function openWith(
   });
   await page.reload({ waitUntil: "domcontentloaded" });
   await heading(page, "Verify an address");
+}
+
+/** A task that stays running: grey.test greylists for an hour (WORLD in support/stack.ts). */
+async function runningTask(): Promise<string> {
+  const created = await stack.api<{ id: string }>(user.api_key, "POST", "/api/v1/tasks", {
+    emails: ["gina@grey.test"],
+  });
+  assert.equal(created.status, 201);
+  return created.json.id;
+}
+
+/** The task page's own polls (GET /api/v1/tasks/{id}): when each was answered, and how. */
+function watchPolls(page: Page, taskId: string): Array<{ at: number; status: number }> {
+  const polls: Array<{ at: number; status: number }> = [];
+  page.on("response", (r) => {
+    if (r.request().method() === "GET" && r.url().endsWith(`/api/v1/tasks/${taskId}`))
+      polls.push({ at: Date.now(), status: r.status() });
+  });
+  return polls;
+}
+
+/** Goes to the task page the way a link would (no pointer or key event: no user activity). */
+async function showTask(page: Page, taskId: string): Promise<void> {
+  await page.evaluate(`window.location.hash = "#/tasks/${taskId}"`);
+  await page.getByRole("heading", { level: 2, name: "Progress" }).waitFor();
 }
 
 const balanceWith = (page: Page, token: string): Promise<number> =>
@@ -182,7 +209,10 @@ export function sessionSuite(): void {
       .filter({ hasText: "Your session reached its 12-hour limit, sign in again." })
       .waitFor({ timeout: 25_000 });
     const help = await page.locator("#api-key-help").innerText();
-    assert.match(help, /a session of 15 minutes, renewed while you use the dashboard, for up to 12 hours/);
+    assert.match(
+      help,
+      /a session of 15 minutes, renewed while you use the dashboard or watch a task on screen, for up to 12 hours/,
+    );
 
     await signIn(page, user.api_key);
     await heading(page, "Verify a list");
@@ -194,5 +224,86 @@ export function sessionSuite(): void {
       "phones.csv",
       "the file input holds the kept file",
     );
+  });
+
+  test("a task page left polling on screen past the token's lifetime stays signed in and keeps updating", async (t) => {
+    const context = await newContext(browser, 1440);
+    t.after(() => context.close());
+    const page = await context.newPage();
+    const taskId = await runningTask();
+    const polls = watchPolls(page, taskId);
+    // 12 s: the renewal window opens at 8 s and holds two of the page's polls (every 2 s).
+    const minted = await mint(12);
+    await openWith(page, minted, minted.exp + 12 * HOUR_S);
+    await showTask(page, taskId);
+
+    // Nobody touches the page; wait past the first token's expiry.
+    const wait = minted.exp * 1000 + 4_500 - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const stored = await storedSession(page);
+    assert.ok(stored && stored.token !== minted.token, "the polling page renewed its session");
+    assert.equal(
+      await page.getByRole("heading", { level: 1, name: "Sign in" }).count(),
+      0,
+      "still signed in",
+    );
+    await page.getByRole("heading", { level: 2, name: "Progress" }).waitFor();
+    const later = polls.filter((p) => p.at > minted.exp * 1000);
+    assert.ok(later.length >= 2, `the page still polls after the first token's expiry (${later.length})`);
+    assert.deepEqual(
+      later.map((p) => p.status),
+      later.map(() => 200),
+      "every poll after the expiry answered",
+    );
+  });
+
+  test("the same task page in a hidden tab does not keep the session: it ends at the expiry", async (t) => {
+    const context = await newContext(browser, 1440);
+    t.after(() => context.close());
+    // A background tab: the page reads `hidden` (headless Chromium shows every page).
+    await context.addInitScript(
+      "Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' })",
+    );
+    const page = await context.newPage();
+    const refreshes: string[] = [];
+    page.on("request", (r: Request) => {
+      if (r.url().endsWith("/api/v1/auth/session/refresh")) refreshes.push(r.url());
+    });
+    const taskId = await runningTask();
+    const minted = await mint(8);
+    await openWith(page, minted, minted.exp + 12 * HOUR_S);
+    await page.evaluate(`window.location.hash = "#/tasks/${taskId}"`);
+    await page
+      .getByRole("alert")
+      .filter({ hasText: "Your session expired, sign in again." })
+      .waitFor({ timeout: 25_000 });
+    assert.deepEqual(refreshes, [], "no renewal from a hidden tab");
+  });
+
+  test("a one-time sign-in link signs in, leaves the address bar, and works once", async (t) => {
+    const minted = await stack.api<{ token: string; url: string }>(
+      user.api_key,
+      "POST",
+      "/api/v1/auth/sign-in-links",
+    );
+    assert.equal(minted.status, 201);
+    const link = `${stack.base}/#/sign-in?link=${minted.json.token}`;
+    const context = await newContext(browser, 1440);
+    t.after(() => context.close());
+    const page = await context.newPage();
+    await page.goto(link, { waitUntil: "domcontentloaded" });
+    await heading(page, "Verify an address");
+    assert.equal(new URL(page.url()).hash, "#/verify", "the token left the address bar");
+    assert.equal((await storedSession(page))?.userId, user.user_id);
+
+    // The same link in another browser: refused, with the form to sign in with a key.
+    const other = await newContext(browser, 1440);
+    t.after(() => other.close());
+    const second = await other.newPage();
+    await second.goto(link, { waitUntil: "domcontentloaded" });
+    await second.getByRole("alert").filter({ hasText: "This sign-in link did not work" }).waitFor();
+    assert.match(await second.getByRole("alert").first().innerText(), /already used/);
+    await second.getByLabel("API key").waitFor();
+    assert.equal(new URL(second.url()).hash, "#/verify");
   });
 }

@@ -46,3 +46,14 @@ function decodePath(raw: string): string | null {
     return null;
   }
 }
+
+/**
+ * The token of a sign-in link's address (`#/sign-in?link=mpl_…`, auth/sign-in-links.ts
+ * signInLinkUrl), or null for any other hash. The token rides in the fragment so that no server
+ * sees it (access logs, Referer); web/src/sign-in-link.ts strips it from the address bar.
+ */
+export function signInLinkToken(hash: string): string | null {
+  const m = /^#?\/sign-in\/?\?(.*)$/.exec(hash);
+  if (!m) return null;
+  return new URLSearchParams(m[1]).get("link") || null;
+}

@@ -17,15 +17,28 @@ export const isRenewable = (t: TokenTimes): boolean =>
   t.renewableUntilMs === null || t.expiresAtMs < t.renewableUntilMs;
 
 /**
- * Renew now? Only inside the window, before the expiry, below the cap, and only if the user did
- * something during this token's life: an idle dashboard lets its session end (a tab left open on
- * a shared computer must not stay signed in for SESSION_MAX_HOURS).
+ * When the user was last known to be there: the later of their last interaction (pointer, key,
+ * wheel, touch) and the last poll of a page watching something change while it was visible (a
+ * running task's progress). A hidden tab does not poll (hooks.ts useInterval), so a background tab
+ * left alone is never "present"; a page on screen that keeps updating is being watched.
  */
-export function shouldRenew(t: TokenTimes, lastActivityMs: number | null, nowMs: number): boolean {
+export function lastPresence(lastActivityMs: number | null, lastWatchedMs: number | null): number | null {
+  if (lastActivityMs === null) return lastWatchedMs;
+  if (lastWatchedMs === null) return lastActivityMs;
+  return Math.max(lastActivityMs, lastWatchedMs);
+}
+
+/**
+ * Renew now? Only inside the window, before the expiry, below the cap, and only if the user was
+ * present (lastPresence) during this token's life: a dashboard nobody touches and nothing on
+ * screen is updating lets its session end (a tab left open on a shared computer must not stay
+ * signed in for SESSION_MAX_HOURS).
+ */
+export function shouldRenew(t: TokenTimes, lastPresenceMs: number | null, nowMs: number): boolean {
   return (
     isRenewable(t) &&
-    lastActivityMs !== null &&
-    lastActivityMs >= t.issuedAtMs &&
+    lastPresenceMs !== null &&
+    lastPresenceMs >= t.issuedAtMs &&
     nowMs >= renewalOpensAt(t) &&
     nowMs < t.expiresAtMs
   );

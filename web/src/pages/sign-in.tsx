@@ -1,21 +1,36 @@
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { fetchSessionPolicy, openSession, type SessionPolicy } from "../api.ts";
-import { Loading } from "../components/feedback.tsx";
+import { ErrorMessage, Loading } from "../components/feedback.tsx";
 import { SecretField } from "../components/secret-field.tsx";
 import { SubmitRow } from "../components/submit-row.tsx";
 import { announce, useAction, useApi, useTitle } from "../hooks.ts";
 import { formatDuration, plural } from "../lib/format.ts";
 import { startSession, useSession, type SignedOutReason } from "../session.ts";
+import { linkSignIn, onLinkSignIn, type LinkSignIn } from "../sign-in-link.ts";
 
-/** "a session of 15 minutes, renewed while you use the dashboard, for up to 12 hours". */
+/** The state of a sign-in link being redeemed (sign-in-link.ts), re-rendering as it changes. */
+function useLinkSignIn(): LinkSignIn {
+  const [state, setState] = useState(linkSignIn);
+  useEffect(() => {
+    setState(linkSignIn());
+    return onLinkSignIn(() => setState(linkSignIn()));
+  }, []);
+  return state;
+}
+
+/**
+ * "a session of 15 minutes, renewed while you use the dashboard or watch a task on screen, for
+ * up to 12 hours after you sign in".
+ */
 function lifetimeText(policy: SessionPolicy | undefined): string {
-  if (!policy) return "a short session, renewed while you use the dashboard";
-  return `a session of ${formatDuration(policy.lifetime_seconds * 1000)}, renewed while you use the dashboard, for up to ${plural(policy.max_hours, "hour", "hours")} after you sign in`;
+  if (!policy) return "a short session, renewed while you use the dashboard or watch a task on screen";
+  return `a session of ${formatDuration(policy.lifetime_seconds * 1000)}, renewed while you use the dashboard or watch a task on screen, for up to ${plural(policy.max_hours, "hour", "hours")} after you sign in`;
 }
 
 export function SignIn({ reason }: { reason: SignedOutReason }) {
   useTitle("Sign in");
   const { joining } = useSession();
+  const link = useLinkSignIn();
   // The text still reads well without it (an old server, a network hiccup): no error shown.
   const policy = useApi((signal) => fetchSessionPolicy(signal), []).data;
   const [key, setKey] = useState("");
@@ -29,6 +44,14 @@ export function SignIn({ reason }: { reason: SignedOutReason }) {
     startSession(session);
     announce("Signed in");
   });
+
+  if (link.busy)
+    return (
+      <section class="signin">
+        <h1 tabIndex={-1}>Sign in</h1>
+        <Loading label="Signing in with your link…" />
+      </section>
+    );
 
   if (joining)
     return (
@@ -57,6 +80,7 @@ export function SignIn({ reason }: { reason: SignedOutReason }) {
           You are signed out.
         </p>
       )}
+      {link.error !== null && <ErrorMessage error={link.error} title="This sign-in link did not work" />}
       <form onSubmit={(e) => void submit(e)} class="card stack">
         <SecretField
           id="api-key"
@@ -81,6 +105,11 @@ export function SignIn({ reason }: { reason: SignedOutReason }) {
       </form>
       <p class="muted">
         No key yet? The operator creates one with <code>npx mailprobe users create --credits 100</code>.
+      </p>
+      <p class="muted">
+        Key not at hand? A sign-in link works once, within 15 minutes:{" "}
+        <code>mailprobe client sign-in-link</code> where your key is set, or ask the operator for{" "}
+        <code>mailprobe users sign-in-link</code>.
       </p>
     </section>
   );
