@@ -3,14 +3,17 @@
 // download of the same file would be: every original row in order, its columns, then
 // RESULT_COLUMNS (csv/xlsx), or `email,status` lines (txt).
 import { readFile, stat } from "node:fs/promises";
+import type { Readable } from "node:stream";
 import { engineOptionsFrom, guardPorts } from "../app/engine-options.ts";
 import { loadConfig, type Config } from "../config/index.ts";
 import {
   buildResultHeader,
   joinResultRow,
   parseListFile,
+  patchWorkbook,
   RESULT_COLUMNS,
   TXT_RESULT_COLUMNS,
+  WorkbookMismatch,
   writeExport,
   type ExportCell,
   type ExportFormat,
@@ -53,6 +56,8 @@ export { SKIPPED_STATUS };
 export interface VerifyFileOptions {
   file: string;
   column?: string;
+  /** xlsx: the sheet holding the list (default: chosen as the upload chooses). */
+  sheet?: string;
   out?: string;
   format?: ExportFormat;
   escapeFormulas?: boolean;
@@ -68,9 +73,14 @@ const note = (line: string): void => void process.stderr.write(`mailprobe: ${lin
  * `email_column` takes (a header name or a 1-based number) plus a column letter: a name is tried
  * first, so a header called "ID" still means that header.
  */
-async function parseList(file: string, data: Buffer, column: string | undefined): Promise<ParsedList> {
+async function parseList(
+  file: string,
+  data: Buffer,
+  column: string | undefined,
+  sheet: string | undefined,
+): Promise<ParsedList> {
   const parse = (emailColumn: string | null) =>
-    parseListFile({ filename: file, data, emailColumn, maxEmails: LOCAL_MAX_EMAILS });
+    parseListFile({ filename: file, data, emailColumn, sheet: sheet ?? null, maxEmails: LOCAL_MAX_EMAILS });
   let parsed = await parse(column ?? null);
   const letterNumber = column === undefined ? null : columnLetterToNumber(column.trim());
   if (!parsed.ok && parsed.problem.code === "column_not_found" && letterNumber !== null) {
@@ -78,8 +88,10 @@ async function parseList(file: string, data: Buffer, column: string | undefined)
   }
   if (!parsed.ok) {
     const tooMany = parsed.problem.code === "too_many_emails";
+    // The parser's message names the API's field; here it is the --sheet option.
+    const message = parsed.problem.message.replace("with the sheet field (sheet=", "with --sheet (--sheet ");
     throw new CliError(
-      `${file}: ${parsed.problem.message}${tooMany ? ` (the command-line limit is ${LOCAL_MAX_EMAILS.toLocaleString("en-US")} addresses)` : ""}`,
+      `${file}: ${message}${tooMany ? ` (the command-line limit is ${LOCAL_MAX_EMAILS.toLocaleString("en-US")} addresses)` : ""}`,
     );
   }
   return parsed.list;
@@ -134,21 +146,24 @@ async function verifyDistinct(
 const TXT_FIELDS = columnsNamed(TXT_RESULT_COLUMNS);
 
 /** Header and rows of the results file, laid out as prepareDownload lays out a file upload's. */
-function resultTable(
-  list: ParsedList,
-  cellsOf: (email: string) => Cells,
-  format: ExportFormat,
-): { header: string[]; rows: ExportCell[][] } {
+interface ResultTable {
+  header: string[];
+  rows: ExportCell[][];
+}
+
+function resultTable(list: ParsedList, cellsOf: (email: string) => Cells, format: ExportFormat): ResultTable {
   const emailOfRow = new Map(list.entries.map((e) => [e.rowIndex, e.email]));
   const rowCells = (i: number): Cells => {
     const email = emailOfRow.get(i) ?? null;
     return email === null ? { status: SKIPPED_STATUS } : cellsOf(email);
   };
   if (format === "txt") {
-    // txt lists addresses only: a row that held no address has nothing to show.
-    const rows = list.rows.flatMap((_, i) => {
+    // txt lists addresses only: a row that held no address has nothing to show. The address is
+    // the one the user wrote, as in the API's txt download.
+    const rows = list.rows.flatMap((row, i) => {
       const cells = rowCells(i);
-      return cells.email ? [cellsInOrder(cells, TXT_FIELDS)] : [];
+      const written = row[list.emailColumn]?.trim() || cells.email;
+      return cells.email ? [cellsInOrder({ ...cells, email: written }, TXT_FIELDS)] : [];
     });
     return { header: [...TXT_RESULT_COLUMNS], rows };
   }
@@ -159,14 +174,39 @@ function resultTable(
   };
 }
 
+/**
+ * An xlsx list written as xlsx is the user's workbook with the result columns appended, as the
+ * API's download of it is (files/export/patch-workbook.ts); null when it cannot be.
+ */
+async function patchedWorkbook(list: ParsedList, data: Buffer, table: ResultTable): Promise<Readable | null> {
+  if (list.format !== "xlsx" || list.sheetName === undefined) return null;
+  const width = list.columnCount;
+  const names = table.header.slice(width);
+  try {
+    return await patchWorkbook({
+      original: data,
+      sheetName: list.sheetName,
+      resultHeader: list.header ? names : null,
+      resultWidth: names.length,
+      listWidth: width,
+      dataRows: table.rows.map((row) => row.slice(width)),
+      filtered: false,
+    });
+  } catch (error) {
+    if (error instanceof WorkbookMismatch) return null;
+    throw error;
+  }
+}
+
 async function writeResults(
   out: string,
   format: ExportFormat,
-  table: { header: string[]; rows: ExportCell[][] },
+  source: { list: ParsedList; data: Buffer; table: ResultTable },
   escapeFormulas: boolean,
   force: boolean,
 ): Promise<void> {
-  await writeFileAtomically(out, writeExport(format, { ...table, escapeFormulas }), force);
+  const workbook = format === "xlsx" ? await patchedWorkbook(source.list, source.data, source.table) : null;
+  await writeFileAtomically(out, workbook ?? writeExport(format, { ...source.table, escapeFormulas }), force);
 }
 
 export async function verifyFileCommand(opts: VerifyFileOptions): Promise<void> {
@@ -188,10 +228,12 @@ export async function verifyFileCommand(opts: VerifyFileOptions): Promise<void> 
   await checkOutPath(opts.file, out, opts.force === true);
 
   warnAboutConfig(config);
-  const list = await parseList(opts.file, await readFile(opts.file), opts.column);
+  const data = await readFile(opts.file);
+  const list = await parseList(opts.file, data, opts.column, opts.sheet);
   const column = list.header?.[list.emailColumn]?.trim() || `column ${list.emailColumn + 1}`;
+  const sheet = list.sheetName === undefined ? "" : `sheet ${list.sheetName}, `;
   note(
-    `${opts.file}: ${list.rows.length} rows, ${list.emails.length} distinct addresses (email column: ${column})`,
+    `${opts.file}: ${list.rows.length} rows, ${list.emails.length} distinct addresses (${sheet}email column: ${column})`,
   );
 
   const interrupted = new AbortController();
@@ -214,7 +256,7 @@ export async function verifyFileCommand(opts: VerifyFileOptions): Promise<void> 
   await writeResults(
     out,
     format,
-    resultTable(list, cellsOf, format),
+    { list, data, table: resultTable(list, cellsOf, format) },
     opts.escapeFormulas ?? true,
     opts.force === true,
   );

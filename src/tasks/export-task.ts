@@ -8,7 +8,7 @@ import {
   type ExportRow,
 } from "../db/queries/task-export.ts";
 import { findTask } from "../db/queries/tasks.ts";
-import { findUploadsOfTasks, type UploadRecord } from "../db/queries/uploads.ts";
+import { findUploadWorkbook, findUploadsOfTasks, type UploadRecord } from "../db/queries/uploads.ts";
 import {
   buildResultHeader,
   contentTypeFor,
@@ -17,8 +17,10 @@ import {
   downloadFilename,
   filledWidth,
   joinResultRow,
+  patchWorkbook,
   RESULT_COLUMNS,
   TXT_RESULT_COLUMNS,
+  WorkbookMismatch,
   writeExport,
   type ExportCell,
   type ExportFormat,
@@ -165,6 +167,45 @@ async function originalWidth(
   return width;
 }
 
+/** The address cell of an upload's row as the user wrote it (trimmed); null for a JSON task. */
+function writtenAddress(row: ExportRow, upload: UploadRecord | null): string | null {
+  if (!upload || upload.emailColumn === null || !row.cells) return null;
+  return row.cells[upload.emailColumn]?.trim() || null;
+}
+
+/**
+ * The xlsx download of an xlsx upload: the user's workbook with the result columns appended
+ * (files/export/patch-workbook.ts). Null when the upload's workbook was not kept (uploads from
+ * before migration 0024) or does not match its rows: the caller writes a plain workbook.
+ */
+async function workbookDownload(
+  db: Database,
+  upload: UploadRecord,
+  width: number,
+  rows: AsyncIterable<ExportRow>,
+  keep: ((row: ExportRow) => boolean) | null,
+): Promise<Readable | null> {
+  const workbook = await findUploadWorkbook(db, upload.id);
+  if (!workbook) return null;
+  const dataRows: Array<ExportCell[] | null> = [];
+  for await (const row of rows) dataRows.push(keep && !keep(row) ? null : cellsInOrder(cellsOf(row)));
+  const names = buildResultHeader(upload.header, width).slice(width);
+  try {
+    return await patchWorkbook({
+      original: workbook.data,
+      sheetName: workbook.sheetName,
+      resultHeader: upload.header ? names : null,
+      resultWidth: names.length,
+      listWidth: width,
+      dataRows,
+      filtered: keep !== null,
+    });
+  } catch (error) {
+    if (error instanceof WorkbookMismatch) return null;
+    throw error;
+  }
+}
+
 /**
  * The results file of a task, streamed. File uploads come back as uploaded: every original
  * column, then the result columns, in the original row order. A task still running downloads
@@ -191,14 +232,29 @@ export async function prepareDownload(
   // error response: the task, the owner, the first page (the database answers) and the width.
   const first = await page(db, task.id, upload, -1);
   const width = upload && opts.format !== "txt" ? await originalWidth(db, task.id, upload, first) : 0;
+  const filename = downloadFilename(
+    upload?.filename ?? null,
+    task.id,
+    opts.format,
+    VERIFICATION_STATUSES.filter((s) => opts.statuses?.has(s)),
+  );
+  if (upload?.format === "xlsx" && opts.format === "xlsx") {
+    const rows = async function* (): AsyncGenerator<ExportRow> {
+      yield* pages(db, task.id, upload, first);
+    };
+    const body = await workbookDownload(db, upload, width, rows(), opts.statuses ? keep : null);
+    if (body) return { filename, contentType: contentTypeFor("xlsx"), body };
+  }
 
   async function* rows(): AsyncGenerator<ExportCell[]> {
     for await (const row of pages(db, task!.id, upload, first)) {
       if (!keep(row)) continue;
       const cells = cellsOf(row);
       if (opts.format === "txt") {
-        // txt lists addresses only: a file row that held no address has nothing to show.
-        if (cells.email) yield cellsInOrder(cells, TXT_FIELDS);
+        // txt lists addresses only: a file row that held no address has nothing to show. The
+        // address is the one the user wrote (the csv and xlsx have the normalised one beside it).
+        if (cells.email)
+          yield cellsInOrder({ ...cells, email: writtenAddress(row, upload) ?? cells.email }, TXT_FIELDS);
       } else {
         const result = cellsInOrder(cells);
         yield upload ? joinResultRow(row.cells ?? [], width, result) : result;
@@ -214,12 +270,7 @@ export async function prepareDownload(
         : [...RESULT_COLUMNS];
   const body = writeExport(opts.format, { header, rows: rows(), escapeFormulas: opts.escapeFormulas });
   return {
-    filename: downloadFilename(
-      upload?.filename ?? null,
-      task.id,
-      opts.format,
-      VERIFICATION_STATUSES.filter((s) => opts.statuses?.has(s)),
-    ),
+    filename,
     contentType: contentTypeFor(opts.format),
     body,
   };

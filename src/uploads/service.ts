@@ -7,8 +7,10 @@ import {
   findUploadIdOfTask,
   insertUpload,
   insertUploadRowBlock,
+  insertUploadWorkbook,
   storedUploadBytesOf,
   type UploadRecord,
+  type UploadWorkbook,
 } from "../db/queries/uploads.ts";
 import { DEFAULT_MAX_TEXT_CHARS, type ListParser, type PackedList } from "../files/index.ts";
 import { AppError, notFound, validationError } from "../lib/app-error.ts";
@@ -28,6 +30,8 @@ export interface UploadInput {
   emailColumn: string | null;
   /** The form field that named the column (`email_column` or its alias `column`), for error details. */
   columnField?: string;
+  /** xlsx: the sheet holding the list; null lets the parser choose (files/parse/sheet-choice.ts). */
+  sheet?: string | null;
   webhookUrl: string | null;
   /** Minutes after its start during which the task retries deferred addresses. */
   retryWindowMinutes: number;
@@ -60,6 +64,10 @@ export interface UploadsService {
 export interface UploadQuote extends TaskQuote {
   /** Rows whose email cell is blank or not an address. */
   skippedCount: number;
+  /** xlsx: the sheet the list was read from; null for csv and txt. */
+  sheet: string | null;
+  /** The email column's header, or `column N`. */
+  emailColumn: string;
 }
 
 /**
@@ -71,6 +79,12 @@ function submittedOf(list: PackedList): { submitted: string[]; skippedCount: num
   const submitted = list.rowEmails.filter((email): email is string => email !== null);
   return { submitted, skippedCount: list.rowCount - submitted.length };
 }
+
+/** What an xlsx upload keeps of its file: all of it, and which sheet held the list. */
+const workbookOf = (list: PackedList, input: UploadInput): UploadWorkbook | null =>
+  list.format === "xlsx" && list.sheetName !== undefined
+    ? { sheetName: list.sheetName, data: input.data }
+    : null;
 
 const IDEMPOTENCY_SCOPE = "uploads.create";
 
@@ -101,7 +115,9 @@ async function assertStorageRoom(
 function requestHashOf(input: UploadInput): string {
   const hash = createHash("sha256");
   const window = String(input.retryWindowMinutes);
-  for (const part of [input.filename, input.emailColumn ?? "", input.webhookUrl ?? "", window]) {
+  // The sheet only when given, so that a request without one hashes as it did before the field.
+  const sheet = input.sheet ? [input.sheet] : [];
+  for (const part of [input.filename, input.emailColumn ?? "", input.webhookUrl ?? "", window, ...sheet]) {
     hash.update(String(part.length)).update(":").update(part);
   }
   return hash.update(input.data).digest("hex");
@@ -130,6 +146,7 @@ export function createUploadsService(
       filename: input.filename,
       data: input.data,
       emailColumn: input.emailColumn,
+      sheet: input.sheet ?? null,
       maxEmails: MAX_TASK_EMAILS,
       maxTextChars,
     });
@@ -179,10 +196,13 @@ export function createUploadsService(
         idempotencyKey: input.idempotencyKey,
         ...(requestHash ? { idempotency: { scope: IDEMPOTENCY_SCOPE, requestHash } } : {}),
         isFileBacked: true,
-        // The original rows are kept so results can be written back beside them on download.
+        // The original rows are kept so results can be written back beside them on download,
+        // and a workbook itself, so its xlsx download is that workbook (docs/api.md, "An xlsx upload comes back as your workbook").
         attach: async (tx, created) => {
+          const workbook = workbookOf(list, input);
+          const storedBytes = list.storedBytes + (workbook?.data.byteLength ?? 0);
           // Under the user's lock (createTask took it): two uploads at once cannot both fit.
-          await assertStorageRoom(tx, principal.userId, list.storedBytes, options.storagePerUserBytes);
+          await assertStorageRoom(tx, principal.userId, storedBytes, options.storagePerUserBytes);
           upload = await insertUpload(tx, {
             id: newId(),
             userId: principal.userId,
@@ -196,8 +216,9 @@ export function createUploadsService(
             emailColumn: list.emailColumn,
             columnCount: list.columnCount,
             createdAt: created.createdAt,
-            storedBytes: list.storedBytes,
+            storedBytes,
           });
+          if (workbook) await insertUploadWorkbook(tx, upload.id, workbook);
           // One short statement per block, the event loop free in between (pack-list.ts).
           for (const block of list.blocks) {
             await insertUploadRowBlock(tx, upload.id, block);
@@ -220,7 +241,13 @@ export function createUploadsService(
         ticket.release();
       }
       const { submitted, skippedCount } = submittedOf(list);
-      return { ...(await quoteTask(db, engine, principal, submitted)), skippedCount };
+      const emailColumn = list.header?.[list.emailColumn]?.trim() || `column ${String(list.emailColumn + 1)}`;
+      return {
+        ...(await quoteTask(db, engine, principal, submitted)),
+        skippedCount,
+        sheet: list.sheetName ?? null,
+        emailColumn,
+      };
     },
 
     async status(principal, uploadId) {

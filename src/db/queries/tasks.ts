@@ -242,6 +242,10 @@ export async function deleteTaskData(q: Queryable, id: string): Promise<boolean>
     "delete from upload_row_blocks where upload_id in (select id from uploads where task_id = $1)",
     [id],
   );
+  await q.query(
+    "delete from upload_workbooks where upload_id in (select id from uploads where task_id = $1)",
+    [id],
+  );
   await q.query("delete from uploads where task_id = $1", [id]);
   // The key stays, pointing nowhere, so that a retry is refused rather than billed again (0022).
   await q.query("update idempotency_keys set task_id = null where task_id = $1", [id]);

@@ -127,6 +127,39 @@ export async function insertUploadRowBlock(
   );
 }
 
+/** The original file of an xlsx upload and the sheet its list was read from (migration 0024). */
+export interface UploadWorkbook {
+  sheetName: string;
+  data: Buffer;
+}
+
+export async function insertUploadWorkbook(
+  q: Queryable,
+  uploadId: string,
+  workbook: UploadWorkbook,
+): Promise<void> {
+  await q.query("insert into upload_workbooks (upload_id, sheet_name, data) values ($1, $2, $3)", [
+    uploadId,
+    workbook.sheetName,
+    workbook.data,
+  ]);
+}
+
+/** Null for csv and txt uploads, and for xlsx uploads stored before the workbook was kept. */
+export async function findUploadWorkbook(q: Queryable, uploadId: string): Promise<UploadWorkbook | null> {
+  const { rows } = await q.query<{ sheet_name: string; data: Uint8Array }>(
+    "select sheet_name, data from upload_workbooks where upload_id = $1",
+    [uploadId],
+  );
+  const row = rows[0];
+  return row
+    ? {
+        sheetName: row.sheet_name,
+        data: Buffer.from(row.data.buffer, row.data.byteOffset, row.data.byteLength),
+      }
+    : null;
+}
+
 /** Bytes the user's kept uploads take (their row blocks), counted against the storage budget. */
 export async function storedUploadBytesOf(q: Queryable, userId: string): Promise<number> {
   const { rows } = await q.query<{ n: number }>(

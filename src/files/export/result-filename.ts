@@ -40,10 +40,19 @@ export function safeStem(originalName: string): string {
   return cutToBytes(cleaned, MAX_STEM_BYTES).trim();
 }
 
-/** `"<original stem>-results.<ext>"`, or `"<fallbackStem>-results.<ext>"` when there is no usable name. */
-export function resultFilename(originalName: string | null, fallbackStem: string, format: string): string {
+/**
+ * `"<original stem>-results.<ext>"`, or `"<fallbackStem>-results.<ext>"` when there is no usable
+ * name; with `kept` statuses, `"<stem>-results-valid-catchall.<ext>"`.
+ */
+export function resultFilename(
+  originalName: string | null,
+  fallbackStem: string,
+  format: string,
+  kept: readonly string[] = [],
+): string {
   const stem = originalName ? safeStem(originalName) : "";
-  return `${stem || fallbackStem}-results.${format}`;
+  const statuses = kept.map((s) => s.replace(/[^a-z_]/g, "")).filter((s) => s !== "");
+  return `${stem || fallbackStem}-results${statuses.map((s) => `-${s}`).join("")}.${format}`;
 }
 
 /**
@@ -57,9 +66,5 @@ export function downloadFilename(
   statuses: readonly string[] = [],
 ): string {
   const id = taskId.replace(/[^A-Za-z0-9-]/g, "").slice(0, 64);
-  const kept = statuses.map((s) => s.replace(/[^a-z_]/g, "")).filter((s) => s !== "");
-  return resultFilename(originalName, `task-${id}`, format).replace(
-    /-results\.([a-z]+)$/,
-    kept.length > 0 ? `-results-${kept.join("-")}.$1` : "-results.$1",
-  );
+  return resultFilename(originalName, `task-${id}`, format, statuses);
 }

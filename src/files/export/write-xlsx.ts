@@ -8,6 +8,7 @@
 import { PassThrough, type Readable } from "node:stream";
 import yazl from "yazl";
 import { eachRow, type ExportCell, type ExportInput } from "./cells.ts";
+import { columnLetter } from "./cell-refs.ts";
 
 // Excel refuses (with a "repair" prompt) cells over 32,767 characters and XML-illegal characters,
 // and has 16,384 columns (A…XFD).
@@ -39,11 +40,8 @@ const escapeXml = (s: string): string =>
 // underscore as `_x005F_`.
 const escapeText = (s: string): string => escapeXml(s).replace(/_(?=x[0-9A-Fa-f]{4}_)/g, "_x005F_");
 
-function columnLetter(n: number): string {
-  let s = "";
-  for (let x = n; x > 0; x = Math.floor((x - 1) / 26)) s = String.fromCharCode(65 + ((x - 1) % 26)) + s;
-  return s;
-}
+/** Text as the content of a `<t>` element: illegal characters replaced, cut to Excel's cell size, escaped. */
+export const cellTextXml = (text: string): string => escapeText(xlsxString(text));
 
 const DATE_STYLE = 1;
 const excelSerial = (d: Date): number => d.getTime() / 86_400_000 + 25569;
@@ -53,7 +51,7 @@ function cellXml(ref: string, cell: ExportCell): string {
   if (cell === null || cell === undefined) return "";
   if (typeof cell === "string") {
     if (cell === "") return "";
-    const text = escapeText(xlsxString(cell));
+    const text = cellTextXml(cell);
     return `<c r="${ref}" t="inlineStr"><is><t xml:space="preserve">${text}</t></is></c>`;
   }
   if (typeof cell === "number")

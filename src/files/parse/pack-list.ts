@@ -37,6 +37,8 @@ export interface PackedList {
   header: string[] | null;
   emailColumn: number;
   columnCount: number;
+  /** xlsx: the sheet the list was read from. */
+  sheetName?: string;
   /** The data rows in file order, in blocks as stored. */
   blocks: RowBlock[];
   /** Bytes of the blocks: what the upload costs the database, before its row overhead. */
@@ -119,6 +121,7 @@ export function packList(list: ParsedList, fileBytes: number): PackListResult {
       header: list.header,
       emailColumn: list.emailColumn,
       columnCount: list.columnCount,
+      ...(list.sheetName === undefined ? {} : { sheetName: list.sheetName }),
       blocks,
       storedBytes,
       rowCount: list.rows.length,

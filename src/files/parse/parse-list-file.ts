@@ -1,7 +1,7 @@
 // The one entry point of list parsing: name → format, bytes → checks → rows → email column.
 import { decodeText, type TextEncodingName } from "./decode-text.ts";
 import type { Delimiter } from "./delimiter.ts";
-import { columnProblem, fileProblem, type ListFileProblem } from "./problems.ts";
+import { columnProblem, fileProblem, sheetProblem, type ListFileProblem } from "./problems.ts";
 import { readCsv, readTxt } from "./read-text.ts";
 import { readXlsx } from "./read-xlsx.ts";
 import {
@@ -27,6 +27,8 @@ export interface ParseListInput {
   data: Buffer;
   /** The `email_column` form field: a header name or a 1-based column number; csv/xlsx only. */
   emailColumn?: string | null;
+  /** The `sheet` form field: the workbook's sheet holding the list (xlsx only); blank: chosen (sheet-choice.ts). */
+  sheet?: string | null;
   /** More distinct addresses than this → too_many_emails (the spec's 10,000). */
   maxEmails: number;
   /** More non-blank rows than this → too_many_rows. Default: maxEmails + max(maxEmails, 10,000). */
@@ -86,6 +88,15 @@ export async function parseListFile(input: ParseListInput): Promise<ParseListRes
       ),
     );
   }
+  const sheet = input.sheet?.trim() ? input.sheet : null;
+  if (format !== "xlsx" && sheet !== null) {
+    return refuse(
+      sheetProblem(
+        "sheet_not_supported",
+        `sheet applies to .xlsx workbooks; a .${format} file has no sheets, so leave it empty.`,
+      ),
+    );
+  }
   // The xlsx reader needs ~3 µs per row, empty or not: 20,000 rows is ~60 ms.
   const maxRows = input.maxRows ?? input.maxEmails + Math.max(input.maxEmails, 10_000);
   const limits: TableLimits = {
@@ -124,7 +135,8 @@ export async function parseListFile(input: ParseListInput): Promise<ParseListRes
         ),
       );
     }
-    const result = await readXlsx(input.data, request, limits, { ...DEFAULT_ZIP_LIMITS, ...input.zipLimits });
+    const zipLimits = { ...DEFAULT_ZIP_LIMITS, ...input.zipLimits };
+    const result = await readXlsx(input.data, request, limits, zipLimits, sheet);
     return result.ok ? { ok: true, list: { format, ...result.table, sheetName: result.sheetName } } : result;
   }
 

@@ -6,6 +6,9 @@ export type ListFileProblemCode =
   | "unsupported_format"
   | "content_mismatch"
   | "column_not_supported"
+  | "sheet_not_supported"
+  | "sheet_not_found"
+  | "ambiguous_sheet"
   | "invalid_file"
   | "column_not_found"
   | "no_valid_emails"
@@ -19,7 +22,7 @@ export type ListFileProblemCode =
 export interface ListFileProblem {
   code: ListFileProblemCode;
   message: string;
-  field: "file" | "email_column";
+  field: "file" | "email_column" | "sheet";
 }
 
 export const fileProblem = (code: ListFileProblemCode, message: string): ListFileProblem => ({
@@ -32,6 +35,12 @@ export const columnProblem = (code: ListFileProblemCode, message: string): ListF
   code,
   message,
   field: "email_column",
+});
+
+export const sheetProblem = (code: ListFileProblemCode, message: string): ListFileProblem => ({
+  code,
+  message,
+  field: "sheet",
 });
 
 /** "10,000" — numbers in messages are for people. */

@@ -19,6 +19,14 @@ export interface ReadBudgetLimits {
   maxElements: number;
 }
 
+/** A snapshot of a ReadBudget's counters. */
+export interface BudgetSpend {
+  sheets: number;
+  rows: number;
+  cells: number;
+  elements: number;
+}
+
 const SAVE_LESS = "save only the sheet with the addresses, or upload a CSV.";
 
 export class ReadBudget implements ElementBudget {
@@ -32,6 +40,22 @@ export class ReadBudget implements ElementBudget {
     /** Sheets the workbook has, for messages. */
     private readonly sheetCount: number,
   ) {}
+
+  /** What has been spent so far; `refund` takes two of these. */
+  spentSoFar(): BudgetSpend {
+    return { sheets: this.sheets, rows: this.rows, cells: this.cells, elements: this.elements };
+  }
+
+  /**
+   * Gives back what was spent between `from` and `to`: a sheet whose first rows were previewed
+   * (read-xlsx.ts) is read again whole, and is charged once, not twice.
+   */
+  refund(from: BudgetSpend, to: BudgetSpend): void {
+    this.sheets -= to.sheets - from.sheets;
+    this.rows -= to.rows - from.rows;
+    this.cells -= to.cells - from.cells;
+    this.elements -= to.elements - from.elements;
+  }
 
   /** Called before a sheet is streamed. Throws ZipRefusal past the sheet budget. */
   openSheet(): void {

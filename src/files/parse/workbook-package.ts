@@ -12,6 +12,8 @@ export interface SheetPart {
 }
 
 export interface WorkbookPlan {
+  /** The workbook part (xl/workbook.xml in Excel's files). */
+  workbookPath: string;
   sheets: SheetPart[];
   sharedStrings: ZipPart | null;
   styles: ZipPart | null;
@@ -50,16 +52,17 @@ function resolveTarget(baseDir: string, target: string): string {
   return parts.join("/");
 }
 
-const dirOf = (path: string): string => path.slice(0, path.lastIndexOf("/") + 1);
-const relsPathOf = (path: string): string =>
+export const dirOf = (path: string): string => path.slice(0, path.lastIndexOf("/") + 1);
+export const relsPathOf = (path: string): string =>
   `${dirOf(path)}_rels/${path.slice(path.lastIndexOf("/") + 1)}.rels`;
 
-interface Relationship {
+export interface Relationship {
   type: string;
   target: string;
 }
 
-async function readRels(
+/** The relationships in `relsPath` by id, targets resolved against `ownerDir`; external ones left out. */
+export async function readRels(
   zip: ZipArchive,
   relsPath: string,
   ownerDir: string,
@@ -142,5 +145,5 @@ export async function planWorkbook(zip: ZipArchive, limits: ZipLimits): Promise<
       `The workbook's formatting is ${megabytes(styles.uncompressedSize)}; save the addresses as CSV and upload that.`,
     );
   }
-  return { sheets, sharedStrings, styles, date1904 };
+  return { workbookPath: workbookPart.name, sheets, sharedStrings, styles, date1904 };
 }

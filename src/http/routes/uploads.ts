@@ -194,6 +194,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
       data: form.file.data,
       emailColumn: column === undefined || column.trim() === "" ? null : column.trim(),
       columnField,
+      sheet: form.fields.get("sheet")?.trim() || null,
       webhookUrl,
       retryWindowMinutes: readRetryWindowField(
         form.fields.get("retry_window_minutes"),

@@ -50,6 +50,14 @@ export const UploadDryRunReply = Type.Object(
     skipped_count: Type.Integer({
       description: "Rows whose email cell is blank or not an address: they would get no job",
     }),
+    sheet: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "xlsx: the sheet the list would be read from (the `sheet` field, or the one chosen); null for csv and txt",
+    }),
+    email_column: Type.String({
+      description:
+        "The email column: its header as written, or `column N` (1-based) for a list without a header row",
+    }),
   },
   {
     $id: "UploadDryRun",
@@ -78,4 +86,6 @@ export const toUploadDryRunReply = (filename: string, q: UploadQuote) => ({
   email_count: q.uniqueCount,
   filename,
   skipped_count: q.skippedCount,
+  sheet: q.sheet,
+  email_column: q.emailColumn,
 });

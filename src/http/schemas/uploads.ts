@@ -80,6 +80,12 @@ export const UploadForm = Type.Object({
     }),
   ),
   column: Type.Optional(Type.String({ description: "Alias of email_column" })),
+  sheet: Type.Optional(
+    Type.String({
+      description:
+        "xlsx: the name of the sheet holding the list (default: the sheet whose email column's header says email, else the one sheet with addresses; several candidates are refused as `ambiguous_sheet`, naming them)",
+    }),
+  ),
   retry_window_minutes: Type.Optional(
     Type.String({
       description:

@@ -18,6 +18,7 @@ import { parseListFile, RESULT_COLUMNS, TXT_RESULT_COLUMNS } from "../../../src/
 const PREFIXED = RESULT_COLUMNS.map((c) => `mailprobe_${c}`);
 import { SKIPPED_STATUS } from "../../../src/cli/verify-file.ts";
 import { inheritedEnv } from "../../support/child-process.ts";
+import { readXlsxBook, ValueType, xlsxOf } from "../../unit/files/helpers.ts";
 import { worldEnv } from "../../support/batch.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
 
@@ -184,7 +185,7 @@ describe("mailprobe verify --file", () => {
     assert.deepEqual(TXT_RESULT_COLUMNS, ["email", "status"]);
     assert.equal(
       await readFile(txtOut, "utf8"),
-      "bob@ok.test,valid\nnobody@other.test,invalid\nbob@ok.test,valid\n",
+      "bob@ok.test,valid\nnobody@other.test,invalid\nBOB@ok.test,valid\n",
     );
   });
 
@@ -205,6 +206,46 @@ describe("mailprobe verify --file", () => {
     const both = await mailprobe(["verify", "a@ok.test", "--file", input]);
     assert.equal(both.code, 1);
     assert.match(both.stderr, /addresses or --file, not both/);
+  });
+
+  test("a workbook with a list on two sheets: refused naming them; --sheet chooses; xlsx out is the workbook", async () => {
+    const book = join(dir, "two lists.xlsx");
+    await writeFile(
+      book,
+      await xlsxOf((wb) => {
+        const a = wb.addWorksheet("Leads");
+        a.addRow(["Email", "Score"]);
+        a.addRow(["Bob@OK.test", 7]);
+        const b = wb.addWorksheet("Old");
+        b.addRow(["Email"]);
+        b.addRow(["nobody@other.test"]);
+      }),
+    );
+    const refused = await mailprobe(["verify", "--file", book]);
+    assert.equal(refused.code, 1);
+    assert.match(
+      refused.stderr,
+      /addresses on 2 sheets: "Leads" \(column Email\), "Old" \(column Email\)\. Choose one with --sheet \(--sheet Leads\)/,
+    );
+    const out = join(dir, "two lists-results.xlsx");
+    const chosen = await mailprobe(["verify", "--file", book, "--sheet", "Leads", "--out", out]);
+    assert.equal(chosen.code, 0, chosen.stderr);
+    assert.match(chosen.stderr, /sheet Leads, email column: Email/);
+    const sheets = readXlsxBook(await readFile(out));
+    assert.deepEqual(
+      sheets.map((s) => s.name),
+      ["Leads", "Old"],
+    );
+    const row = sheets[0]!.rows[1]!;
+    assert.deepEqual(
+      row.slice(0, 2).map((c) => c?.value),
+      ["Bob@OK.test", 7],
+    );
+    assert.equal(row[1]?.type, ValueType.Number, "the score stays a number");
+    assert.deepEqual(
+      row.slice(2, 4).map((c) => c?.value),
+      ["bob@ok.test", "valid"],
+    );
   });
 
   test("--out: never the list (by a symbolic link, a linked folder, a hard link), an existing file only with --force", async () => {

@@ -417,10 +417,10 @@ describe("csv upload → finished → download as csv, txt, xlsx", () => {
     ]);
   });
 
-  test("txt: email,status per address row, in file order, no header", async () => {
+  test("txt: email,status per address row, in file order, no header, the address as written", async () => {
     const data = await downloaded(user, url("?format=txt"), TXT_TYPE, "Leads 2024-results.txt");
     assert.deepEqual(readTxt(data), [
-      "alice@acme.test,valid",
+      "Alice@ACME.test,valid",
       "nobody@acme.test,invalid",
       "info@acme.test,valid",
       "'-dash@acme.test,valid",
@@ -581,6 +581,20 @@ describe("xlsx upload with extra columns → finished → download as xlsx and c
     "zed@acme.test",
   ];
   const HEADER = ["Email", "Name", "Note", "Joined", "Amount", "Double"];
+  // The same rows as the xlsx download has them: the user's own cells, typed as uploaded (the
+  // date a date, numbers numbers, formulas formulas, read back as their cached result's text),
+  // the blank row where it was.
+  const TYPED: XlsxValue[][] = [
+    ["carol@acme.test", "Carol", "=1+1", new Date(Date.UTC(2024, 2, 1)), 12.5, "25"],
+    ["-dash@acme.test", "Dash", "@SUM(A1)", "", -3, "-6"],
+    ["=eq@acme.test", "Eq", "+cmd", "", 4, "8"],
+    ["nope", "Nobody", "plain", "", "", ""],
+    ["", "", "", "", "", ""],
+    ["Gus@Catch.test", "Gus", "", "", "", ""],
+    ["bob@acme.test", "Bob", "tab\tinside", "", "", ""],
+    ["zed@acme.test", "Zed", "", "", "", ""],
+  ];
+  const BLANK_ROW = 4;
 
   before(async () => {
     const data = await xlsxOf((wb) => {
@@ -612,24 +626,39 @@ describe("xlsx upload with extra columns → finished → download as xlsx and c
     assertMatchesWorld(verdicts, ADDRESSES);
   });
 
-  test("xlsx: header and rows intact, in order, text never escaped; result columns typed", async () => {
+  test("xlsx: the uploaded workbook, cells typed as uploaded, in order, never escaped; result columns typed", async () => {
     const data = await downloaded(
       user,
       `/api/v1/tasks/${task.task_id}/download?format=xlsx`,
       XLSX_TYPE,
       "Lead book-results.xlsx",
     );
-    const { rows } = await readXlsx(data);
+    const { sheet, rows, types } = await readXlsx(data);
+    assert.equal(sheet, "Leads");
+    assert.deepEqual(
+      types.slice(1, 4).map((t) => t.slice(3, 6)),
+      [
+        [ValueType.Date, ValueType.Number, ValueType.Formula],
+        [ValueType.Null, ValueType.Number, ValueType.Formula],
+        [ValueType.Null, ValueType.Number, ValueType.Formula],
+      ],
+    );
     assert.deepEqual(rows[0], [...HEADER, ...PREFIXED]);
+    const results = ROWS.map(([, email]) => resultTyped(email ? verdicts.get(email) : undefined));
+    results.splice(
+      BLANK_ROW,
+      0,
+      PREFIXED.map(() => ""),
+    );
     assert.deepEqual(
       rows.slice(1),
-      ROWS.map(([cells, email]) => [...cells, ...resultTyped(email ? verdicts.get(email) : undefined)]),
+      TYPED.map((cells, i) => [...cells, ...results[i]!]),
     );
     assert.deepEqual(rows[1]!.slice(0, 3), ["carol@acme.test", "Carol", "=1+1"]);
     assert.deepEqual(rows[2]!.slice(0, 3), ["-dash@acme.test", "Dash", "@SUM(A1)"]);
     assert.deepEqual(rows[3]!.slice(0, 3), ["=eq@acme.test", "Eq", "+cmd"]);
-    assert.deepEqual(rows[5]!.slice(6, 8), ["gus@catch.test", "catchall"]);
-    assert.deepEqual(rows[7]!.slice(6, 8), ["zed@acme.test", "invalid"]);
+    assert.deepEqual(rows[6]!.slice(6, 8), ["gus@catch.test", "catchall"]);
+    assert.deepEqual(rows[8]!.slice(6, 8), ["zed@acme.test", "invalid"]);
   });
 
   test("csv of the same task: same rows as text", async () => {
@@ -659,8 +688,11 @@ describe("xlsx upload with extra columns → finished → download as xlsx and c
     );
     assert.deepEqual(
       readTxt(data),
-      ROWS.filter(([, email]) => email).map(([, email]) => `${esc(email!)},${verdicts.get(email!)!.status}`),
+      ROWS.filter(([, email]) => email).map(
+        ([cells, email]) => `${esc(cells[0]!)},${verdicts.get(email!)!.status}`,
+      ),
     );
+    assert.ok(readTxt(data).includes("Gus@Catch.test,catchall"), "the address as the user wrote it");
     assert.deepEqual(readTxt(data).slice(0, 3), [
       "carol@acme.test,valid",
       "'-dash@acme.test,valid",
@@ -678,7 +710,7 @@ describe("xlsx upload with extra columns → finished → download as xlsx and c
     const { rows } = await readXlsx(data);
     assert.deepEqual(
       rows.slice(1).map((r) => r.slice(0, HEADER.length)),
-      ROWS.map(([cells]) => cells),
+      TYPED,
     );
     const parsed = await parseListFile({ filename: "back.xlsx", data, maxEmails: 10_000 });
     assert.ok(parsed.ok, parsed.ok ? "" : parsed.problem.message);

@@ -15,6 +15,7 @@ import { startMailWorld, type MailWorld } from "../../support/mail-world/index.t
 import { rowCounts } from "../../support/row-counts.ts";
 import { createTestContext, type TestContext, type TestUser } from "../../support/test-app.ts";
 import { multipart, type Part } from "../../support/multipart.ts";
+import { xlsxOf } from "../../unit/files/helpers.ts";
 
 const UPLOAD_URL = "/api/v1/tasks/batch/upload";
 const MAX_UPLOAD_BYTES = 64 * 1024;
@@ -101,6 +102,8 @@ interface DryRunReply {
   credits_required: number;
   balance: number;
   has_enough_credits: boolean;
+  sheet: string | null;
+  email_column: string;
 }
 
 describe("upload dry run", () => {
@@ -128,6 +131,8 @@ describe("upload dry run", () => {
       credits_required: 5,
       balance: 100,
       has_enough_credits: true,
+      sheet: null,
+      email_column: "email",
     });
 
     const real = await send(user, { data: LIST_CSV, fields: { webhook_url: "https://hooks.example.com/x" } });
@@ -170,6 +175,57 @@ describe("upload dry run", () => {
       [accepted.task_id],
     );
     assert.equal(Number(stored.rows[0]!.domain_count), quote.domain_count);
+  });
+
+  test("a workbook: the dry run names the sheet and column; two lists are refused naming them; sheet chooses", async () => {
+    const user = await ctx.createUser(100);
+    const data = await xlsxOf((wb) => {
+      wb.addWorksheet("Read me").addRow(["Questions: help@acme.test"]);
+      const contacts = wb.addWorksheet("Contacts");
+      contacts.addRow(["Name", "E-mail"]);
+      contacts.addRow(["Alice", "alice@acme.test"]);
+      contacts.addRow(["Bob", "bob@acme.test"]);
+      const old = wb.addWorksheet("Old leads");
+      old.addRow(["Email"]);
+      old.addRow(["carol@acme.test"]);
+    });
+    const before = await rowCounts(ctx.db);
+    const ambiguous = await dryRun(user, { filename: "crm.xlsx", data });
+    assertError(ambiguous, 400, "VALIDATION_ERROR", [
+      {
+        field: "sheet",
+        reason:
+          'The workbook has addresses on 2 sheets: "Contacts" (column E-mail), "Old leads" (column Email). ' +
+          "Choose one with the sheet field (sheet=Contacts), or save the list on a sheet of its own.",
+      },
+    ]);
+    const real = await send(user, { filename: "crm.xlsx", data });
+    assert.equal(real.statusCode, 400, real.body);
+    assert.deepEqual(await rowCounts(ctx.db), before);
+
+    const dry = await dryRun(user, { filename: "crm.xlsx", data, fields: { sheet: "Contacts" } });
+    assert.equal(dry.statusCode, 200, dry.body);
+    const quote = dry.json<DryRunReply>();
+    assert.equal(quote.sheet, "Contacts");
+    assert.equal(quote.email_column, "E-mail");
+    assert.equal(quote.credits_required, 2);
+    const missing = await dryRun(user, { filename: "crm.xlsx", data, fields: { sheet: "Leads" } });
+    assertError(missing, 400, "VALIDATION_ERROR", [
+      {
+        field: "sheet",
+        reason: 'The workbook has no sheet named "Leads"; its sheets are "Read me", "Contacts", "Old leads".',
+      },
+    ]);
+    const csv = await dryRun(user, { data: LIST_CSV, fields: { sheet: "Contacts" } });
+    assertError(csv, 400, "VALIDATION_ERROR", [
+      {
+        field: "sheet",
+        reason: "sheet applies to .xlsx workbooks; a .csv file has no sheets, so leave it empty.",
+      },
+    ]);
+    const accepted = await send(user, { filename: "crm.xlsx", data, fields: { sheet: "Old leads" } });
+    assert.equal(accepted.statusCode, 202, accepted.body);
+    assert.equal(accepted.json<{ email_count: number }>().email_count, 1);
   });
 
   test("the dry_run form field is the query parameter's equal; other values are refused", async () => {

@@ -34,7 +34,11 @@ function ok(result: ParseListResult): ParsedList {
   return result.list;
 }
 
-function problem(result: ParseListResult, code: string, field: "file" | "email_column" = "file"): string {
+function problem(
+  result: ParseListResult,
+  code: string,
+  field: "file" | "email_column" | "sheet" = "file",
+): string {
   if (result.ok) assert.fail(`expected ${code}, got a list`);
   assert.equal(result.problem.code, code, result.problem.message);
   assert.equal(result.problem.field, field);
@@ -85,7 +89,7 @@ void test("xlsx as Excel saves it: rich text, hyperlinks, formulas, numbers, dat
   assert.deepEqual(list.emails, ["ann@example.com", "bob@example.com", "cy@example.com"]);
 });
 
-void test("xlsx sheets: the first non-empty sheet; email_column finds the first sheet holding that header", async () => {
+void test("xlsx sheets: two lists are not guessed between; the sheet field or email_column decides", async () => {
   const data = await xlsxOf((wb) => {
     wb.addWorksheet("Empty");
     const a = wb.addWorksheet("Customers");
@@ -95,10 +99,23 @@ void test("xlsx sheets: the first non-empty sheet; email_column finds the first 
     b.addRow(["Partner", "Contact mail", "Email"]);
     b.addRow(["P", "p@partners.example", "q@partners.example"]);
   });
-  const first = ok(await parse(data));
-  assert.equal(first.sheetName, "Customers");
-  assert.deepEqual(first.emails, ["a@customers.example"]);
+  assert.equal(
+    problem(await parse(data), "ambiguous_sheet", "sheet"),
+    'The workbook has addresses on 2 sheets: "Customers" (column Email), "Partners" (column Email). ' +
+      "Choose one with the sheet field (sheet=Customers), or save the list on a sheet of its own.",
+  );
+  const customers = ok(await parse(data, { sheet: "Customers" }));
+  assert.equal(customers.sheetName, "Customers");
+  assert.deepEqual(customers.emails, ["a@customers.example"]);
+  const chosen = ok(await parse(data, { sheet: " partners " }));
+  assert.equal(chosen.sheetName, "Partners");
+  assert.deepEqual(chosen.emails, ["q@partners.example"]);
+  assert.equal(
+    problem(await parse(data, { sheet: "Leads" }), "sheet_not_found", "sheet"),
+    'The workbook has no sheet named "Leads"; its sheets are "Empty", "Customers", "Partners".',
+  );
 
+  // Only one sheet has the column asked for by name: it is the list.
   const partners = ok(await parse(data, { emailColumn: "contact MAIL" }));
   assert.equal(partners.sheetName, "Partners");
   assert.equal(partners.emailColumn, 1);
@@ -110,10 +127,46 @@ void test("xlsx sheets: the first non-empty sheet; email_column finds the first 
     'No sheet has a column named "Correo"; the first sheet\'s header row has: Name, Email.',
   );
 
-  // An index always means the first (non-empty) sheet.
-  const byIndex = ok(await parse(data, { emailColumn: "2" }));
-  assert.equal(byIndex.sheetName, "Customers");
-  problem(await parse(data, { emailColumn: "3" }), "column_not_found", "email_column");
+  // A column number holding addresses on both sheets is as ambiguous; on one sheet only, it is that one.
+  problem(await parse(data, { emailColumn: "2" }), "ambiguous_sheet", "sheet");
+  assert.equal(ok(await parse(data, { emailColumn: "2", sheet: "Customers" })).sheetName, "Customers");
+  assert.equal(ok(await parse(data, { emailColumn: "3" })).sheetName, "Partners");
+  problem(await parse(data, { emailColumn: "3", sheet: "Customers" }), "column_not_found", "email_column");
+});
+
+void test("xlsx sheets: the sheet whose header says email wins over a stray address on a notes sheet", async () => {
+  const data = await xlsxOf((wb) => {
+    const notes = wb.addWorksheet("Read me");
+    notes.addRow(["Questions to help@crm.example"]);
+    notes.addRow(["Exported 2024-12-01"]);
+    const list = wb.addWorksheet("Contacts");
+    list.addRow(["Name", "Email"]);
+    list.addRow(["Ann", "ann@example.com"]);
+    list.addRow(["Ben", "ben@example.com"]);
+  });
+  const list = ok(await parse(data));
+  assert.equal(list.sheetName, "Contacts");
+  assert.deepEqual(list.emails, ["ann@example.com", "ben@example.com"]);
+  // Two sheets of bare addresses, neither labelled: refused, naming them.
+  const bare = await xlsxOf((wb) => {
+    wb.addWorksheet("A").addRow(["a@example.com"]);
+    wb.addWorksheet("B").addRow(["b@example.com"]);
+  });
+  assert.match(problem(await parse(bare), "ambiguous_sheet", "sheet"), /"A" \(column 1\), "B" \(column 1\)/);
+  // csv and txt have no sheets.
+  assert.equal(
+    problem(
+      await parseListFile({
+        filename: "l.csv",
+        data: Buffer.from("a@example.com\n"),
+        maxEmails: 10,
+        sheet: "x",
+      }),
+      "sheet_not_supported",
+      "sheet",
+    ),
+    "sheet applies to .xlsx workbooks; a .csv file has no sheets, so leave it empty.",
+  );
 });
 
 void test("xlsx sheets: a cover sheet without addresses is passed over; hidden sheets come last", async () => {
