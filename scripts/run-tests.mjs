@@ -97,7 +97,8 @@ const result = spawnSync(
     "tsx",
     "--test",
     `--test-concurrency=${concurrency}`,
-    "--test-timeout=300000",
+    // Per test file. The browser suite (one server, one Chromium, many suites in order) sets more.
+    `--test-timeout=${env.TEST_TIMEOUT_MS ?? "300000"}`,
     "--test-reporter=spec",
     "--test-reporter-destination=stdout",
     "--test-reporter=./scripts/test-timing-reporter.mjs",

@@ -253,6 +253,8 @@ export interface UploadFields {
   webhook_url?: string;
   /** The column holding the addresses: a header or a 1-based index (csv/xlsx only). */
   email_column?: string | number;
+  /** xlsx: the sheet holding the list (default: the sheet whose email column says so). */
+  sheet?: string;
 }
 
 /**
@@ -269,6 +271,7 @@ export async function uploadTaskFile(
   const form = new FormData();
   if (fields.webhook_url !== undefined) form.append("webhook_url", fields.webhook_url);
   if (fields.email_column !== undefined) form.append("email_column", String(fields.email_column));
+  if (fields.sheet !== undefined) form.append("sheet", fields.sheet);
   form.append("file", file, filename);
   // The document types the multipart fields as strings (`file` is "binary"), which a FormData is
   // not; it goes through a pass-through serializer, and fetch sets the multipart boundary. No

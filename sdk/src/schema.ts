@@ -112,6 +112,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/api/v1/auth/sign-in-links": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Mint a sign-in link
+     * @description A one-time link that opens a dashboard session of the calling key without typing it: good for 15 minutes and one use, tied to the key (revoking the key refuses the link and ends the session it opened). Only a `custom` API key may mint one: integration keys cannot open sessions, and a session must not mint its successor (403).
+     */
+    post: operations["createSignInLink"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v1/auth/sign-in-links/redeem": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Sign in with a link
+     * @description Uses a sign-in link once and answers a session of the key it is tied to (as `POST /api/v1/auth/session` would). Needs no credentials: the token is one. 401 when the link is unknown, used, expired or its key revoked.
+     */
+    post: operations["redeemSignInLink"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/api/v1/credits/balance": {
     parameters: {
       query?: never;
@@ -926,6 +966,22 @@ export interface components {
       /** @description SESSION_MAX_HOURS */
       max_hours: number;
     };
+    /** @description A one-time dashboard sign-in link (15 minutes, one use) */
+    SignInLink: {
+      /** @description The dashboard address that signs in with the link: this server's address as the request reached it, the token in the fragment (never sent to a server, so not in access logs or Referer headers) */
+      url: string;
+      /** @description `mpl_` + 40 characters; shown once, stored only as a hash */
+      token: string;
+      /** Format: date-time */
+      expires_at: string;
+      /** Format: uuid */
+      user_id: string;
+      /**
+       * Format: uuid
+       * @description The key the link and the session it opens are tied to: revoking the key refuses the link
+       */
+      api_key_id: string;
+    };
     /** @description A batch task with its lifecycle times, as `GET /api/v1/tasks/{id}` shows it */
     Task: {
       /** Format: uuid */
@@ -1263,6 +1319,10 @@ export interface components {
       filename: string;
       /** @description Rows whose email cell is blank or not an address: they would get no job */
       skipped_count: number;
+      /** @description xlsx: the sheet the list would be read from (the `sheet` field, or the one chosen); null for csv and txt */
+      sheet: string | null;
+      /** @description The email column: its header as written, or `column N` (1-based) for a list without a header row */
+      email_column: string;
     };
     /**
      * @description Follows the task: `processing` until it finishes, then `completed` (`cancelled` when the task was cancelled, `failed` only if processing could not finish)
@@ -2016,6 +2076,163 @@ export interface operations {
       };
     };
   };
+  createSignInLink: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The link, shown once */
+      201: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["SignInLink"];
+        };
+      };
+      /** @description Missing or invalid credentials (UNAUTHORIZED) */
+      401: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
+      403: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  redeemSignInLink: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @description The link's token (`mpl_…`) */
+          token: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The session token */
+      200: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Session"];
+        };
+      };
+      /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
+      400: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Missing or invalid credentials (UNAUTHORIZED) */
+      401: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
   getCreditBalance: {
     parameters: {
       query?: never;
@@ -2702,6 +2919,8 @@ export interface operations {
           email_column?: string;
           /** @description Alias of email_column */
           column?: string;
+          /** @description xlsx: the name of the sheet holding the list (default: the sheet whose email column's header says email, else the one sheet with addresses; several candidates are refused as `ambiguous_sheet`, naming them) */
+          sheet?: string;
           /** @description 0 to 1440: minutes after the task starts during which deferred addresses are retried, then settled as unknown (default: TASK_RETRY_WINDOW_MINUTES) */
           retry_window_minutes?: string;
         };

@@ -20,9 +20,19 @@ import {
   type VerificationResult,
   type VerificationTimeoutBody,
 } from "@mailprobe/client";
+import { signInLinkUrl } from "../auth/sign-in-links.ts";
 import { loadClientConfig, requireClientKey } from "../config/client-config.ts";
 import { downloadFilename } from "../files/export/result-filename.ts";
+import { askYesNo } from "./confirm.ts";
 import { createProgress } from "./progress.ts";
+import {
+  confirmQuestion,
+  priceLine,
+  REFUSE_MESSAGE,
+  shortMessage,
+  uploadStep,
+  type UploadDryRun,
+} from "./upload-price.ts";
 import {
   checkOutPath,
   CliError,
@@ -56,6 +66,8 @@ const POLL_FAST_MS = 1_000;
 const POLL_SLOW_MS = 2_000;
 /** Consecutive failed polls (network, 5xx) tolerated while waiting. */
 const MAX_POLL_FAILURES = 5;
+/** Exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it. */
+const INTERRUPTED_EXIT = 130;
 
 const say = (line: string): void => void process.stdout.write(line + "\n");
 const note = (line: string): void => void process.stderr.write(`mailprobe: ${line}\n`);
@@ -151,6 +163,23 @@ export async function clientCredits(opts: { json?: boolean }): Promise<void> {
   say(opts.json ? JSON.stringify(body) : `balance: ${body.balance}`);
 }
 
+// --- sign-in link -------------------------------------------------------------------------------
+
+/**
+ * A one-time link into the dashboard for MAILPROBE_KEY (a `custom` key): open it in a browser to
+ * sign in without pasting the key there. Built on MAILPROBE_URL, the address this machine uses.
+ */
+export async function clientSignInLink(opts: { json?: boolean }): Promise<void> {
+  const body = await dataOf(api().POST("/api/v1/auth/sign-in-links"));
+  const url = signInLinkUrl(connection().url, body.token);
+  if (opts.json) {
+    say(JSON.stringify({ ...body, url }));
+    return;
+  }
+  say(url);
+  note(`one use, until ${body.expires_at}; it opens a session of this key (revoking the key ends both)`);
+}
+
 // --- verify ------------------------------------------------------------------------------------
 
 const TABLE = ["email", "status", "unknown_reason", "host_name", "is_catchall"] as const;
@@ -211,14 +240,108 @@ export async function clientTasks(opts: { limit: number; json?: boolean }): Prom
 
 // --- upload, wait, download --------------------------------------------------------------------
 
-async function postUpload(file: string, data: Buffer, column: string | null): Promise<Upload> {
+/** Which part of the file is the list: its email column and, in a workbook, its sheet. */
+interface ListChoice {
+  column: string | null;
+  sheet: string | null;
+}
+
+async function postUpload(file: string, data: Buffer, choice: ListChoice): Promise<Upload> {
   const list = new Blob([new Uint8Array(data)]);
   return dataOf(
     uploadTaskFile(api(TRANSFER_TIMEOUT_MS), list, {
       filename: basename(file),
-      ...(column !== null ? { email_column: column } : {}),
+      ...(choice.column !== null ? { email_column: choice.column } : {}),
+      ...(choice.sheet !== null ? { sheet: choice.sheet } : {}),
     }),
   );
+}
+
+/** The server names its form field (`sheet=Contacts`); here the choice is the --sheet option. */
+function asSheetOption(error: unknown): unknown {
+  if (!(error instanceof ClientError) || !error.fields.includes("sheet")) return error;
+  const message = error.message.replace("with the sheet field (sheet=", "with --sheet (--sheet ");
+  return new ClientError(message, error.status, error.code, error.fields);
+}
+
+/**
+ * The upload's dry run (`?dry_run=true`): the server reads the file as the upload would and
+ * answers its counts, the credits it would reserve and the balance, creating nothing. The form is
+ * built here because the SDK's uploadTaskFile sends no dry_run.
+ */
+async function priceUpload(file: string, data: Buffer, choice: ListChoice): Promise<UploadDryRun> {
+  const form = new FormData();
+  if (choice.column !== null) form.append("email_column", choice.column);
+  if (choice.sheet !== null) form.append("sheet", choice.sheet);
+  form.append("file", new Blob([new Uint8Array(data)]), basename(file));
+  const answer = await dataOf(
+    api(TRANSFER_TIMEOUT_MS).POST("/api/v1/tasks/batch/upload", {
+      params: { query: { dry_run: true } },
+      body: form as never,
+      bodySerializer: (body: unknown) => body as FormData,
+    }),
+  ).catch((error: unknown) => {
+    throw asSheetOption(error);
+  });
+  // One operation, two answers: a 202 here would be a server that ignored dry_run and spent.
+  if (!("dry_run" in answer))
+    throw new ClientError(`the server accepted the list (task ${answer.task_id}) when asked for its price`);
+  return answer;
+}
+
+/**
+ * `call` with the column as given; when the server refuses it as email_column and it is a column
+ * letter (E) naming no header, again with the letter's number, as `mailprobe verify --file` reads
+ * it (the server takes a header name or a number). Also says which column answered, so the upload
+ * sends the column its price was for.
+ */
+async function withColumn<T>(
+  column: string | null,
+  call: (column: string | null) => Promise<T>,
+): Promise<{ answer: T; column: string | null }> {
+  try {
+    return { answer: await call(column), column };
+  } catch (error) {
+    const letter = column === null ? null : columnLetterToNumber(column);
+    const columnRefused =
+      error instanceof ClientError && error.status === 400 && error.fields.includes("email_column");
+    if (letter === null || !columnRefused) throw error;
+    return { answer: await call(String(letter)), column: String(letter) };
+  }
+}
+
+/**
+ * The price step before an upload: the dry run's line (stdout with --dry-run, where it is the
+ * answer; stderr otherwise, where stdout is the task id), then upload, ask, or stop. Returns the
+ * column to upload with, or null when nothing is to be uploaded (--dry-run).
+ */
+async function confirmPrice(
+  file: string,
+  data: Buffer,
+  choice: ListChoice,
+  opts: { dryRun?: boolean; yes?: boolean; json?: boolean },
+): Promise<ListChoice | null> {
+  const priced = await withColumn(choice.column, (column) => priceUpload(file, data, { ...choice, column }));
+  const quote = priced.answer;
+  if (opts.dryRun) say(opts.json ? JSON.stringify(quote) : priceLine(quote));
+  else note(priceLine(quote));
+  switch (uploadStep(quote, opts, process.stdin.isTTY === true)) {
+    case "short":
+      throw new ClientError(shortMessage(quote));
+    case "priced":
+      return null;
+    case "refuse":
+      throw new ClientError(REFUSE_MESSAGE);
+    case "ask": {
+      const answer = await askYesNo(confirmQuestion(quote));
+      if (answer === "interrupted") throw new CliError("interrupted; nothing was uploaded", INTERRUPTED_EXIT);
+      if (answer === "no") throw new ClientError("not uploaded");
+      break;
+    }
+    case "upload":
+      break;
+  }
+  return { ...choice, column: priced.column };
 }
 
 const doneOf = (m: TaskMetrics): number =>
@@ -300,19 +423,19 @@ async function download(
   return path;
 }
 
-/** Exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it. */
-const INTERRUPTED_EXIT = 130;
-
 export async function clientUpload(
   file: string,
   opts: {
     column?: string;
+    sheet?: string;
     wait?: boolean;
     out?: string;
     format?: Format;
     timeout: number;
     json?: boolean;
     force?: boolean;
+    yes?: boolean;
+    dryRun?: boolean;
   },
 ): Promise<void> {
   connection(); // a missing MAILPROBE_KEY is said before the file is read
@@ -321,24 +444,16 @@ export async function clientUpload(
   const format = outputFormat(opts.out, opts.format);
   const out = opts.out ?? defaultOutPath(file, format);
   const force = opts.force === true;
-  if (opts.wait) await checkOutPath(file, out, force);
-  else if (opts.out !== undefined || opts.format !== undefined || opts.force !== undefined)
+  // A results file that would be refused is said before the price is asked (and before any spend).
+  if (opts.wait && !opts.dryRun) await checkOutPath(file, out, force);
+  else if (!opts.wait && (opts.out !== undefined || opts.format !== undefined || opts.force !== undefined))
     note("warning: --out, --format and --force apply with --wait only");
 
   const data = await readFile(file);
-  const column = opts.column?.trim() || null;
-  let accepted: Upload;
-  try {
-    accepted = await postUpload(file, data, column);
-  } catch (error) {
-    // The server takes a header name or a number; a column letter (E) that names no header is
-    // sent again as its number, as `mailprobe verify --file` reads it.
-    const letter = column === null ? null : columnLetterToNumber(column);
-    const columnRefused =
-      error instanceof ClientError && error.status === 400 && error.fields.includes("email_column");
-    if (letter === null || !columnRefused) throw error;
-    accepted = await postUpload(file, data, String(letter));
-  }
+  const choice = { column: opts.column?.trim() || null, sheet: opts.sheet?.trim() || null };
+  const confirmed = await confirmPrice(file, data, choice, opts);
+  if (!confirmed) return;
+  const accepted = await postUpload(file, data, confirmed);
   if (!opts.wait) {
     say(opts.json ? JSON.stringify(accepted) : accepted.task_id);
     if (!opts.json)

@@ -67,15 +67,13 @@ function damage(e: unknown): never {
  * Reads the whole tar `source` and checks it is a data directory: valid headers, file and
  * directory entries only, names that stay inside the directory and come once, at most
  * MAX_DATABASE_ENTRIES, PG_VERSION and global/pg_control present. Returns the CRC-32 of its
- * bytes (for the zip's check) and their count.
+ * bytes, for the zip's check.
  */
-export async function checkDatabaseTar(source: Readable): Promise<{ crc32: number; bytes: number }> {
+export async function checkDatabaseTar(source: Readable): Promise<{ crc32: number }> {
   let crc = 0;
-  let bytes = 0;
   const summing = new Transform({
     transform(chunk: Buffer, _enc, done) {
       crc = crc32(chunk, crc);
-      bytes += chunk.length;
       done(null, chunk);
     },
   });
@@ -91,7 +89,7 @@ export async function checkDatabaseTar(source: Readable): Promise<{ crc32: numbe
   }).catch(damage);
   if (required.size > 0)
     throw new DatabaseTarError(`it has no ${[...required].join(", ")}: not a database directory`);
-  return { crc32: crc, bytes };
+  return { crc32: crc };
 }
 
 /** Writes the tar `source` (checked by checkDatabaseTar) into the new directory `dir`. */

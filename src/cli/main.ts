@@ -53,6 +53,19 @@ function keyIdArg(value: string): string {
   return value;
 }
 
+/** The dashboard's address for a sign-in link: http(s), without query or fragment. */
+function originArg(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError("must be an address such as https://mailprobe.example.com");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new InvalidArgumentError("must be an http or https address");
+  return url.origin + url.pathname.replace(/\/+$/, "");
+}
+
 function taskIdArg(value: string): string {
   if (!isUuid(value)) throw new InvalidArgumentError("must be a task id (UUID)");
   return value;
@@ -81,6 +94,8 @@ const client = () => import("./client.ts");
 
 const COLUMN_HELP =
   "the email column (csv/xlsx): a header name, a column letter (E) or a 1-based number; default: the column named like Email, else the one holding addresses";
+const SHEET_HELP =
+  "xlsx: the sheet holding the list; default: the sheet whose email column says Email, else the one sheet with addresses (two such sheets are refused, naming them)";
 
 function buildProgram(): Command {
   const program = new Command("mailprobe")
@@ -161,6 +176,23 @@ function buildProgram(): Command {
       (await usersCommands()).usersDeactivateCommand(who, opts),
     );
 
+  users
+    .command("sign-in-link")
+    .description(
+      "a one-time dashboard sign-in link for a user (by id or exact email): 15 minutes, one use, tied to a custom key",
+    )
+    .argument("<user>", "user id (UUID) or email")
+    .option("--key <key_id>", "the key to tie it to (default: the user's newest active custom key)", keyIdArg)
+    .option(
+      "--url <origin>",
+      "the dashboard's address as the user reaches it (default: http://localhost:PORT)",
+      originArg,
+    )
+    .option("--json", "print JSON")
+    .action(async (who: string, opts: { key?: string; url?: string; json?: boolean }) =>
+      (await usersCommands()).usersSignInLinkCommand(who, opts),
+    );
+
   const credits = program.command("credits").description("manage credits");
   credits
     .command("grant")
@@ -207,6 +239,7 @@ function buildProgram(): Command {
     .option("--json", "addresses: print JSON lines")
     .option("-f, --file <list>", "a .csv, .txt or .xlsx list to verify (at most 100,000 addresses)")
     .option("-c, --column <column>", COLUMN_HELP)
+    .option("--sheet <name>", SHEET_HELP)
     .option("-o, --out <file>", "results file (default: <list>-results.<format> next to the list)")
     .option(
       "--format <format>",
@@ -225,6 +258,7 @@ function buildProgram(): Command {
           json?: boolean;
           file?: string;
           column?: string;
+          sheet?: string;
           out?: string;
           format?: FileFormat;
           force?: boolean;
@@ -238,7 +272,7 @@ function buildProgram(): Command {
           return;
         }
         if (addresses.length === 0) throw new UsageError("give one or more addresses, or --file");
-        for (const flag of ["column", "out", "format", "force"] as const) {
+        for (const flag of ["column", "sheet", "out", "format", "force"] as const) {
           if (opts[flag] !== undefined) throw new UsageError(`--${flag} applies to --file only`);
         }
         await (await commands()).verifyAddressesCommand(addresses, opts);
@@ -270,9 +304,14 @@ function buildProgram(): Command {
     );
   remote
     .command("upload")
-    .description("upload a list file as a batch task; with --wait, follow it and download the results")
+    .description(
+      "upload a list file as a batch task, after showing its price (a dry run) and asking; with --wait, follow it and download the results",
+    )
     .argument("<file>", "a .csv, .txt or .xlsx list")
     .option("-c, --column <column>", COLUMN_HELP)
+    .option("--sheet <name>", SHEET_HELP)
+    .option("-y, --yes", "upload at the price shown without asking (needed when stdin is not a terminal)")
+    .option("--dry-run", "print the price (addresses, credits, balance after) and upload nothing")
     .option("-w, --wait", "wait for the task to finish (progress on stderr), then download the results")
     .option(
       "-o, --out <file>",
@@ -281,18 +320,24 @@ function buildProgram(): Command {
     .option("--format <format>", "with --wait: csv, txt or xlsx (default: from --out, else csv)", formatArg)
     .option("--force", "with --wait: replace an existing results file (never the list itself)")
     .option("--timeout <minutes>", "with --wait: give up waiting after this long", atLeastOne, 120)
-    .option("--json", "print the server's JSON answer (the upload; with --wait, the finished task)")
+    .option(
+      "--json",
+      "print the server's JSON answer (the upload; with --wait, the finished task; with --dry-run, the price)",
+    )
     .action(
       async (
         file: string,
         opts: {
           column?: string;
+          sheet?: string;
           wait?: boolean;
           out?: string;
           format?: FileFormat;
           timeout: number;
           json?: boolean;
           force?: boolean;
+          yes?: boolean;
+          dryRun?: boolean;
         },
       ) => (await client()).clientUpload(file, opts),
     );
@@ -315,6 +360,13 @@ function buildProgram(): Command {
     .option("--limit <n>", "how many (1-100)", atLeastOne, 10)
     .option("--json", "print the server's JSON")
     .action(async (opts: { limit: number; json?: boolean }) => (await client()).clientTasks(opts));
+  remote
+    .command("sign-in-link")
+    .description(
+      "print a one-time link that signs this key into the dashboard (15 minutes, one use; a custom key)",
+    )
+    .option("--json", "print the server's JSON with the link")
+    .action(async (opts: { json?: boolean }) => (await client()).clientSignInLink(opts));
   remote
     .command("credits")
     .description("show your credit balance")

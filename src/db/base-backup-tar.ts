@@ -60,19 +60,17 @@ function quiet<T extends { on(event: "error", listener: () => void): unknown }>(
   return sink;
 }
 
+/** Runs `write` with a callback and settles when tar-stream calls it. */
+const entryWritten = (write: (done: (e?: Error | null) => void) => void): Promise<void> =>
+  new Promise<void>((resolve, reject) => write((e) => (e ? reject(e) : resolve())));
+
 /** `name` with `bytes` as its content. */
 export async function addBytes(pack: TarPack, name: string, bytes: Buffer): Promise<void> {
-  await new Promise<void>((resolve, reject) =>
-    quiet(
-      pack.entry({ name, mode: FILE_MODE, size: bytes.length }, bytes, (e) => (e ? reject(e) : resolve())),
-    ),
-  );
+  await entryWritten((done) => quiet(pack.entry({ name, mode: FILE_MODE, size: bytes.length }, bytes, done)));
 }
 
 async function addDirectory(pack: TarPack, name: string): Promise<void> {
-  await new Promise<void>((resolve, reject) =>
-    quiet(pack.entry({ name, type: "directory", mode: DIR_MODE }, (e) => (e ? reject(e) : resolve()))),
-  );
+  await entryWritten((done) => quiet(pack.entry({ name, type: "directory", mode: DIR_MODE }, done)));
 }
 
 /**

@@ -179,8 +179,9 @@ export async function runMailprobe(
   proc.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
   let peakMb = 0;
   let exited = false;
+  // 'close', not 'exit': the process's output is read to its end before the run is.
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    proc.once("exit", (code, signal) => {
+    proc.once("close", (code, signal) => {
       exited = true;
       resolve({ code, signal });
     }),

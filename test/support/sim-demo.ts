@@ -1,6 +1,6 @@
 // `npm run sim`: starts a small mail world covering every simulated behaviour, prints how to
 // point mailprobe at it and what each sample address should verify as, then runs until
-// SIGINT/SIGTERM (or `--seconds N`).
+// SIGINT/SIGTERM (or `--seconds N`). `--dns-port N` and `--smtp-port N` choose its ports.
 
 import { STOCK_REPLIES, startMailWorld } from "./mail-world/index.ts";
 import type { MailWorld, WorldSpec } from "./mail-world/index.ts";
@@ -59,7 +59,9 @@ const DEMO: WorldSpec = {
       ],
     },
     { name: "dropper.test", hosts: [{ name: "mx.dropper.test", dropAfterBanner: true }] },
-    { name: "tarpit.test", hosts: [{ name: "mx.tarpit.test", bannerDelayMs: 12_000 }] },
+    // Holds its banner longer than SMTP_GREETING_TIMEOUT_MS's default (15 s), so a service started
+    // with its defaults times out as the "expected" column says.
+    { name: "tarpit.test", hosts: [{ name: "mx.tarpit.test", bannerDelayMs: 20_000 }] },
     {
       name: "strict.test",
       hosts: [
@@ -143,12 +145,14 @@ const SAMPLES = [
   "nobody@exchange-onprem.test",
 ];
 
-function parseSeconds(argv: readonly string[]): number | undefined {
-  const at = argv.indexOf("--seconds");
+/** The number after `flag`, or undefined without the flag; throws when it is not one in [min, max]. */
+function numberOption(argv: readonly string[], flag: string, min: number, max: number): number | undefined {
+  const at = argv.indexOf(flag);
   if (at < 0) return undefined;
-  const seconds = Number(argv[at + 1]);
-  if (!Number.isFinite(seconds) || seconds <= 0) throw new Error("--seconds needs a positive number");
-  return seconds;
+  const value = Number(argv[at + 1]);
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new Error(`${flag} needs a whole number from ${String(min)} to ${String(max)}`);
+  return value;
 }
 
 function table(rows: readonly string[][]): string {
@@ -187,8 +191,14 @@ function describe(world: MailWorld): string {
 }
 
 async function main(): Promise<void> {
-  const seconds = parseSeconds(process.argv.slice(2));
-  const world = await startMailWorld(DEMO);
+  const argv = process.argv.slice(2);
+  const seconds = numberOption(argv, "--seconds", 1, 86_400);
+  // Chosen ports keep a service's DNS_SERVERS and SMTP_PORT the same from one run to the next;
+  // without them the system picks free ones.
+  const world = await startMailWorld(DEMO, {
+    dnsPort: numberOption(argv, "--dns-port", 1, 65_535),
+    smtpPort: numberOption(argv, "--smtp-port", 1, 65_535),
+  });
   console.log(describe(world));
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);

@@ -21,6 +21,7 @@ import { journey } from "./suites/journey.ts";
 import { operatorConsole } from "./suites/operator.ts";
 import { everyPage } from "./suites/pages.ts";
 import { sessionSuite } from "./suites/session.ts";
+import { workbookSheets } from "./suites/workbook-sheets.ts";
 
 /** The budget for all the dashboard's JS and CSS, gzipped: 150 kB (SI kilobytes). */
 const BUDGET_GZIP_BYTES = 150_000;
@@ -71,7 +72,8 @@ describe("in Chromium, against a real server", () => {
   // has its own, shorter one (support/browser.ts WAIT_MS).
   describe("a user's session, end to end", { timeout: 180_000 }, journey);
   describe("error paths", { timeout: 180_000 }, errorPaths);
-  describe("the price of a list before it is uploaded", { timeout: 180_000 }, dryRunPrice);
+  describe("the price on the button, at 1280 and 390 px", { timeout: 180_000 }, dryRunPrice);
+  describe("a workbook's list on the sheet that holds it", { timeout: 180_000 }, workbookSheets);
   describe("a list's own data comes back intact", { timeout: 180_000 }, dataIntact);
   describe("finish now: a task waiting for a server's retry", { timeout: 180_000 }, finishNow);
   describe("every page at 375 and 1440 px: axe-core and screenshots", { timeout: 300_000 }, everyPage);

@@ -9,10 +9,10 @@ import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
 import { openPostgres } from "../../../src/db/postgres.ts";
+import { runMailprobe } from "../../support/backup-load.ts";
 import { exitOf, freePort, inheritedEnv, runCli, startMailprobe } from "../../support/child-process.ts";
 
 const PG_URL = process.env.TEST_DATABASE_URL;
-const ROOT = new URL("../../../", import.meta.url).pathname;
 
 const dirs: string[] = [];
 after(async () => {
@@ -41,13 +41,8 @@ interface Outcome {
 
 /** Runs a command (through sh when `shell`) to its end, whatever its exit status. */
 async function runToEnd(args: readonly string[], env: NodeJS.ProcessEnv, shell = false): Promise<Outcome> {
-  const proc = shell
-    ? spawn("sh", ["-c", args.join(" ")], { env, stdio: ["ignore", "pipe", "pipe"] })
-    : spawn(process.execPath, ["bin/mailprobe.js", ...args], {
-        cwd: ROOT,
-        env,
-        stdio: ["ignore", "pipe", "pipe"],
-      });
+  if (!shell) return runMailprobe(args, env);
+  const proc = spawn("sh", ["-c", args.join(" ")], { env, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()));

@@ -6,7 +6,7 @@
 // business; the server here is the embedded one (the PostgreSQL pass adds nothing to what the
 // client does).
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -26,6 +26,7 @@ import {
   type MailprobeChild,
 } from "../../support/child-process.ts";
 import { worldEnv } from "../../support/batch.ts";
+import { xlsxOf } from "../../unit/files/helpers.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;
@@ -95,6 +96,49 @@ function client(
     });
   });
 }
+
+/** A word for the shell `script` runs the command with. */
+const shellQuote = (word: string): string => `'${word.replace(/'/g, `'\\''`)}'`;
+
+/**
+ * `mailprobe client …` on a terminal: util-linux `script` gives it a pseudo-terminal, so stdin
+ * is a TTY as when a person runs it. `answer` is typed once the question is on screen.
+ */
+function clientOnTerminal(args: readonly string[], answer: string): Promise<Outcome & { asked: boolean }> {
+  const env = clientEnv({ MAILPROBE_URL: `http://127.0.0.1:${port}`, MAILPROBE_KEY: apiKey });
+  const command = [process.execPath, join(ROOT, "bin/mailprobe.js"), "client", ...args].map(shellQuote);
+  return new Promise((resolve, reject) => {
+    const child = spawn("script", ["-qec", command.join(" "), "/dev/null"], {
+      cwd: ROOT,
+      env,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let output = "";
+    let asked = false;
+    child.stdout.on("data", (d: Buffer) => {
+      output += d.toString();
+      if (!asked && output.includes("[y/N] ")) {
+        asked = true;
+        child.stdin.write(answer);
+      }
+    });
+    child.stderr.on("data", (d: Buffer) => (output += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`client ${args.join(" ")} on a terminal did not exit in time\n${output}`));
+    }, 60_000);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      // The terminal's output, both streams, read as text: without carriage returns and
+      // readline's cursor moves (ESC [ … letter).
+      // eslint-disable-next-line no-control-regex -- the escape character is what is removed
+      const text = output.replace(/\r|\u001b\[[0-9;]*[A-Za-z]/g, "");
+      resolve({ code, stdout: text, stderr: "", asked });
+    });
+  });
+}
+
+const hasScript = spawnSync("script", ["--version"]).status === 0;
 
 async function stopServer(): Promise<void> {
   if (!server) return;
@@ -166,7 +210,7 @@ describe(
       list.push("Any,any@catch.test", "None,-", "Again,alice@ok.test");
       const input = join(dir!, "list.csv");
       await writeFile(input, list.join("\n"));
-      const up = await client(["upload", input, "--wait", "--column", "B"]);
+      const up = await client(["upload", input, "--wait", "--column", "B", "--yes"]);
       assert.equal(up.code, 0, up.stderr);
       const out = join(dir!, "list-results.csv");
       assert.equal(up.stdout.trim(), out, "stdout names the results file");
@@ -195,7 +239,7 @@ describe(
       );
       assert.equal(await readFile(input, "utf8"), list.join("\n"), "the list is untouched");
 
-      const noWait = await client(["upload", input]);
+      const noWait = await client(["upload", input, "--yes"]);
       assert.equal(noWait.code, 0, noWait.stderr);
       const taskId = noWait.stdout.trim();
       assert.match(taskId, UUID, "without --wait: the task id");
@@ -220,15 +264,15 @@ describe(
       const out = join(dir!, "names-results.csv");
       await writeFile(out, "keep me");
       const before = JSON.parse((await client(["tasks", "--json"])).stdout) as { count: number };
-      const refused = await client(["upload", input, "--wait"]);
+      const refused = await client(["upload", input, "--wait", "--yes"]);
       assert.equal(refused.code, 1);
       assert.equal(refused.stderr, `mailprobe: ${out} already exists; pass --force to replace it\n`);
       const after = JSON.parse((await client(["tasks", "--json"])).stdout) as { count: number };
       assert.equal(after.count, before.count, "refused before uploading: no task");
-      const self = await client(["upload", input, "--wait", "--out", input, "--force"]);
+      const self = await client(["upload", input, "--wait", "--out", input, "--force", "--yes"]);
       assert.match(self.stderr, /would overwrite the list/);
 
-      const forced = await client(["upload", input, "--wait", "--force"]);
+      const forced = await client(["upload", input, "--wait", "--force", "--yes"]);
       assert.equal(forced.code, 0, forced.stderr);
       assert.match(await readFile(out, "utf8"), /alice@ok\.test,valid/);
       assert.equal(await readFile(input, "utf8"), "email\nalice@ok.test\n");
@@ -254,7 +298,7 @@ describe(
       const input = join(dir!, "grey list.csv");
       await writeFile(input, "email\nalice@ok.test\ngina@grey.test\n");
       let interrupted = false;
-      const r = await client(["upload", input, "--wait"], undefined, {
+      const r = await client(["upload", input, "--wait", "--yes"], undefined, {
         onStderr: (text, child) => {
           if (!interrupted && /verifying: 1\/2/.test(text)) {
             interrupted = true;
@@ -300,6 +344,176 @@ describe(
       assert.equal(badUrl.code, 1);
       assert.match(badUrl.stderr, /MAILPROBE_URL must use http: or https:/);
     });
+
+    test("sign-in-link: a link on MAILPROBE_URL that opens a session of the key, once", async () => {
+      const url = `http://127.0.0.1:${port}`;
+      const printed = await client(["sign-in-link"]);
+      assert.equal(printed.code, 0, printed.stderr);
+      const link = printed.stdout.trim();
+      assert.match(link, new RegExp(`^${url}/#/sign-in\\?link=mpl_[0-9A-Za-z]{40}$`));
+      assert.match(printed.stderr, /^mailprobe: one use, until \S+; it opens a session of this key/);
+      const token = new URLSearchParams(link.split("?")[1]).get("link");
+      const redeem = () =>
+        fetch(`${url}/api/v1/auth/sign-in-links/redeem`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ token }),
+        });
+      const first = await redeem();
+      assert.equal(first.status, 200);
+      const session = (await first.json()) as { token: string };
+      const balance = await fetch(`${url}/api/v1/credits/balance`, {
+        headers: { authorization: `Bearer ${session.token}` },
+      });
+      assert.equal(balance.status, 200);
+      assert.equal((await redeem()).status, 401, "used once");
+      const json = await client(["sign-in-link", "--json"]);
+      assert.equal(json.code, 0, json.stderr);
+      const body = JSON.parse(json.stdout) as { url: string; token: string; expires_at: string };
+      assert.equal(body.url, `${url}/#/sign-in?link=${body.token}`);
+    });
+
+    test("upload prices the list first: --dry-run spends nothing; off a terminal nothing is uploaded without --yes", async () => {
+      // 3 distinct addresses (one repeated), one of them a free sandbox address, one row without an address.
+      const input = join(dir!, "priced.csv");
+      const rows = [
+        "alice@ok.test",
+        "bob@ok.test",
+        "ALICE@ok.test",
+        "valid@sandbox.mailprobe.invalid",
+        "n/a",
+      ];
+      await writeFile(input, ["email", ...rows].join("\n"));
+      const balanceNow = async () =>
+        (JSON.parse((await client(["credits", "--json"])).stdout) as { balance: number }).balance;
+      const taskCount = async () =>
+        (JSON.parse((await client(["tasks", "--json"])).stdout) as { count: number }).count;
+      const balance = await balanceNow();
+      const tasks = await taskCount();
+      const price = `priced.csv: 3 addresses, 2 credits, balance ${balance} → ${balance - 2} (5 rows: 1 duplicate, 1 without an address, 1 sandbox address free)`;
+
+      const dry = await client(["upload", input, "--dry-run"]);
+      assert.equal(dry.code, 0, dry.stderr);
+      assert.equal(dry.stdout, `${price}\n`, "the price is the answer, on stdout");
+      const json = await client(["upload", input, "--dry-run", "--json"]);
+      assert.equal(json.code, 0, json.stderr);
+      assert.deepEqual(
+        (({ dry_run, unique_count, credits_required, balance, has_enough_credits }) => ({
+          dry_run,
+          unique_count,
+          credits_required,
+          balance,
+          has_enough_credits,
+        }))(JSON.parse(json.stdout) as Record<string, unknown>),
+        { dry_run: true, unique_count: 3, credits_required: 2, balance, has_enough_credits: true },
+      );
+
+      // stdin is /dev/null here: nobody to ask, so no upload without --yes.
+      const refused = await client(["upload", input]);
+      assert.equal(refused.code, 1);
+      assert.equal(refused.stdout, "");
+      assert.equal(
+        refused.stderr,
+        `mailprobe: ${price}\nmailprobe: not uploaded: stdin is not a terminal, so nobody can confirm the price; pass --yes to upload at this price (--dry-run shows it only)\n`,
+      );
+      assert.equal(await balanceNow(), balance, "the dry runs and the refusal spent nothing");
+      assert.equal(await taskCount(), tasks, "and created no task");
+
+      const yes = await client(["upload", input, "--yes"]);
+      assert.equal(yes.code, 0, yes.stderr);
+      assert.match(yes.stdout.trim(), UUID);
+      const lines = yes.stderr.split("\n");
+      assert.equal(lines[0], `mailprobe: ${price}`, "the price before anything is spent");
+      assert.match(lines[1]!, /^mailprobe: uploaded priced\.csv: 3 addresses, task /);
+      assert.equal(await balanceNow(), balance - 2, "the price shown is what was reserved");
+      assert.equal(await taskCount(), tasks + 1);
+    });
+
+    test("a workbook with lists on two sheets: refused naming them and --sheet; --sheet prices and uploads that one", async () => {
+      const input = join(dir!, "two lists.xlsx");
+      await writeFile(
+        input,
+        await xlsxOf((wb) => {
+          const leads = wb.addWorksheet("Leads");
+          leads.addRow(["Email"]);
+          leads.addRow(["alice@ok.test"]);
+          leads.addRow(["bob@ok.test"]);
+          const old = wb.addWorksheet("Old");
+          old.addRow(["E-mail"]);
+          old.addRow(["carol@ok.test"]);
+        }),
+      );
+      const refused = await client(["upload", input, "--dry-run"]);
+      assert.equal(refused.code, 1);
+      assert.match(
+        refused.stderr,
+        /addresses on 2 sheets: "Leads" \(column Email\), "Old" \(column E-mail\)\. Choose one with --sheet \(--sheet Leads\)/,
+      );
+      const dry = await client(["upload", input, "--sheet", "Old", "--dry-run"]);
+      assert.equal(dry.code, 0, dry.stderr);
+      assert.match(
+        dry.stdout,
+        /^two lists\.xlsx \(sheet Old, column E-mail\): 1 address, 1 credit, balance \d+ → \d+\n$/,
+      );
+      const up = await client(["upload", input, "--sheet", "Old", "--yes", "--json"]);
+      assert.equal(up.code, 0, up.stderr);
+      assert.equal((JSON.parse(up.stdout) as { email_count: number }).email_count, 1);
+    });
+
+    test("a balance short of the price: said with what to do, nothing uploaded, exit 1, --yes or --dry-run alike", async () => {
+      const poor = JSON.parse(
+        await runCli(["users", "create", "--credits", "1", "--json"], serverEnv({ LOG_LEVEL: "warn" })),
+      ) as { api_key: string };
+      const vars = { MAILPROBE_URL: `http://127.0.0.1:${port}`, MAILPROBE_KEY: poor.api_key };
+      const input = join(dir!, "three.csv");
+      await writeFile(input, "email\nalice@ok.test\nbob@ok.test\nany@catch.test\n");
+      const price = "three.csv: 3 addresses, 3 credits, balance 1, 2 short";
+      const why =
+        "mailprobe: not uploaded: 2 credits short (the list needs 3, the balance is 1); ask the server's operator for credits (mailprobe credits grant) or upload a shorter list\n";
+
+      const yes = await client(["upload", input, "--yes", "--wait"], vars);
+      assert.equal(yes.code, 1);
+      assert.equal(yes.stderr, `mailprobe: ${price}\n${why}`);
+      assert.equal(yes.stdout, "");
+      const dry = await client(["upload", input, "--dry-run"], vars);
+      assert.equal(dry.code, 1, "a dry run that could not be paid says so in its status too");
+      assert.equal(dry.stdout, `${price}\n`);
+      assert.equal(dry.stderr, why);
+
+      const tasks = JSON.parse((await client(["tasks", "--json"], vars)).stdout) as { count: number };
+      assert.equal(tasks.count, 0, "no task");
+      assert.equal((await client(["credits"], vars)).stdout.trim(), "balance: 1", "nothing reserved");
+    });
+
+    test(
+      "on a terminal it asks after the price: no (the default) uploads nothing, y uploads",
+      { skip: hasScript ? false : "needs util-linux script for a pseudo-terminal" },
+      async () => {
+        const input = join(dir!, "asked.csv");
+        await writeFile(input, "email\nalice@ok.test\n");
+        const before = JSON.parse((await client(["tasks", "--json"])).stdout) as { count: number };
+
+        const no = await clientOnTerminal(["upload", input], "\n");
+        assert.ok(no.asked, no.stdout);
+        assert.equal(no.code, 1, no.stdout);
+        assert.match(
+          no.stdout,
+          /^mailprobe: asked\.csv: 1 address, 1 credit, balance \d+ → \d+\nUpload asked\.csv and reserve 1 credit\? \[y\/N\] /,
+        );
+        assert.match(no.stdout, /\nmailprobe: not uploaded\n$/);
+        const between = JSON.parse((await client(["tasks", "--json"])).stdout) as { count: number };
+        assert.equal(between.count, before.count, "no task");
+
+        const yes = await clientOnTerminal(["upload", input], "y\n");
+        assert.equal(yes.code, 0, yes.stdout);
+        const [, taskId] = /^([0-9a-f-]{36})$/m.exec(yes.stdout) ?? [];
+        assert.ok(taskId, yes.stdout);
+        const after = JSON.parse((await client(["tasks", "--json"])).stdout) as {
+          tasks: Array<{ id: string }>;
+        };
+        assert.equal(after.tasks[0]!.id, taskId, "the task it printed");
+      },
+    );
 
     test("serve logs: JSON lines off a terminal; LOG_FORMAT=pretty writes human lines", async () => {
       // The server above ran with stdout on a pipe and LOG_FORMAT unset (auto).

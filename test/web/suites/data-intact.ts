@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { before, test } from "node:test";
 import type { Browser } from "playwright-core";
 import { readXlsxBook } from "../../unit/files/helpers.ts";
-import { download, heading, nav, newContext, open, signIn, until } from "../support/browser.ts";
+import { download, heading, nav, newContext, open, pricedStart, signIn, until } from "../support/browser.ts";
 import { shared } from "../support/shared.ts";
 import type { Stack } from "../support/stack.ts";
 
@@ -73,7 +73,7 @@ export function dataIntact(): void {
     });
     await page.getByRole("region", { name: "Preview of contacts.csv" }).waitFor();
     assert.match(await page.getByText(/^Detected:/).innerText(), /D: email/);
-    await page.getByRole("button", { name: "Start verification" }).click();
+    await pricedStart(page).click();
     await page.waitForURL(/#\/tasks\/[0-9a-f-]{36}$/);
     await heading(page, "contacts.csv");
     const progress = page.getByRole("progressbar", { name: "Verification progress" });

@@ -107,7 +107,7 @@ export function errorPaths(): void {
     assert.equal(await storedSession(page), null);
   });
 
-  test("no credits: verifying shows the 402 message; so does uploading a list", async (t) => {
+  test("no credits: verifying shows the 402 message; a list's Start is off before any 402", async (t) => {
     const page = await freshPage(t);
     await signIn(page, broke.api_key);
     await heading(page, "Verify an address");
@@ -129,9 +129,16 @@ export function errorPaths(): void {
       .getByLabel("File")
       .setInputFiles({ name: "two.csv", mimeType: "text/csv", buffer: Buffer.from(csv) });
     await page.getByRole("region", { name: "Preview of two.csv" }).waitFor();
-    await page.getByRole("button", { name: "Start verification" }).click();
-    const refused = await alertText(page, "The list was not accepted");
-    assert.ok(refused.includes(upload.message), `shown: ${refused}; API: ${upload.message}`);
+    // The upload's 402 is not reached: the price on Start says how short the balance is, and
+    // Start is disabled (test/web/suites/dry-run.ts has the rest).
+    const start = page.getByRole("button", {
+      name: "Verify 2 addresses for 2 credits (balance 0, 2 short)",
+      exact: true,
+    });
+    await start.waitFor();
+    assert.equal(await start.isDisabled(), true);
+    const short = await page.getByRole("status", { name: "Not enough credits" }).innerText();
+    assert.match(short, /^2 credits short: this list needs 2 credits and your balance is 0/);
     assert.match(page.url(), /#\/lists$/, "still on the Lists page");
   });
 
@@ -206,7 +213,12 @@ export function errorPaths(): void {
       await page.getByText(/^Nothing detected:/).innerText(),
       /no column of the first rows holds an address/,
     );
-    await page.getByRole("button", { name: "Start verification" }).click();
+    // Its dry run is refused too: no price, said under Start, which still sends the list.
+    const start = page.getByRole("button", { name: "Start verification (price unavailable)", exact: true });
+    await start.waitFor();
+    const before = await alertText(page, "The server would refuse this list as it is");
+    assert.ok(before.includes(api.message), `shown: ${before}; API: ${api.message}`);
+    await start.click();
     const text = await alertText(page, "The list was not accepted");
     assert.ok(text.includes(api.message), `shown: ${text}; API: ${api.message}`);
     const balance = await stack.api<{ balance: number }>(rich.api_key, "GET", "/api/v1/credits/balance");

@@ -272,7 +272,10 @@ export function journey(): void {
     assert.equal(await column.inputValue(), "2");
     await page.getByLabel("Webhook URL").fill(webhookUrl);
 
-    await page.getByRole("button", { name: "Start verification" }).click();
+    // The price on the button is the work addresses' (column C), asked again when the column changed.
+    await page
+      .getByRole("button", { name: "Verify 7 addresses for 7 credits (balance 98 → 91)", exact: true })
+      .click();
     await page.waitForURL(/#\/tasks\/[0-9a-f-]{36}$/);
     taskId = /#\/tasks\/([0-9a-f-]{36})$/.exec(page.url())![1]!;
     await heading(page, "people.csv");

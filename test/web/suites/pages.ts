@@ -20,6 +20,7 @@ import {
   nav,
   newContext,
   open,
+  pricedStart,
   screenshot,
   signIn,
   until,
@@ -185,6 +186,7 @@ export function everyPage(): void {
         .getByLabel("File")
         .setInputFiles({ name: "customers.csv", mimeType: "text/csv", buffer: Buffer.from(LIST) });
       await page.getByRole("region", { name: "Preview of customers.csv" }).waitFor();
+      await pricedStart(page).waitFor();
       await checkPage(page, "lists");
     });
 

@@ -89,6 +89,44 @@ export async function heading(page: Page, name: string | RegExp): Promise<Locato
 export const nav = (page: Page, name: string): Locator =>
   page.getByRole("navigation", { name: "Main" }).getByRole("link", { name, exact: true });
 
+/** A new browser context at `width`, signed in with `key`, on the Lists page; closed after `t`. */
+export async function listsPageOf(
+  browser: Browser,
+  base: string,
+  t: { after: (fn: () => Promise<void>) => void },
+  key: string,
+  width = 1440,
+): Promise<Page> {
+  const context = await newContext(browser, width);
+  t.after(() => context.close());
+  const page = await context.newPage();
+  await open(page, base);
+  await signIn(page, key);
+  await nav(page, "Lists").click();
+  await heading(page, "Verify a list");
+  return page;
+}
+
+/**
+ * The Lists page's Start once it carries the list's price, e.g. "Verify 7 addresses for 5 credits
+ * (balance 50 → 45)" (web/src/lib/upload-quote.ts startLabel).
+ */
+export const pricedStart = (page: Page): Locator =>
+  page.getByRole("button", {
+    name: /^Verify [\d,]+ address(es)? for [\d,]+ credits? \(balance [\d,]+ → [\d,]+\)$/,
+  });
+
+/** Fails when the page is wider than the viewport (a phone would scroll it sideways). */
+export async function assertNoSidewaysScroll(page: Page, name: string): Promise<void> {
+  const { scrollWidth, clientWidth } = await page.evaluate<{ scrollWidth: number; clientWidth: number }>(
+    "({ scrollWidth: document.scrollingElement.scrollWidth, clientWidth: document.scrollingElement.clientWidth })",
+  );
+  assert.ok(
+    scrollWidth <= clientWidth,
+    `${name} scrolls sideways: ${String(scrollWidth)} > ${String(clientWidth)}`,
+  );
+}
+
 /** Polls `fn` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
 export async function until<T>(
   what: string,

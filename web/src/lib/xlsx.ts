@@ -1,10 +1,14 @@
-// Browser-side preview of the first rows of an .xlsx workbook's first sheet: the zip's central
-// directory read by hand, members inflated with the browser's DecompressionStream("deflate-raw")
-// (no zip library in the bundle), the XML read with DOMParser. Bounded: the first sheet is
-// inflated only until it holds `maxRows` rows, shared strings up to MAX_SHARED_STRINGS_BYTES.
+// Browser-side preview of the first rows of every sheet of an .xlsx workbook (up to
+// MAX_PREVIEW_SHEETS): the zip's central directory read by hand, members inflated with the
+// browser's DecompressionStream("deflate-raw") (no zip library in the bundle), the XML read with
+// DOMParser. Bounded: a sheet is inflated only until it holds `maxRows` rows, shared strings up
+// to MAX_SHARED_STRINGS_BYTES.
+
+import type { SheetRows } from "./sheet-choice.ts";
 
 const MAX_SHARED_STRINGS_BYTES = 32 * 1024 * 1024;
 const MAX_SHEET_BYTES = 64 * 1024 * 1024;
+const MAX_PREVIEW_SHEETS = 20;
 
 interface ZipEntry {
   name: string;
@@ -117,6 +121,7 @@ function columnOfRef(ref: string): number | null {
 
 interface SheetRef {
   name: string;
+  hidden: boolean;
   path: string;
 }
 
@@ -129,7 +134,7 @@ const REL_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationsh
 async function sheetsOf(buf: Uint8Array<ArrayBuffer>, entries: Map<string, ZipEntry>): Promise<SheetRef[]> {
   const workbook = entries.get("xl/workbook.xml");
   const rels = entries.get("xl/_rels/workbook.xml.rels");
-  if (!workbook || !rels) return [{ name: "Sheet1", path: "xl/worksheets/sheet1.xml" }];
+  if (!workbook || !rels) return [{ name: "Sheet1", hidden: false, path: "xl/worksheets/sheet1.xml" }];
   const targets = new Map(
     byLocalName(parseXml((await readMember(buf, rels, 4 << 20)).text), "Relationship").map((r) => [
       r.getAttribute("Id") ?? "",
@@ -167,15 +172,8 @@ function firstRowsXml(text: string, n: number): string | null {
   return `${text.slice(0, at)}</${prefix}sheetData></${prefix}worksheet>`;
 }
 
-/**
- * The first `maxRows` rows of the sheet the server would read: the first one (visible before
- * hidden) whose first rows `isList` accepts, else the first one; at most 10 sheets are looked at.
- */
-export async function previewXlsx(
-  file: Blob,
-  maxRows: number,
-  isList: (rows: string[][]) => boolean,
-): Promise<{ sheetName: string; rows: string[][] }> {
+/** The first `maxRows` rows of each sheet, visible sheets first, at most MAX_PREVIEW_SHEETS. */
+export async function previewWorkbook(file: Blob, maxRows: number): Promise<SheetRows[]> {
   const buf = new Uint8Array(await file.arrayBuffer());
   const entries = centralDirectory(buf);
   const sharedEntry = entries.get("xl/sharedStrings.xml");
@@ -185,17 +183,18 @@ export async function previewXlsx(
     if (!s.complete) throw new PreviewError("the workbook's text table is too large to preview");
     shared = byLocalName(parseXml(s.text), "si").map(stringItemText);
   }
-  let first: { sheetName: string; rows: string[][] } | null = null;
-  for (const sheet of (await sheetsOf(buf, entries)).slice(0, 10)) {
+  const sheets: SheetRows[] = [];
+  for (const sheet of (await sheetsOf(buf, entries)).slice(0, MAX_PREVIEW_SHEETS)) {
     const entry = entries.get(sheet.path);
     if (!entry) continue;
-    const rows = await sheetRows(buf, entry, shared, maxRows);
-    const found = { sheetName: sheet.name, rows };
-    if (isList(rows)) return found;
-    first ??= found;
+    sheets.push({
+      name: sheet.name,
+      hidden: sheet.hidden,
+      rows: await sheetRows(buf, entry, shared, maxRows),
+    });
   }
-  if (!first) throw new PreviewError("the workbook has no sheet");
-  return first;
+  if (sheets.length === 0) throw new PreviewError("the workbook has no sheet");
+  return sheets;
 }
 
 /** "0.30000000000000004" → "0.3", as a spreadsheet shows it (15 significant digits). */

@@ -6,17 +6,23 @@ import { setFlash } from "../flash.ts";
 import { announce, useApi, useTitle } from "../hooks.ts";
 import { decodeHead, parseCsvHead, parseTxtHead } from "../lib/csv.ts";
 import { columnFieldValue, columnLetter, guessEmailColumn, type ColumnGuess } from "../lib/email-column.ts";
-import { formatBytes, plural } from "../lib/format.ts";
+import { formatBytes, formatNumber, plural } from "../lib/format.ts";
 import {
   countsText,
-  priceText,
+  isSameQuote,
+  samePrice,
   sameRequest,
-  shortfallOf,
+  startButtonLabel,
+  startButtonOf,
+  startLabel,
   uploadFormOf,
+  type Pricing,
+  type StartButton,
   type UploadQuote,
   type UploadRequest,
 } from "../lib/upload-quote.ts";
-import { previewXlsx } from "../lib/xlsx.ts";
+import { firstSheetOf, sheetOptionLabel, sheetViewOf, type SheetView } from "../lib/sheet-choice.ts";
+import { previewWorkbook } from "../lib/xlsx.ts";
 import { keeper } from "../keep-across-sign-in.ts";
 import { hrefOf, navigate } from "../router.ts";
 
@@ -36,9 +42,20 @@ interface Preview {
   /** Set when the preview could not be made; the upload still works. */
   problem: string | null;
   delimiter: string | null;
-  /** The workbook sheet shown (xlsx). */
+  /** xlsx: every previewed sheet, the one shown (undefined until the user picks one), and why. */
+  sheets?: SheetView[];
   sheetName?: string;
+  sheetReason?: string;
 }
+
+/** The preview showing `view`, one of the workbook's sheets. */
+const showingSheet = (preview: Preview, view: SheetView | undefined, reason: string): Preview => ({
+  ...preview,
+  rows: view?.rows ?? [],
+  guess: view?.guess ?? null,
+  sheetName: view?.name,
+  sheetReason: reason,
+});
 
 const kindOf = (name: string): Kind | null => {
   const ext = name.toLowerCase().split(".").pop();
@@ -50,12 +67,14 @@ const DELIMITER_NAME: Record<string, string> = { ",": "comma", ";": "semicolon",
 async function previewOf(file: File, kind: Kind): Promise<Preview> {
   try {
     if (kind === "xlsx") {
-      const { rows, sheetName } = await previewXlsx(
-        file,
-        PREVIEW_ROWS + 1,
-        (r) => guessEmailColumn(r).column >= 0,
+      const sheets = (await previewWorkbook(file, PREVIEW_ROWS + 1)).map(sheetViewOf);
+      const first = firstSheetOf(sheets);
+      const book: Preview = { kind, rows: [], guess: null, problem: null, delimiter: null, sheets };
+      return showingSheet(
+        book,
+        sheets.find((v) => v.name === first.name),
+        first.reason,
       );
-      return { kind, rows, guess: guessEmailColumn(rows), problem: null, delimiter: null, sheetName };
     }
     const head = new Uint8Array(await file.slice(0, HEAD_BYTES).arrayBuffer());
     const truncated = file.size > HEAD_BYTES;
@@ -102,8 +121,9 @@ function postUpload(r: UploadRequest, dryRun: boolean) {
 /** The dry run's answer for one request: its price, or the server's refusal of it. */
 type Quote =
   | { state: "pending"; for: UploadRequest }
-  | { state: "ready"; for: UploadRequest; quote: UploadQuote }
+  | ReadyQuote
   | { state: "refused"; for: UploadRequest; error: unknown };
+type ReadyQuote = { state: "ready"; for: UploadRequest; quote: UploadQuote };
 
 async function quoteOf(r: UploadRequest): Promise<Quote> {
   try {
@@ -120,6 +140,10 @@ const webhookRefusalOf = (q: Quote | null): string | null =>
   q?.state === "refused" && q.error instanceof MailprobeError
     ? (q.error.details.find((d) => d.field === "webhook_url")?.reason ?? null)
     : null;
+
+/** A workbook whose addresses are on several sheets, none picked yet: nothing to price or upload. */
+const needsSheet = (preview: Preview | null): boolean =>
+  preview?.sheets !== undefined && preview.sheetName === undefined;
 
 /** The chosen list survives the sign-in form that replaces this page when the session ends. */
 const chosenList = keeper<{ file: File; preview: Preview; column: string; webhookUrl: string }>();
@@ -139,6 +163,14 @@ export function ListsPage() {
   // The webhook URL as last committed (change event), so typing does not send the file each key.
   const [checkedWebhookUrl, setCheckedWebhookUrl] = useState(kept?.webhookUrl.trim() ?? "");
   const [quote, setQuote] = useState<Quote | null>(null);
+  // The last price the server gave, kept while a new webhook URL is checked (see samePrice).
+  const [priced, setPriced] = useState<ReadyQuote | null>(null);
+  // Bumped to ask the price again for the same list (credits granted while the page was open).
+  const [asked, setAsked] = useState(0);
+  function showQuote(q: Quote) {
+    setQuote(q);
+    if (q.state === "ready") setPriced(q);
+  }
   // This page sends one request at a time: a dry run holds one of the user's upload places on
   // the server while its file is read (UPLOADS_MAX_IN_PROGRESS_PER_USER, 2 by default), as the
   // upload does, so a price still being computed must not make the upload a 429.
@@ -177,26 +209,42 @@ export function ListsPage() {
   );
 
   const emailColumn = emailColumnOf(preview, column);
+  const sheet = preview?.sheetName;
   // The price, asked as soon as a file is chosen and again when what would be sent changes.
   useEffect(() => {
-    if (!file || !preview) {
+    if (!file || !preview || needsSheet(preview)) {
       setQuote(null);
       return;
     }
-    const r: UploadRequest = { file, webhookUrl: checkedWebhookUrl, emailColumn };
+    const r: UploadRequest = { file, webhookUrl: checkedWebhookUrl, emailColumn, sheet };
     let isCurrent = true;
     setQuote((shown) =>
       shown && shown.state !== "pending" && sameRequest(shown.for, r) ? shown : { state: "pending", for: r },
     );
     void quoteFor(r).then((q) => {
       if (!isCurrent) return;
-      setQuote(q);
-      if (q.state === "ready") announce(priceText(q.quote));
+      showQuote(q);
+      if (q.state === "ready") announce(startLabel(q.quote));
     });
     return () => {
       isCurrent = false;
     };
-  }, [file, preview, emailColumn, checkedWebhookUrl]);
+  }, [file, preview, emailColumn, sheet, checkedWebhookUrl, asked]);
+
+  /** Shows another sheet of the workbook; its email column is guessed afresh. */
+  function pickSheet(name: string) {
+    if (!preview?.sheets) return;
+    const view = preview.sheets.find((v) => v.name === name);
+    setPreview(showingSheet(preview, view, "you chose it"));
+    setColumn(view && view.guess.column >= 0 ? String(view.guess.column) : "auto");
+    announce(view ? `Sheet ${view.name}: ${sheetOptionLabel(view)}` : "No sheet chosen");
+  }
+
+  function askAgain() {
+    lastQuote.current = null;
+    setAsked((n) => n + 1);
+    balance.reload();
+  }
 
   async function choose(next: File | null) {
     setError(null);
@@ -242,15 +290,26 @@ export function ListsPage() {
     }
     setBusy(true);
     setError(null);
-    const r: UploadRequest = { file, webhookUrl: webhookUrl.trim(), emailColumn };
+    const r: UploadRequest = { file, webhookUrl: webhookUrl.trim(), emailColumn, sheet };
+    // The price on the button when it was pressed: the list is uploaded at that price or not at all.
+    const shown = price;
     try {
       // A webhook URL the server refuses is caught by a dry run before the list is uploaded.
       const checked = await quoteFor(r);
-      setQuote(checked);
+      showQuote(checked);
       setCheckedWebhookUrl(r.webhookUrl);
       if (webhookRefusalOf(checked) !== null) {
         announce("Webhook URL refused");
         webhookInput.current?.focus();
+        return;
+      }
+      // A price the button did not show (it had none, or the balance moved meanwhile) is shown
+      // first, on the button, and the upload waits for the next press.
+      if (
+        checked.state === "ready" &&
+        !(checked.quote.has_enough_credits && isSameQuote(shown, checked.quote))
+      ) {
+        announce(startLabel(checked.quote));
         return;
       }
       const upload = queue.current.then(() => postUpload(r, false));
@@ -271,6 +330,11 @@ export function ListsPage() {
   }
 
   const oversize = file !== null && file.size > DEFAULT_MAX_UPLOAD_BYTES;
+  const price = file && priced && samePrice(priced.for, { file, emailColumn, sheet }) ? priced.quote : null;
+  const start = startButtonOf(
+    price,
+    pricingOf(file !== null && fileProblem === null, quote, needsSheet(preview)),
+  );
   // Shown while the field still holds the URL the server refused.
   const webhookRefusal = quote && quote.for.webhookUrl === webhookUrl.trim() ? webhookRefusalOf(quote) : null;
 
@@ -332,7 +396,8 @@ export function ListsPage() {
           </p>
         )}
         {previewing && <Loading label="Reading the first rows…" />}
-        {preview && file && (
+        {preview?.sheets && <SheetPicker preview={preview} sheets={preview.sheets} onSheet={pickSheet} />}
+        {preview && file && !needsSheet(preview) && (
           <PreviewTable file={file} preview={preview} column={column} onColumn={setColumn} />
         )}
         <div class="field">
@@ -362,9 +427,20 @@ export function ListsPage() {
           </p>
         </div>
         {error !== null && <ErrorMessage error={error} title="The list was not accepted" />}
-        <div>
-          <button type="submit" disabled={busy || fileProblem !== null}>
-            Start verification
+        <div class="start-row">
+          <button
+            type="submit"
+            class="start"
+            disabled={
+              busy ||
+              fileProblem !== null ||
+              start.kind === "pricing" ||
+              start.kind === "short" ||
+              start.kind === "sheet"
+            }
+            aria-describedby={start.kind === "short" || start.kind === "priced" ? "start-help" : undefined}
+          >
+            {startButtonLabel(start)}
           </button>
           {busy && (
             <span class="loading inline" role="status">
@@ -373,31 +449,128 @@ export function ListsPage() {
           )}
         </div>
         {/* Below the button, not above it: the webhook field's change event (it fires on the
-            mousedown of a click on Start, as the field loses focus) re-prices the list, and a price
+            mousedown of a click on Start, as the field loses focus) re-prices the list, and text
             that grew or shrank above the button moved it from under the pointer before the mouseup,
             so the click was lost. */}
-        {quote && error === null && webhookRefusalOf(quote) === null && <QuoteView quote={quote} />}
+        <StartHelp
+          start={start}
+          onAskAgain={askAgain}
+          refusal={
+            quote?.state === "refused" && error === null && webhookRefusalOf(quote) === null
+              ? quote.error
+              : null
+          }
+        />
       </form>
     </section>
   );
 }
 
-/** The price of the chosen list, or why the server would refuse it, before anything is uploaded. */
-function QuoteView({ quote }: { quote: Quote }) {
-  if (quote.state === "pending") return <Loading label="Pricing the list…" />;
-  if (quote.state === "refused")
-    return <ErrorMessage error={quote.error} title="The server would refuse this list as it is" />;
-  const q = quote.quote;
-  const shortfall = shortfallOf(q);
-  return (
-    <div class={shortfall === null ? "card" : "card notice"} role="status" aria-label="Price">
-      <p>
-        <strong>{priceText(q)}</strong>
-        {shortfall !== null &&
-          ` That is ${plural(shortfall, "credit", "credits")} short: the server refuses the list until the balance covers it.`}
+/** Where the chosen list's price stands (no quote yet: its preview is being made). */
+function pricingOf(hasList: boolean, quote: Quote | null, sheetMissing: boolean): Pricing {
+  if (!hasList) return "none";
+  if (sheetMissing) return "sheet";
+  return quote?.state === "refused" ? "failed" : "pending";
+}
+
+/**
+ * Under the button: what the price counts, why the button is disabled and where credits come
+ * from, or why there is no price.
+ */
+function StartHelp({
+  start,
+  refusal,
+  onAskAgain,
+}: {
+  start: StartButton;
+  refusal: unknown;
+  onAskAgain: () => void;
+}) {
+  if (start.kind === "priced")
+    return (
+      <p id="start-help" class="help">
+        {countsText(start.quote)} Credits of unknown results are refunded when the list finishes.
       </p>
-      <p class="muted small">
-        {countsText(q)} Credits of unknown results are refunded when the list finishes.
+    );
+  if (start.kind === "short")
+    return <ShortBalance quote={start.quote} shortfall={start.shortfall} onAskAgain={onAskAgain} />;
+  if (start.kind !== "unpriced" || refusal === null) return null;
+  // A 400 is about the list itself: the upload would be refused the same way.
+  const isListRefused = refusal instanceof MailprobeError && refusal.status === 400;
+  return (
+    <ErrorMessage
+      error={refusal}
+      title={
+        isListRefused
+          ? "The server would refuse this list as it is"
+          : "The list could not be priced; pressing Start asks again"
+      }
+    />
+  );
+}
+
+/** The disabled button's reason, and what to do about it (credits come from the operator). */
+function ShortBalance({
+  quote,
+  shortfall,
+  onAskAgain,
+}: {
+  quote: UploadQuote;
+  shortfall: number;
+  onAskAgain: () => void;
+}) {
+  return (
+    <div id="start-help" class="notice" role="status" aria-label="Not enough credits">
+      <p>
+        <strong>{plural(shortfall, "credit", "credits")} short:</strong> this list needs{" "}
+        {plural(quote.credits_required, "credit", "credits")} and your balance is{" "}
+        {formatNumber(quote.balance)}, so it cannot start until the balance covers it.
+      </p>
+      <p>
+        Credits are granted by the operator of this server (<code>mailprobe credits grant</code>): ask for{" "}
+        {plural(shortfall, "more credit", "more credits")}, or upload a shorter list. Your balance and what
+        used it are on the <a href={hrefOf.credits}>Credits page</a>; the list stays chosen here.
+      </p>
+      <p class="muted small">{countsText(quote)}</p>
+      <button type="button" class="secondary" onClick={onAskAgain}>
+        Check the balance again
+      </button>
+    </div>
+  );
+}
+
+/** The workbook's sheets: the one shown, why, and the others to choose from. */
+function SheetPicker({
+  preview,
+  sheets,
+  onSheet,
+}: {
+  preview: Preview;
+  sheets: SheetView[];
+  onSheet: (name: string) => void;
+}) {
+  const missing = preview.sheetName === undefined;
+  return (
+    <div class="field">
+      <label for="list-sheet">Sheet</label>
+      <select
+        id="list-sheet"
+        value={preview.sheetName ?? ""}
+        onChange={(e) => onSheet(e.currentTarget.value)}
+        aria-describedby="list-sheet-help"
+        aria-invalid={missing}
+      >
+        {missing && <option value="">Choose the sheet with the list…</option>}
+        {sheets.map((v) => (
+          <option key={v.name} value={v.name}>
+            {sheetOptionLabel(v)}
+          </option>
+        ))}
+      </select>
+      <p id="list-sheet-help" class={missing ? "notice" : "help"} role={missing ? "alert" : undefined}>
+        {missing
+          ? `This workbook's ${preview.sheetReason ?? "sheets hold addresses"}: choose the one to verify. Only that sheet is read.`
+          : `Showing “${preview.sheetName}”, because ${preview.sheetReason ?? "it holds the list"}. Only this sheet is read; the download is your workbook with the results added to it.`}
       </p>
     </div>
   );
