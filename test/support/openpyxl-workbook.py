@@ -39,6 +39,9 @@ def make(path):
             cell.number_format = fmt
     for letter, width in WIDTHS.items():
         ws.column_dimensions[letter].width = width
+    # A note merged past the list's last column: the result columns start after the merge.
+    ws["K2"] = "called twice"
+    ws.merge_cells("K2:L2")
     ws.freeze_panes = "A2"
     ws.auto_filter.ref = "A1:J8"
     summary = wb.create_sheet("Summary")

@@ -18,7 +18,14 @@ import {
 import { DEFAULT_ZIP_LIMITS, ZipArchive, type ZipPart } from "../parse/zip-guard.ts";
 import type { RowRemap } from "./cell-refs.ts";
 import type { ExportCell } from "./cells.ts";
-import { patchSheet, rowRemapOf, surveySheet, type RowFate, type SheetPatchPlan } from "./sheet-patch.ts";
+import {
+  lastColumnOf,
+  patchSheet,
+  rowRemapOf,
+  surveySheet,
+  type RowFate,
+  type SheetPatchPlan,
+} from "./sheet-patch.ts";
 import { attributeOf, withAttribute, xmlTags } from "./xml-tags.ts";
 
 export interface WorkbookPatchInput {
@@ -134,11 +141,7 @@ async function filteredParts(
 ): Promise<{ changed: Map<string, string>; dropped: Set<string> }> {
   const changed = new Map<string, string>();
   const dropped = new Set<string>();
-  const sheetRels = await readRels(zip, relsPathOf(sheet.part.name), dirOf(sheet.part.name));
-  for (const rel of sheetRels.values()) {
-    const part = rel.type.endsWith("/table") ? zip.part(rel.target) : undefined;
-    if (part) changed.set(part.name, remapTable(await text(zip, part), remap));
-  }
+  for (const table of await tablesOf(zip, sheet)) changed.set(table.name, remapTable(table.xml, remap));
   const bookRelsPath = relsPathOf(plan.workbookPath);
   const calcChain = [...(await readRels(zip, bookRelsPath, dirOf(plan.workbookPath))).values()].find((r) =>
     r.type.endsWith("/calcChain"),
@@ -164,6 +167,27 @@ async function filteredParts(
   return { changed, dropped };
 }
 
+/** The sheet's tables (ListObjects): their parts' names and text. */
+async function tablesOf(zip: ZipArchive, sheet: SheetPart): Promise<Array<{ name: string; xml: string }>> {
+  const rels = await readRels(zip, relsPathOf(sheet.part.name), dirOf(sheet.part.name));
+  const tables: Array<{ name: string; xml: string }> = [];
+  for (const rel of rels.values()) {
+    const part = rel.type.endsWith("/table") ? zip.part(rel.target) : undefined;
+    if (part) tables.push({ name: part.name, xml: await text(zip, part) });
+  }
+  return tables;
+}
+
+/** The rightmost column a table of the sheet covers: a result cell there would break the table. */
+function lastTableColumn(tables: ReadonlyArray<{ xml: string }>): number {
+  let last = 0;
+  for (const { xml } of tables) {
+    const tag = [...xmlTags(xml)].find((t) => t.name === "table" && t.kind !== "close");
+    if (tag) last = Math.max(last, lastColumnOf(attributeOf(xml.slice(tag.start, tag.end), "ref")));
+  }
+  return last;
+}
+
 /** The sheet, patched, and the other parts that change with it. */
 async function patchedParts(zip: ZipArchive, input: WorkbookPatchInput) {
   const plan = await planWorkbook(zip, LIMITS);
@@ -176,7 +200,14 @@ async function patchedParts(zip: ZipArchive, input: WorkbookPatchInput) {
     throw new WorkbookMismatch("the sheet's rows were not read as the upload read them");
   const sheetPlan: SheetPatchPlan = {
     rows,
-    firstResultColumn: Math.max(input.listWidth, survey.lastValueColumn) + 1,
+    // After every value, merged range and table of the sheet: the result cells overlap none.
+    firstResultColumn:
+      Math.max(
+        input.listWidth,
+        survey.lastValueColumn,
+        survey.lastMergedColumn,
+        lastTableColumn(await tablesOf(zip, sheet)),
+      ) + 1,
     resultWidths: resultWidths(input),
     filtered: input.filtered,
   };

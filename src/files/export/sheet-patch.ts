@@ -31,13 +31,22 @@ export interface SheetSurvey {
   rowNumbers: number[];
   /** The rightmost column (1-based) of a cell holding a value or a formula; 0 when none. */
   lastValueColumn: number;
+  /** The rightmost column a merged range reaches; 0 when none (result cells may not land in one). */
+  lastMergedColumn: number;
 }
 
 const VALUE_CHILDREN = new Set(["v", "is", "f"]);
 
+/** The last column (1-based) of a range such as "B2:D4"; 0 when it names none. */
+export function lastColumnOf(ref: string | undefined): number {
+  const end = (ref ?? "").split(":").pop() ?? "";
+  return parseCellRef(end)?.column ?? 0;
+}
+
 export function surveySheet(xml: string): SheetSurvey {
   const rowNumbers: number[] = [];
   let lastValueColumn = 0;
+  let lastMergedColumn = 0;
   let nextColumn = 1;
   let cellColumn = 0;
   for (const tag of xmlTags(xml)) {
@@ -50,8 +59,13 @@ export function surveySheet(xml: string): SheetSurvey {
       cellColumn = parseCellRef(attributeOf(xml.slice(tag.start, tag.end), "r") ?? "")?.column ?? nextColumn;
       nextColumn = cellColumn + 1;
     } else if (VALUE_CHILDREN.has(tag.name) && cellColumn > lastValueColumn) lastValueColumn = cellColumn;
+    else if (tag.name === "mergeCell")
+      lastMergedColumn = Math.max(
+        lastMergedColumn,
+        lastColumnOf(attributeOf(xml.slice(tag.start, tag.end), "ref")),
+      );
   }
-  return { rowNumbers, lastValueColumn };
+  return { rowNumbers, lastValueColumn, lastMergedColumn };
 }
 
 /** One result cell; text as an inline string, which no spreadsheet evaluates. */

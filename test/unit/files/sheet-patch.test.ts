@@ -35,6 +35,14 @@ describe("RowRemap", () => {
   });
 });
 
+test("surveySheet: row numbers, the last column with a value, the last column a merge reaches", () => {
+  const survey = surveySheet(
+    '<worksheet><sheetData><row r="2"><c r="A2"><v>1</v></c><c r="D2" s="1"/></row><row><c r="B3" t="s"><v>0</v></c></row>' +
+      '</sheetData><mergeCells count="1"><mergeCell ref="B3:F3"/></mergeCells></worksheet>',
+  );
+  assert.deepEqual(survey, { rowNumbers: [2, 3], lastValueColumn: 2, lastMergedColumn: 6 });
+});
+
 describe("patchSheet", () => {
   test("appends result cells, sizes their columns, keeps every other byte", () => {
     const xml =

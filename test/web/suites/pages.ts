@@ -185,8 +185,16 @@ export function everyPage(): void {
       await page
         .getByLabel("File")
         .setInputFiles({ name: "customers.csv", mimeType: "text/csv", buffer: Buffer.from(LIST) });
-      await page.getByRole("region", { name: "Preview of customers.csv" }).waitFor();
+      const preview = page.getByRole("region", { name: "Preview of customers.csv" });
+      await preview.waitFor();
       await pricedStart(page).waitFor();
+      // The email column shows whole inside the preview, also where the table scrolls sideways.
+      const shown = await preview.evaluate((el) => {
+        const th = el.querySelector("th.chosen")!.getBoundingClientRect();
+        const box = el.getBoundingClientRect();
+        return th.left >= box.left - 1 && th.right <= box.right + 1;
+      });
+      assert.ok(shown, `the email column is in view at ${String(width)} px`);
       await checkPage(page, "lists");
     });
 

@@ -576,6 +576,17 @@ function SheetPicker({
   );
 }
 
+/** Scrolls the preview sideways, as little as needed, so that the email column shows whole. */
+function revealChosenColumn(scroller: HTMLElement): void {
+  const th = scroller.querySelector<HTMLElement>("th.chosen");
+  if (!th) return;
+  const left = th.offsetLeft;
+  const right = left + th.offsetWidth;
+  if (right > scroller.scrollLeft + scroller.clientWidth)
+    scroller.scrollLeft = Math.min(left, right - scroller.clientWidth);
+  else if (left < scroller.scrollLeft) scroller.scrollLeft = left;
+}
+
 function PreviewTable({
   file,
   preview,
@@ -609,6 +620,12 @@ function PreviewTable({
   const width = Math.max(...preview.rows.map((r) => r.length), 1);
   const columns = Array.from({ length: Math.min(width, 200) }, (_, i) => i);
   const chosen = column === "auto" ? (guess?.column ?? -1) : Number(column);
+  const scroller = useRef<HTMLDivElement>(null);
+  // On a phone the preview scrolls sideways: the email column is brought into view, not left
+  // cut off at the edge (issue 35).
+  useEffect(() => {
+    if (scroller.current) revealChosenColumn(scroller.current);
+  }, [chosen, preview]);
   const nameOf = (i: number): string => {
     const h = header?.[i]?.trim();
     return h ? `${columnLetter(i)}: ${h}` : `Column ${columnLetter(i)}`;
@@ -645,7 +662,13 @@ function PreviewTable({
       {preview.kind === "txt" && (
         <p class="help">A .txt list has one address per line, so there is no column to choose.</p>
       )}
-      <div class="table-scroll" tabIndex={0} role="region" aria-label={`Preview of ${file.name}`}>
+      <div
+        ref={scroller}
+        class="table-scroll"
+        tabIndex={0}
+        role="region"
+        aria-label={`Preview of ${file.name}`}
+      >
         <table class="preview">
           <caption>
             First {plural(body.length, "row", "rows")} of {file.name}
