@@ -84,6 +84,13 @@ export async function checkOutPath(input: string | null, out: string, force: boo
   if (target && !force) throw new CliError(`${out} already exists; pass --force to replace it`);
 }
 
+/**
+ * A parser or server message naming the upload's `sheet` field, reworded for the command line,
+ * where the choice is the --sheet option.
+ */
+export const withSheetOption = (message: string): string =>
+  message.replace("with the sheet field (sheet=", "with --sheet (--sheet ");
+
 /** "E" → 5, "AB" → 28: a spreadsheet column letter as a 1-based number; null for anything else. */
 export function columnLetterToNumber(letters: string): number | null {
   if (!/^[A-Za-z]{1,3}$/.test(letters)) return null;

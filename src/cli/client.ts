@@ -37,6 +37,7 @@ import {
   checkOutPath,
   CliError,
   columnLetterToNumber,
+  withSheetOption,
   defaultOutPath,
   outputFormat,
   shellWord,
@@ -260,8 +261,7 @@ async function postUpload(file: string, data: Buffer, choice: ListChoice): Promi
 /** The server names its form field (`sheet=Contacts`); here the choice is the --sheet option. */
 function asSheetOption(error: unknown): unknown {
   if (!(error instanceof ClientError) || !error.fields.includes("sheet")) return error;
-  const message = error.message.replace("with the sheet field (sheet=", "with --sheet (--sheet ");
-  return new ClientError(message, error.status, error.code, error.fields);
+  return new ClientError(withSheetOption(error.message), error.status, error.code, error.fields);
 }
 
 /**

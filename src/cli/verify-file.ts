@@ -10,10 +10,9 @@ import {
   buildResultHeader,
   joinResultRow,
   parseListFile,
-  patchWorkbook,
+  patchWorkbookOrNull,
   RESULT_COLUMNS,
   TXT_RESULT_COLUMNS,
-  WorkbookMismatch,
   writeExport,
   type ExportCell,
   type ExportFormat,
@@ -37,6 +36,7 @@ import {
   outputFormat,
   checkOutPath,
   warnAboutConfig,
+  withSheetOption,
   writeFileAtomically,
 } from "./cli-support.ts";
 import { failedCells, SKIPPED_STATUS } from "../tasks/export-task.ts";
@@ -88,8 +88,7 @@ async function parseList(
   }
   if (!parsed.ok) {
     const tooMany = parsed.problem.code === "too_many_emails";
-    // The parser's message names the API's field; here it is the --sheet option.
-    const message = parsed.problem.message.replace("with the sheet field (sheet=", "with --sheet (--sheet ");
+    const message = withSheetOption(parsed.problem.message);
     throw new CliError(
       `${file}: ${message}${tooMany ? ` (the command-line limit is ${LOCAL_MAX_EMAILS.toLocaleString("en-US")} addresses)` : ""}`,
     );
@@ -182,20 +181,15 @@ async function patchedWorkbook(list: ParsedList, data: Buffer, table: ResultTabl
   if (list.format !== "xlsx" || list.sheetName === undefined) return null;
   const width = list.columnCount;
   const names = table.header.slice(width);
-  try {
-    return await patchWorkbook({
-      original: data,
-      sheetName: list.sheetName,
-      resultHeader: list.header ? names : null,
-      resultWidth: names.length,
-      listWidth: width,
-      dataRows: table.rows.map((row) => row.slice(width)),
-      filtered: false,
-    });
-  } catch (error) {
-    if (error instanceof WorkbookMismatch) return null;
-    throw error;
-  }
+  return patchWorkbookOrNull({
+    original: data,
+    sheetName: list.sheetName,
+    resultHeader: list.header ? names : null,
+    resultWidth: names.length,
+    listWidth: width,
+    dataRows: table.rows.map((row) => row.slice(width)),
+    filtered: false,
+  });
 }
 
 async function writeResults(

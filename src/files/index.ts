@@ -25,7 +25,12 @@ export { isFormulaText, neutraliseFormula, type ExportCell, type ExportInput } f
 export { writeCsv, writeTxt, type CsvExportOptions } from "./export/write-text.ts";
 export { writeXlsx } from "./export/write-xlsx.ts";
 export { writeExport } from "./export/write-export.ts";
-export { patchWorkbook, WorkbookMismatch, type WorkbookPatchInput } from "./export/patch-workbook.ts";
+export {
+  patchWorkbook,
+  patchWorkbookOrNull,
+  WorkbookMismatch,
+  type WorkbookPatchInput,
+} from "./export/patch-workbook.ts";
 export {
   EXPORT_FORMATS,
   RESULT_COLUMN_PREFIX,

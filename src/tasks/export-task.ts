@@ -17,10 +17,9 @@ import {
   downloadFilename,
   filledWidth,
   joinResultRow,
-  patchWorkbook,
+  patchWorkbookOrNull,
   RESULT_COLUMNS,
   TXT_RESULT_COLUMNS,
-  WorkbookMismatch,
   writeExport,
   type ExportCell,
   type ExportFormat,
@@ -190,20 +189,15 @@ async function workbookDownload(
   const dataRows: Array<ExportCell[] | null> = [];
   for await (const row of rows) dataRows.push(keep && !keep(row) ? null : cellsInOrder(cellsOf(row)));
   const names = buildResultHeader(upload.header, width).slice(width);
-  try {
-    return await patchWorkbook({
-      original: workbook.data,
-      sheetName: workbook.sheetName,
-      resultHeader: upload.header ? names : null,
-      resultWidth: names.length,
-      listWidth: width,
-      dataRows,
-      filtered: keep !== null,
-    });
-  } catch (error) {
-    if (error instanceof WorkbookMismatch) return null;
-    throw error;
-  }
+  return patchWorkbookOrNull({
+    original: workbook.data,
+    sheetName: workbook.sheetName,
+    resultHeader: upload.header ? names : null,
+    resultWidth: names.length,
+    listWidth: width,
+    dataRows,
+    filtered: keep !== null,
+  });
 }
 
 /**

@@ -136,12 +136,12 @@ function withoutElements(xml: string, name: string, drop: (tag: string) => boole
 async function filteredParts(
   zip: ZipArchive,
   plan: WorkbookPlan,
-  sheet: SheetPart,
+  tables: ReadonlyArray<{ name: string; xml: string }>,
   remap: RowRemap,
 ): Promise<{ changed: Map<string, string>; dropped: Set<string> }> {
   const changed = new Map<string, string>();
   const dropped = new Set<string>();
-  for (const table of await tablesOf(zip, sheet)) changed.set(table.name, remapTable(table.xml, remap));
+  for (const table of tables) changed.set(table.name, remapTable(table.xml, remap));
   const bookRelsPath = relsPathOf(plan.workbookPath);
   const calcChain = [...(await readRels(zip, bookRelsPath, dirOf(plan.workbookPath))).values()].find((r) =>
     r.type.endsWith("/calcChain"),
@@ -198,25 +198,34 @@ async function patchedParts(zip: ZipArchive, input: WorkbookPatchInput) {
   const survey = surveySheet(xml);
   if (survey.rowNumbers.length !== rows.length)
     throw new WorkbookMismatch("the sheet's rows were not read as the upload read them");
+  const tables = await tablesOf(zip, sheet);
   const sheetPlan: SheetPatchPlan = {
     rows,
     // After every value, merged range and table of the sheet: the result cells overlap none.
     firstResultColumn:
-      Math.max(
-        input.listWidth,
-        survey.lastValueColumn,
-        survey.lastMergedColumn,
-        lastTableColumn(await tablesOf(zip, sheet)),
-      ) + 1,
+      Math.max(input.listWidth, survey.lastValueColumn, survey.lastMergedColumn, lastTableColumn(tables)) + 1,
     resultWidths: resultWidths(input),
     filtered: input.filtered,
   };
   const patched = patchSheet(xml, sheetPlan, survey);
   const remap = rowRemapOf(sheetPlan, survey);
   if (!remap) return { changed: new Map([[sheet.part.name, patched]]), dropped: new Set<string>() };
-  const parts = await filteredParts(zip, plan, sheet, remap);
+  const parts = await filteredParts(zip, plan, tables, remap);
   parts.changed.set(sheet.part.name, patched);
   return parts;
+}
+
+/**
+ * patchWorkbook, or null when the stored workbook does not match the rows (WorkbookMismatch):
+ * the callers (the API's download, `mailprobe verify --file`) then write a plain workbook.
+ */
+export async function patchWorkbookOrNull(input: WorkbookPatchInput): Promise<Readable | null> {
+  try {
+    return await patchWorkbook(input);
+  } catch (error) {
+    if (error instanceof WorkbookMismatch) return null;
+    throw error;
+  }
 }
 
 /**

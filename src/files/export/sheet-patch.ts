@@ -115,7 +115,6 @@ class SheetSplicer {
       if (this.skipping) this.skipTag(tag);
       // Most tags of a sheet are <v>, <is> and <t>: their text is needed only to remap rows.
       else if (this.remap || REWRITTEN.has(tag.name)) this.visit(tag, this.xml.slice(tag.start, tag.end));
-      else if (tag.name === "f" && this.inCell) this.visit(tag, "");
     }
     this.out.push(this.xml.slice(this.copied));
     return this.out.join("");
