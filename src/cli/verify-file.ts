@@ -7,6 +7,7 @@ import type { Readable } from "node:stream";
 import { engineOptionsFrom, guardPorts } from "../app/engine-options.ts";
 import { loadConfig, type Config } from "../config/index.ts";
 import {
+  addressAsWritten,
   buildResultHeader,
   joinResultRow,
   parseListFile,
@@ -161,7 +162,7 @@ function resultTable(list: ParsedList, cellsOf: (email: string) => Cells, format
     // the one the user wrote, as in the API's txt download.
     const rows = list.rows.flatMap((row, i) => {
       const cells = rowCells(i);
-      const written = row[list.emailColumn]?.trim() || cells.email;
+      const written = addressAsWritten(row, list.emailColumn) ?? cells.email;
       return cells.email ? [cellsInOrder({ ...cells, email: written }, TXT_FIELDS)] : [];
     });
     return { header: [...TXT_RESULT_COLUMNS], rows };

@@ -21,7 +21,13 @@ export type { ListFormat } from "./parse/sniff.ts";
 export type { TextEncodingName } from "./parse/decode-text.ts";
 export type { Delimiter } from "./parse/delimiter.ts";
 export { DEFAULT_ZIP_LIMITS, type ZipLimits } from "./parse/zip-guard.ts";
-export { isFormulaText, neutraliseFormula, type ExportCell, type ExportInput } from "./export/cells.ts";
+export {
+  addressAsWritten,
+  isFormulaText,
+  neutraliseFormula,
+  type ExportCell,
+  type ExportInput,
+} from "./export/cells.ts";
 export { writeCsv, writeTxt, type CsvExportOptions } from "./export/write-text.ts";
 export { writeXlsx } from "./export/write-xlsx.ts";
 export { writeExport } from "./export/write-export.ts";

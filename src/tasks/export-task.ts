@@ -10,6 +10,7 @@ import {
 import { findTask } from "../db/queries/tasks.ts";
 import { findUploadWorkbook, findUploadsOfTasks, type UploadRecord } from "../db/queries/uploads.ts";
 import {
+  addressAsWritten,
   buildResultHeader,
   contentTypeFor,
   decodeRowBlock,
@@ -166,12 +167,6 @@ async function originalWidth(
   return width;
 }
 
-/** The address cell of an upload's row as the user wrote it (trimmed); null for a JSON task. */
-function writtenAddress(row: ExportRow, upload: UploadRecord | null): string | null {
-  if (!upload || upload.emailColumn === null || !row.cells) return null;
-  return row.cells[upload.emailColumn]?.trim() || null;
-}
-
 /**
  * The xlsx download of an xlsx upload: the user's workbook with the result columns appended
  * (files/export/patch-workbook.ts). Null when the upload's workbook was not kept (uploads from
@@ -248,7 +243,10 @@ export async function prepareDownload(
         // txt lists addresses only: a file row that held no address has nothing to show. The
         // address is the one the user wrote (the csv and xlsx have the normalised one beside it).
         if (cells.email)
-          yield cellsInOrder({ ...cells, email: writtenAddress(row, upload) ?? cells.email }, TXT_FIELDS);
+          yield cellsInOrder(
+            { ...cells, email: addressAsWritten(row.cells, upload?.emailColumn ?? null) ?? cells.email },
+            TXT_FIELDS,
+          );
       } else {
         const result = cellsInOrder(cells);
         yield upload ? joinResultRow(row.cells ?? [], width, result) : result;

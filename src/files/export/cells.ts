@@ -54,6 +54,18 @@ export function exportText(cell: ExportCell, escapeFormulas: boolean): string {
   return escapeFormulas && typeof cell === "string" ? neutraliseFormula(text) : text;
 }
 
+/**
+ * The address cell of a list's row as the user wrote it (trimmed), for the downloads that give the
+ * address back: the normalised form has its own column. Null when the row has no such cell.
+ */
+export function addressAsWritten(
+  row: readonly string[] | null | undefined,
+  emailColumn: number | null,
+): string | null {
+  if (!row || emailColumn === null) return null;
+  return row[emailColumn]?.trim() || null;
+}
+
 /** Iterates sync and async row sources alike. */
 export async function* eachRow(
   rows: AsyncIterable<readonly ExportCell[]> | Iterable<readonly ExportCell[]>,

@@ -6,7 +6,15 @@
 import assert from "node:assert/strict";
 import { before, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
-import { axe, heading, newContext, open, screenshot, until } from "../support/browser.ts";
+import {
+  assertNoSidewaysScroll,
+  axe,
+  heading,
+  newContext,
+  open,
+  screenshot,
+  until,
+} from "../support/browser.ts";
 import { shared } from "../support/shared.ts";
 import { STACK_ADMIN_TOKEN, type Stack } from "../support/stack.ts";
 
@@ -15,16 +23,6 @@ let browser: Browser;
 
 interface QueueJson {
   jobs: { retry_backlog: number; next_retry_at: string | null };
-}
-
-async function assertNoSidewaysScroll(page: Page, name: string): Promise<void> {
-  const { scrollWidth, clientWidth } = await page.evaluate<{ scrollWidth: number; clientWidth: number }>(
-    "({ scrollWidth: document.scrollingElement.scrollWidth, clientWidth: document.scrollingElement.clientWidth })",
-  );
-  assert.ok(
-    scrollWidth <= clientWidth,
-    `${name} scrolls sideways: ${String(scrollWidth)} > ${String(clientWidth)}`,
-  );
 }
 
 async function signInAsOperator(page: Page, token: string): Promise<void> {

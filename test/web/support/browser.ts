@@ -121,9 +121,10 @@ export async function assertNoSidewaysScroll(page: Page, name: string): Promise<
   const { scrollWidth, clientWidth } = await page.evaluate<{ scrollWidth: number; clientWidth: number }>(
     "({ scrollWidth: document.scrollingElement.scrollWidth, clientWidth: document.scrollingElement.clientWidth })",
   );
+  const width = String(page.viewportSize()?.width ?? 0);
   assert.ok(
     scrollWidth <= clientWidth,
-    `${name} scrolls sideways: ${String(scrollWidth)} > ${String(clientWidth)}`,
+    `${name} at ${width} px scrolls sideways: ${String(scrollWidth)} > ${String(clientWidth)} px`,
   );
 }
 
