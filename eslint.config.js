@@ -31,13 +31,14 @@ const ALLOWED = {
   auth: [...DOMAIN_BASE, "keys"],
   users: [...DOMAIN_BASE, "credits", "keys"],
   verifications: [...DOMAIN_BASE, "auth", "credits"],
-  tasks: [...DOMAIN_BASE, "auth", "credits", "files", "verifications", "webhooks"],
+  tasks: [...DOMAIN_BASE, "auth", "credits", "files", "jobs", "verifications", "webhooks"],
   uploads: [...DOMAIN_BASE, "auth", "files", "tasks"],
   // The outbound address guard: a pure function of an address, for webhooks and mail hosts.
   net: ["lib"],
   // The per-MX-host session slots (smtp_host_slots), for the worker pool and realtime alike.
   hostslots: ["lib", "db", "verify"],
-  jobs: [...DOMAIN_BASE, "config", "hostslots", "verifications"],
+  // The queue: claims, leases, retry decisions; it hands results to tasks/ through a port.
+  jobs: [...DOMAIN_BASE, "config", "hostslots"],
   webhooks: [...DOMAIN_BASE, "config", "net"],
   // The domain through HttpDeps (http/deps.ts): never db/, config/, jobs/, app/ or cli/.
   http: [

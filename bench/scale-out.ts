@@ -31,7 +31,7 @@
 // Printed per run, first the scheduling figures: wall time, addresses/s, the bound, wall / bound,
 // the speed-up against the first row (W = 1), and the claims, counted on the wire: candidate reads
 // (claimCandidate, `with running as (`), group claims (claimDomainJobs, `with turn as (`),
-// result-write transactions (record-results.ts writeBatch's `… for share` of the tasks, one per
+// result-write transactions (tasks/record-group.ts writeBatch's `… for share` of the tasks, one per
 // transaction whatever its outcomes: the groups claimed), candidate reads − result writes (an
 // empty-claim estimate; it also counts a claim's second read after losing a domain's turn), and claim transactions with the ones that took nothing (a claim
 // transaction that never ran markTasksStarted's `update tasks set started_at`).
@@ -267,7 +267,7 @@ const CLAIM_TEXT = {
   /** markTasksStarted: once in every claim that took jobs (src/jobs/claim.ts startClaimed). */
   started: "update tasks set started_at",
   /**
-   * shareLockTasks: once in every result-write transaction (src/jobs/record-results.ts
+   * shareLockTasks: once in every result-write transaction (src/tasks/record-group.ts
    * writeBatch), whatever its outcomes, where `insert into email_verifications` is skipped by a
    * group of retries only. A group of at most RECORD_BATCH_MAX (100) outcomes is one write.
    */

@@ -1,6 +1,6 @@
 import type { Services } from "./services.ts";
 import { createPgHostGate } from "../hostslots/host-gate.ts";
-import { taskSettlement } from "../tasks/groups-recorded.ts";
+import { taskGroupRecorder } from "../tasks/group-recorder.ts";
 import { createWorkerPool, newWorkerId, type WorkerPool } from "../jobs/runner.ts";
 import { createRetentionSweeper, type RetentionSweeper } from "../tasks/retention.ts";
 import { createEngine } from "../verify/index.ts";
@@ -56,7 +56,7 @@ export function createWorkerRole(
     engine,
     gate,
     config: config.worker,
-    onGroupsRecorded: taskSettlement,
+    recorder: taskGroupRecorder,
     workerId,
     recordRetryDelaysMs: opts.recordRetryDelaysMs,
     claimPause: diskPause,

@@ -72,3 +72,5 @@ export function createDomainHosts(isSaturated: (host: string) => boolean) {
     },
   };
 }
+
+export type DomainHosts = ReturnType<typeof createDomainHosts>;

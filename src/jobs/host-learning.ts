@@ -4,14 +4,12 @@ import { domainsAwaitingFirstSession } from "../db/queries/jobs.ts";
 import type { Clock } from "../lib/clock.ts";
 import type { Logger } from "../observability/logger.ts";
 import { providerOf, type Engine } from "../verify/index.ts";
-import type { createDomainHosts } from "./domain-hosts.ts";
+import type { DomainHosts } from "./domain-hosts.ts";
 
 /** How often, at most, and how many domains at a time, the pool learns mail hosts ahead. */
 const HOSTS_AHEAD_EVERY_MS = 1_000;
 const HOSTS_AHEAD_MAX = 500;
 const HOSTS_AHEAD_PARALLEL = 8;
-
-type DomainHosts = ReturnType<typeof createDomainHosts>;
 
 /**
  * Which server IP serves each queued domain: learnt from the engine's (cached) DNS resolution,

@@ -1,6 +1,6 @@
 // What to do with each job of a processed group: pure decisions over the engine's answers (or
 // the error that stopped it), the job's counters and the retry schedules. The runner applies them.
-import type { JobRecord, RetrySchedule } from "../db/queries/jobs.ts";
+import type { JobRecord, Reschedule, RetrySchedule } from "../db/queries/jobs.ts";
 import { isSandboxAddress, type VerificationResult } from "../verify/index.ts";
 import {
   hostBusyDelayMs,
@@ -264,3 +264,13 @@ export function outcomesOfUnrecorded(
     rand,
   );
 }
+
+/** The row that puts a job back in the queue for a retry outcome. */
+export const rescheduleOf = (o: JobOutcome & { kind: "retry" }): Reschedule => ({
+  id: o.job.id,
+  runAfter: o.runAfter,
+  error: o.error,
+  refundAttempt: o.refundAttempt,
+  schedule: o.schedule,
+  result: o.result,
+});

@@ -2,16 +2,27 @@ import { attributionOf, type Principal } from "../auth/principal.ts";
 import { deductCredits, refundCredits, type LedgerEntry } from "../credits/ledger.ts";
 import type { Queryable } from "../db/client.ts";
 import { findApiKeyPurpose } from "../db/queries/api-keys.ts";
-import { countBillableJobs, countUnbillableJobs, isBillableAddress } from "../db/queries/billable-jobs.ts";
+import { countBillableJobs, countUnbillableJobs } from "../db/queries/billable-jobs.ts";
 import { findCreditTransactionByKey } from "../db/queries/credit-transactions.ts";
-import type { TaskRecord } from "../db/queries/tasks.ts";
+import { findOwnersOfCancelledTasks, type TaskRecord } from "../db/queries/tasks.ts";
+import { lockUserBalances } from "../db/queries/users.ts";
+import type { JobOutcome } from "../jobs/outcomes.ts";
 import { AppError, notFound } from "../lib/app-error.ts";
+import { isSandboxAddress, type VerificationStatus } from "../verify/index.ts";
 
 // A task's money, in one place: the reservation at creation, the refund of unknown and failed
 // results at finish, the refund of everything undelivered at cancel, and the charge of results
-// that arrive after a cancel. Which job is billable at all (not a sandbox address, not an unknown
-// answer) is db/queries/billable-jobs.ts, in TypeScript and SQL side by side, because the worker
-// pool (jobs/) needs it too and may not import tasks/.
+// that arrive after a cancel, with who pays for a result write. Which job is billable at all (not
+// a sandbox address, not an unknown answer) is written here in TypeScript and in
+// db/queries/billable-jobs.ts in SQL (the refunds count by it);
+// test/integration/tasks/billing-rule.test.ts holds the two equal on both engines.
+
+/** An address whose verification costs a credit: every one but the sandbox's (verify/sandbox.ts). */
+export const isBillableAddress = (emailAddress: string): boolean => !isSandboxAddress(emailAddress);
+
+/** A recorded batch result that costs a credit: an answer other than unknown, for a billable address. */
+export const isBillable = (emailAddress: string, status: VerificationStatus): boolean =>
+  status !== "unknown" && isBillableAddress(emailAddress);
 
 /**
  * The ledger idempotency keys of a task's credit movements. Rows already in the ledger carry
@@ -152,4 +163,71 @@ export async function chargeLateResults(
   if (!task.userId || jobIds.length === 0) return;
   const key = taskLedgerKey.lateCharge(task.id, jobIds);
   await deductCredits(tx, await entryOf(tx, task, task.userId, "lateCharge", jobIds.length, key, at));
+}
+
+/** A recorded result that is billed: not unknown, not a sandbox address. */
+const isBilled = (o: JobOutcome): boolean =>
+  o.kind === "result" && isBillable(o.job.emailAddress, o.result.status);
+
+/** The jobs of `taskId` whose recorded result is billed. */
+export const billedJobIds = (outcomes: readonly JobOutcome[], taskId: string): string[] =>
+  outcomes.filter((o) => o.job.taskId === taskId && isBilled(o)).map((o) => o.job.id);
+
+/** Tasks with a billed result among `outcomes`. */
+const billedTaskIds = (outcomes: readonly JobOutcome[]): string[] => [
+  ...new Set(outcomes.filter(isBilled).map((o) => o.job.taskId)),
+];
+
+/** A result write met a user whose balance it must move but did not lock first: run it again with them. */
+export class PayersNotLocked extends Error {
+  constructor(readonly payers: readonly string[]) {
+    super("the write moves the balance of users it did not lock first");
+  }
+}
+
+/**
+ * Locks, first in a result write (docs/locking.md), the balances the write may move. Recording a
+ * result moves no money (the task's reservation paid for it); only billed results of a task
+ * cancelled meanwhile are charged (chargeLateResults), so the payers are the owners of such tasks,
+ * read before any lock (or `known` from a previous round) and checked under the locks by
+ * assertPayersLocked.
+ */
+export async function lockResultPayers(
+  tx: Queryable,
+  outcomes: readonly JobOutcome[],
+  known: readonly string[] | null,
+): Promise<readonly string[]> {
+  const payers = known ?? (await findOwnersOfCancelledTasks(tx, billedTaskIds(outcomes)));
+  await lockUserBalances(tx, payers);
+  return payers;
+}
+
+/** Throws PayersNotLocked when a cancelled task among `tasks` owes a charge its owner's lock does not cover. */
+export function assertPayersLocked(
+  outcomes: readonly JobOutcome[],
+  tasks: ReadonlyMap<string, TaskRecord>,
+  payers: readonly string[],
+): void {
+  const due = new Set(
+    billedTaskIds(outcomes).flatMap((id) => {
+      const t = tasks.get(id)!;
+      return t.cancelledAt !== null && t.userId !== null ? [t.userId] : [];
+    }),
+  );
+  if ([...due].some((u) => !payers.includes(u))) throw new PayersNotLocked([...new Set([...payers, ...due])]);
+}
+
+/**
+ * In a result write, under its locks: each cancelled task among `tasks` is charged for the billed
+ * results of `outcomes` that arrived after its cancel refunded them.
+ */
+export async function chargeResultsAfterCancel(
+  tx: Queryable,
+  tasks: Iterable<TaskRecord>,
+  outcomes: readonly JobOutcome[],
+  at: Date,
+): Promise<void> {
+  for (const task of tasks) {
+    if (task.cancelledAt !== null) await chargeLateResults(tx, task, billedJobIds(outcomes, task.id), at);
+  }
 }

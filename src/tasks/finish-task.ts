@@ -1,7 +1,14 @@
-import type { Queryable } from "../db/client.ts";
+import type { Database, Queryable } from "../db/client.ts";
 import { countOpenJobs } from "../db/queries/jobs.ts";
 import { metricsOfTasks } from "../db/queries/task-metrics.ts";
-import { markTaskFinished, type TaskRecord } from "../db/queries/tasks.ts";
+import {
+  findTask,
+  findTasksLeftUnfinished,
+  lockTask,
+  markTaskFinished,
+  type TaskRecord,
+} from "../db/queries/tasks.ts";
+import { lockUserBalance } from "../db/queries/users.ts";
 import { completeUploadOfTask, findUploadIdOfTask } from "../db/queries/uploads.ts";
 import { enqueueTaskCompleted } from "../webhooks/outbox.ts";
 import { toMetricsReply } from "../webhooks/payload.ts";
@@ -49,5 +56,44 @@ export async function enqueueCompletionWebhook(
       metrics: toMetricsReply(metrics),
     },
     at,
+  });
+}
+
+/**
+ * After a result write committed: finishes each of `taskIds` none of whose jobs is open any more.
+ * The open count is read first without a lock (most writes are not a task's last); a task that
+ * looks done is finished in its own transaction, balance then task locked (docs/locking.md), where
+ * finishTaskIfDone checks again, so two recorders that both saw it done finish it once. Returns
+ * the ids of the tasks this call finished.
+ */
+export async function finishTasksIfDone(
+  db: Database,
+  taskIds: readonly string[],
+  at: Date,
+): Promise<string[]> {
+  const finished: string[] = [];
+  for (const id of taskIds) {
+    if ((await countOpenJobs(db, id)) > 0) continue;
+    if (await finishLockedIfDone(db, id, at)) finished.push(id);
+  }
+  return finished;
+}
+
+/**
+ * Finishes the tasks a crash left done but unfinished (between a result write's commit and the
+ * finish after it), oldest first, at most `limit` per call; the worker pool runs it periodically.
+ */
+export async function finishTasksLeftUnfinished(db: Database, at: Date, limit = 100): Promise<string[]> {
+  return finishTasksIfDone(db, await findTasksLeftUnfinished(db, limit), at);
+}
+
+async function finishLockedIfDone(db: Database, taskId: string, at: Date): Promise<boolean> {
+  const owner = (await findTask(db, taskId))?.userId ?? null;
+  return db.transaction(async (tx) => {
+    if (owner !== null) await lockUserBalance(tx, owner);
+    const task = await lockTask(tx, taskId);
+    // An owner that changed since the read is left to the next sweep, which reads it again.
+    if (task === null || task.userId !== owner) return false;
+    return finishTaskIfDone(tx, task, at);
   });
 }

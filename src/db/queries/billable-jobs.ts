@@ -1,17 +1,9 @@
-import { isSandboxAddress, SANDBOX_DOMAIN, type VerificationStatus } from "../../verify/index.ts";
+import { SANDBOX_DOMAIN } from "../../verify/index.ts";
 import type { Queryable } from "../client.ts";
 
-// Which batch jobs cost a credit, once in TypeScript and once in SQL, side by side: the worker
-// pool (jobs/) charges by the first, the task's refunds (tasks/billing.ts) count by the second,
-// and test/integration/tasks/billing-rule.test.ts holds them equal on both engines. It lives in
-// db/ because both jobs/ and tasks/ use it and neither may import the other.
-
-/** An address whose verification costs a credit: every one but the sandbox's (verify/sandbox.ts). */
-export const isBillableAddress = (emailAddress: string): boolean => !isSandboxAddress(emailAddress);
-
-/** A recorded batch result that costs a credit: an answer other than unknown, for a billable address. */
-export const isBillable = (emailAddress: string, status: VerificationStatus): boolean =>
-  status !== "unknown" && isBillableAddress(emailAddress);
+// Which batch jobs cost a credit, in SQL: the task's refunds count by it. The same rule in
+// TypeScript (isBillable, isBillableAddress) is in tasks/billing.ts, which bills result writes by
+// it; test/integration/tasks/billing-rule.test.ts holds the two equal on both engines.
 
 /**
  * isBillableAddress over a job `j`. Job addresses are lowercase (canonical, or the lowercased

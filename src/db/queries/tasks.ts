@@ -130,7 +130,7 @@ export async function findOwnersOfCancelledTasks(
 
 /**
  * Unfinished tasks none of whose jobs is open: what a result write that died between its commit
- * and the task's finish leaves behind (record-results.ts). Oldest first, at most `limit`.
+ * and the task's finish leaves behind (tasks/record-group.ts). Oldest first, at most `limit`.
  */
 export async function findTasksLeftUnfinished(q: Queryable, limit: number): Promise<string[]> {
   const { rows } = await q.query<{ id: string }>(

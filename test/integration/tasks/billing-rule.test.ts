@@ -1,6 +1,7 @@
-// Which batch job costs a credit is written twice: isBillable in TypeScript (the worker pool's
-// late charges, a task's reservation) and BILLED_RESULT_SQL / BILLABLE_ADDRESS_SQL in SQL (the
-// refunds at finish and at cancel), side by side in src/db/queries/billable-jobs.ts. This file
+// Which batch job costs a credit is written twice: isBillable in TypeScript (src/tasks/billing.ts:
+// the late charges of a result write, a task's reservation) and BILLED_RESULT_SQL /
+// BILLABLE_ADDRESS_SQL in SQL (src/db/queries/billable-jobs.ts: the refunds at finish and at
+// cancel). This file
 // holds them equal on real rows, and checks that the ledger rows of a task's four credit movements
 // carry the keys tasks/billing.ts pins. No worker runs: results are stored directly.
 import assert from "node:assert/strict";
@@ -9,14 +10,12 @@ import {
   BILLED_RESULT_SQL,
   countBillableJobs,
   countUnbillableJobs,
-  isBillable,
-  isBillableAddress,
 } from "../../../src/db/queries/billable-jobs.ts";
 import { lockPendingJobs, settlePendingJobs } from "../../../src/db/queries/jobs.ts";
 import { findTask, lockTask } from "../../../src/db/queries/tasks.ts";
 import { lockUserBalance } from "../../../src/db/queries/users.ts";
 import { insertVerifications } from "../../../src/db/queries/verifications.ts";
-import { chargeLateResults } from "../../../src/tasks/billing.ts";
+import { chargeLateResults, isBillable, isBillableAddress } from "../../../src/tasks/billing.ts";
 import { settledResultOf } from "../../../src/tasks/finish-now.ts";
 import { finishTaskIfDone } from "../../../src/tasks/finish-task.ts";
 import { batchRecordOf } from "../../../src/verifications/record-of-result.ts";

@@ -10,12 +10,14 @@ import { after, before, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config/index.ts";
 import { releaseExpiredLeases } from "../../../src/db/queries/jobs.ts";
 import type { PgHostGate } from "../../../src/hostslots/host-gate.ts";
-import type { GroupsRecordedHandler } from "../../../src/jobs/record-results.ts";
+import type { GroupRecorder } from "../../../src/jobs/group-recorder.ts";
 import { createWorkerPool, type WorkerPool } from "../../../src/jobs/runner.ts";
 import { createRetentionSweeper } from "../../../src/tasks/retention.ts";
 import type { Engine, VerificationResult } from "../../../src/verify/index.ts";
 import { createWebhookDispatcher } from "../../../src/webhooks/dispatcher.ts";
-import { taskSettlement } from "../../../src/tasks/groups-recorded.ts";
+import { finishTasksIfDone, finishTasksLeftUnfinished } from "../../../src/tasks/finish-task.ts";
+import { taskGroupRecorder } from "../../../src/tasks/group-recorder.ts";
+import { recordGroup } from "../../../src/tasks/record-group.ts";
 import { createTestContext, ManualClock, type TestContext, type TestUser } from "../../support/test-app.ts";
 
 let ctx: TestContext;
@@ -76,7 +78,7 @@ interface ScriptedPool {
 
 function scriptedPool(
   workerId = `pool-${randomBytes(3).toString("hex")}`,
-  settlement: GroupsRecordedHandler = taskSettlement,
+  recorder: GroupRecorder = taskGroupRecorder,
 ): ScriptedPool {
   const groups: string[] = [];
   let gate: { enter: () => void; wait: Promise<void> } | null = null;
@@ -100,7 +102,7 @@ function scriptedPool(
     engine,
     gate: hostGate,
     config: ctx.config.worker,
-    onGroupsRecorded: settlement,
+    recorder,
     workerId,
   });
   return {
@@ -486,7 +488,11 @@ describe("a task's finish after its last write", () => {
       "https://hooks.example.com/x",
     );
     // The write commits, then the process is gone before the finish that follows it.
-    const p = scriptedPool(undefined, { ...taskSettlement, finishTasksIfDone: async () => [] });
+    const p = scriptedPool(undefined, {
+      ...taskGroupRecorder,
+      record: (db, worker, outcomes, at, takeTurn) =>
+        recordGroup(db, worker, outcomes, at, takeTurn, async () => []),
+    });
     await drain(p);
     assert.deepEqual(Object.values(await jobStatuses(taskId)).sort(), [
       "completed",
@@ -501,10 +507,10 @@ describe("a task's finish after its last write", () => {
     assert.equal(await balanceOf(user), 7);
 
     const now = ctx.services.clock.now();
-    assert.ok((await taskSettlement.finishTasksLeftUnfinished(ctx.db, now)).includes(taskId));
+    assert.ok((await finishTasksLeftUnfinished(ctx.db, now)).includes(taskId));
     // A second sweep, and a late finish from the recorder, find nothing more to do.
-    assert.ok(!(await taskSettlement.finishTasksLeftUnfinished(ctx.db, now)).includes(taskId));
-    assert.deepEqual(await taskSettlement.finishTasksIfDone(ctx.db, [taskId], now), []);
+    assert.ok(!(await finishTasksLeftUnfinished(ctx.db, now)).includes(taskId));
+    assert.deepEqual(await finishTasksIfDone(ctx.db, [taskId], now), []);
     assert.equal(await balanceOf(user), 8, "the unknown result refunded once");
     const refunds = (await ledgerOf(user)).filter((r) => r.reason === "task_unknown_refund");
     assert.equal(refunds.length, 1);

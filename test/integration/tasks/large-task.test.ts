@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { createWorkerRole } from "../../../src/app/worker-role.ts";
 import type { Database, Queryable } from "../../../src/db/client.ts";
-import { RECORD_BATCH_MAX } from "../../../src/jobs/record-results.ts";
+import { RECORD_BATCH_MAX } from "../../../src/tasks/record-group.ts";
 import { CLAIM_GROUP_MAX } from "../../../src/jobs/runner.ts";
 import { waitForTaskFinished, worldEnv } from "../../support/batch.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";

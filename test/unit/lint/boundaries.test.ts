@@ -40,9 +40,12 @@ const CASES: Case[] = [
   { file: "src/http/routes/health.ts", from: "../../tasks/service.ts", denied: null },
   { file: "src/http/deps.ts", from: "../jobs/runner.ts", denied: "not jobs/" },
   // The old cycle jobs → tasks → webhooks → jobs: the pool gets the task layer as a port.
-  { file: "src/jobs/record-results.ts", from: "../tasks/finish-task.ts", denied: "not tasks/" },
+  { file: "src/jobs/runner.ts", from: "../tasks/finish-task.ts", denied: "not tasks/" },
+  // The queue imports no use case: results reach tasks/ through the GroupRecorder port.
+  { file: "src/jobs/runner.ts", from: "../verifications/record-of-result.ts", denied: "not verifications/" },
+  { file: "src/tasks/record-group.ts", from: "../jobs/outcomes.ts", denied: null },
   { file: "src/webhooks/dispatcher.ts", from: "../jobs/backoff.ts", denied: "not jobs/" },
-  { file: "src/tasks/groups-recorded.ts", from: "../webhooks/outbox.ts", denied: null },
+  { file: "src/tasks/finish-task.ts", from: "../webhooks/outbox.ts", denied: null },
   { file: "src/jobs/runner.ts", from: "../hostslots/host-gate.ts", denied: null },
   { file: "src/net/address-policy.ts", from: "../db/client.ts", denied: "net/ may import only lib/" },
   { file: "src/app/services.ts", from: "../cli/main.ts", denied: "not cli/" },

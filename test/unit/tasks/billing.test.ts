@@ -3,8 +3,13 @@
 // pinned here to the letter.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { isBillable, isBillableAddress } from "../../../src/db/queries/billable-jobs.ts";
-import { creditsToReserve, TASK_LEDGER_REASON, taskLedgerKey } from "../../../src/tasks/billing.ts";
+import {
+  creditsToReserve,
+  isBillable,
+  isBillableAddress,
+  TASK_LEDGER_REASON,
+  taskLedgerKey,
+} from "../../../src/tasks/billing.ts";
 import type { VerificationStatus } from "../../../src/verify/index.ts";
 
 const TASK = "0190a3c4-5b6d-7e8f-9a0b-1c2d3e4f5a6b";
