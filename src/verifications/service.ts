@@ -4,11 +4,7 @@ import type { Database } from "../db/client.ts";
 import { lastChargeOf } from "../db/queries/address-charges.ts";
 import { chargeRealtime } from "../db/queries/realtime-charge.ts";
 import { findUser } from "../db/queries/users.ts";
-import {
-  findCachedVerification,
-  insertVerification,
-  type VerificationRecord,
-} from "../db/queries/verifications.ts";
+import { insertVerification, type VerificationRecord } from "../db/queries/verifications.ts";
 import { notFound } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
@@ -23,6 +19,7 @@ import { decideRealtimeCharge, freeRepeatWindowStart, realtimeChargeKey } from "
 import { createInFlightLimiter } from "./in-flight.ts";
 import { readRealtimeEmail } from "./realtime-input.ts";
 import { recordOfResult, resultOfRecord } from "./record-of-result.ts";
+import { RealtimeMemory } from "./realtime-memory.ts";
 import type { RecentResults } from "./recent-results.ts";
 
 export interface RealtimeVerificationOptions {
@@ -82,203 +79,213 @@ export function createVerificationsService(
   engine: Engine,
   opts: RealtimeVerificationOptions,
 ): VerificationsService {
-  const inFlight = createInFlightLimiter(opts.maxInFlightPerUser);
-  const { recent } = opts;
+  return new RealtimeVerifications(db, clock, engine, opts);
+}
 
-  /**
-   * When the user last paid for this address: from memory when that falls after `windowStart`,
-   * else one indexed read.
-   */
-  async function lastPaidAt(userId: string, email: string, windowStart: Date): Promise<Date | undefined> {
-    const known = recent.lastCharge(userId, email);
-    if (known !== undefined && known > windowStart) return known;
-    const last = await lastChargeOf(db, userId, email);
-    if (last) recent.rememberCharge(userId, email, last);
-    return last ?? undefined;
+/** The realtime use case: sandbox, cached answer or fresh run, each billed per the spec's rules. */
+class RealtimeVerifications implements VerificationsService {
+  private readonly inFlight: ReturnType<typeof createInFlightLimiter>;
+  private readonly memory: RealtimeMemory;
+
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly engine: Engine,
+    private readonly opts: RealtimeVerificationOptions,
+  ) {
+    this.inFlight = createInFlightLimiter(opts.maxInFlightPerUser);
+    this.memory = new RealtimeMemory(db, opts.recent, opts.cacheTtlMs);
   }
 
-  /**
-   * Memory first, then the table: the user's newest definitive result within the cache window,
-   * and when the user last paid for the address (if known).
-   */
-  async function cachedResult(
-    userId: string,
-    email: string,
-    now: Date,
-  ): Promise<{ record: VerificationRecord | null; lastChargedAt: Date | undefined }> {
-    const since = new Date(now.getTime() - opts.cacheTtlMs);
-    const remembered = recent.result(userId, email, since);
-    if (remembered) return { record: remembered, lastChargedAt: recent.lastCharge(userId, email) };
-    const mark = recent.mark();
-    const { record, lastChargedAt } = await findCachedVerification(db, userId, email, since);
-    if (lastChargedAt) recent.rememberCharge(userId, email, lastChargedAt);
-    if (record) recent.rememberResult(email, record, mark);
-    return { record, lastChargedAt: lastChargedAt ?? undefined };
-  }
-
-  const contextOf = (principal: Principal, fromCache: boolean, at: Date) => ({
-    id: newId(),
-    userId: principal.userId,
-    origin: "realtime" as const,
-    source: principal.source,
-    apiKeyId: principal.apiKeyId,
-    taskId: null,
-    creditTransactionId: null,
-    fromCache,
-    createdAt: at,
-  });
-
-  /**
-   * Charges for `record` unless the address was paid within the window, in one statement
-   * (db/queries/realtime-charge.ts). A fresh result is stored either way; a cached one only with
-   * a charge (a free repeat of a stored result is that result, and writes nothing).
-   */
-  async function charge(
-    principal: Principal,
-    email: string,
-    record: VerificationRecord,
-    fresh: boolean,
-  ): Promise<VerificationRecord | null | Refusal> {
-    const at = record.createdAt;
-    const outcome = await chargeRealtime(db, {
-      userId: principal.userId,
-      email,
-      at,
-      freeRepeatWindowStart: freeRepeatWindowStart(at),
-      transactionId: newId(),
-      metadata: { ...attributionOf(principal), verification_id: record.id },
-      idempotencyKey: realtimeChargeKey(email, at),
-      record,
-      storeWhenFree: fresh,
-    });
-    switch (outcome.kind) {
-      case "insufficient":
-        return INSUFFICIENT;
-      case "charged":
-        recent.rememberCharge(principal.userId, email, at);
-        return outcome.record;
-      case "free": {
-        // Paid meanwhile (another request or node): learn when, so the next repeat stays in memory.
-        const last = await lastChargeOf(db, principal.userId, email);
-        if (last) recent.rememberCharge(principal.userId, email, last);
-        if (outcome.record || !fresh) return outcome.record;
-        return insertVerification(db, record);
-      }
+  async verifyRealtime(principal: Principal, rawEmail: string): Promise<RealtimeOutcome> {
+    const input = readRealtimeEmail(rawEmail);
+    // Parsed once: the canonical form keys the cache, the free-repeat window and the charge.
+    const syntax = this.engine.checkSyntax(input);
+    const email = syntax.ok ? syntax.canonical : input.toLowerCase();
+    let stored: VerificationRecord | Refusal;
+    if (isSandboxAddress(email)) {
+      stored = await this.verifySandbox(principal, input);
+    } else {
+      const cached =
+        this.opts.cacheTtlMs > 0 && syntax.ok
+          ? await this.memory.cachedResult(principal.userId, email, this.clock.now())
+          : null;
+      stored = cached?.record
+        ? await this.serveCached(principal, email, cached.record, cached.lastChargedAt)
+        : await this.verifyFresh(principal, input, email);
     }
+    if (isRefusal(stored)) return stored;
+    const timedOut = stored.unknownReason !== null && TIMEOUT_REASONS.has(stored.unknownReason);
+    return { kind: timedOut ? "timed_out" : "done", record: stored };
   }
 
   /**
-   * The engine within this request's deadline. The per-host slot gate gives up when its next pause
-   * would pass its own wait limit (VERIFY_TIMEOUT_MS from when the domain's batch began waiting):
-   * up to 250 ms before the first caller's deadline, and seconds before the deadline of a caller
-   * who joined the batch later. Its HostBusyError used to surface as a 500 right after a restart,
-   * when the dead process's slots stay held until their lease ends. Such a caller runs the engine
-   * again with the time it has left, so it ends like any caller whose deadline passed while waiting
-   * for a slot: the 408 partial result (`timeout_smtp`, not charged), or its result if a slot frees
-   * meanwhile. Not a 429: the client did nothing too often, and the host is no less busy at once.
+   * Sandbox addresses (verify/sandbox.ts) are free and answered without the network: no balance
+   * needed, no cache, no in-flight slot, never a ledger row.
    */
-  async function runEngine(input: string): Promise<VerificationResult> {
-    const signal = AbortSignal.timeout(opts.timeoutMs);
-    for (let run = 1; ; run++) {
-      try {
-        return await engine.verifyOne(input, { signal });
-      } catch (error) {
-        if (!(opts.isHostBusy?.(error) ?? false) || run >= MAX_ENGINE_RUNS) throw error;
-      }
-    }
+  private async verifySandbox(principal: Principal, input: string): Promise<VerificationRecord> {
+    const result = await this.engine.verifyOne(input);
+    return insertVerification(this.db, recordOfResult(result, contextOf(principal, false, this.clock.now())));
   }
 
   /** A cached answer: free within the window (no write at all), else charged in one statement. */
-  async function serveCached(
+  private async serveCached(
     principal: Principal,
     email: string,
     cached: VerificationRecord,
     lastChargedAt: Date | undefined,
   ): Promise<VerificationRecord | Refusal> {
-    const now = clock.now();
+    const now = this.clock.now();
     if (decideRealtimeCharge({ now, lastChargedAt }) === "free") return cached;
-    const mark = recent.mark();
+    const mark = this.opts.recent.mark();
     const record = recordOfResult(resultOfRecord(cached), contextOf(principal, true, now));
-    const charged = await charge(principal, email, record, false);
+    const charged = await chargeRecord(this.db, this.opts.recent, principal, email, record, false);
     if (!charged) return cached;
     if (isRefusal(charged)) return charged;
-    recent.rememberResult(email, charged, mark);
+    this.opts.recent.rememberResult(email, charged, mark);
     return charged;
   }
 
   /** A fresh verification, started only for a caller who can pay (or repeats a paid address). */
-  async function verifyFresh(
+  private async verifyFresh(
     principal: Principal,
     input: string,
     email: string,
   ): Promise<VerificationRecord | Refusal> {
-    const { userId } = principal;
-    const user = await findUser(db, userId);
-    if (!user) throw notFound("User");
-    // Everything but a free repeat would end in a refused charge: refuse before the SMTP session.
-    // When the user last paid matters only to a caller who cannot pay: only then is it looked up.
-    const before = clock.now();
-    const lastChargedAt =
-      user.balance < 1 ? await lastPaidAt(userId, email, freeRepeatWindowStart(before)) : undefined;
-    if (decideRealtimeCharge({ now: before, lastChargedAt, balance: user.balance }) === "refuse")
-      return INSUFFICIENT;
-    const release = inFlight.tryAcquire(userId, email);
+    const refusal = await this.refusalBeforeRun(principal.userId, email);
+    if (refusal) return refusal;
+    const release = this.inFlight.tryAcquire(principal.userId, email);
     if (!release) {
-      const limit = opts.maxInFlightPerUser;
+      const limit = this.opts.maxInFlightPerUser;
       return { kind: "too_many_in_flight", limit, retryAfterSeconds: IN_FLIGHT_RETRY_AFTER_SECONDS };
     }
     let result: VerificationResult;
     try {
-      result = await runEngine(input);
+      result = await runEngine(this.engine, input, this.opts);
     } finally {
       release();
     }
     // Our own resolvers or proxy failed, not the address's domain: the spec's 424, before any
     // charge or stored result, so a retry once they are back verifies afresh.
     if (result.dependencyFailure) return { kind: "dependency_failed", failure: result.dependencyFailure };
-    if (decidedByEvidence(result.evidence)) opts.onEvidenceDecision?.(result);
+    if (decidedByEvidence(result.evidence)) this.opts.onEvidenceDecision?.(result);
+    return this.storeFresh(principal, email, result);
+  }
 
-    const now = clock.now();
+  /**
+   * Everything but a free repeat would end in a refused charge: refused before the SMTP session.
+   * When the user last paid matters only to a caller who cannot pay: only then is it looked up.
+   */
+  private async refusalBeforeRun(userId: string, email: string): Promise<Refusal | null> {
+    const user = await findUser(this.db, userId);
+    if (!user) throw notFound("User");
+    const before = this.clock.now();
+    const lastChargedAt =
+      user.balance < 1
+        ? await this.memory.lastPaidAt(userId, email, freeRepeatWindowStart(before))
+        : undefined;
+    return decideRealtimeCharge({ now: before, lastChargedAt, balance: user.balance }) === "refuse"
+      ? INSUFFICIENT
+      : null;
+  }
+
+  /** A fresh result stored, and charged unless it is unknown or a payment known here makes it free. */
+  private async storeFresh(
+    principal: Principal,
+    email: string,
+    result: VerificationResult,
+  ): Promise<VerificationRecord | Refusal> {
+    const { recent } = this.opts;
+    const now = this.clock.now();
     const mark = recent.mark();
     const record = recordOfResult(result, contextOf(principal, false, now));
-    // Unknown results are never charged; a payment known to this node makes this one free.
-    const known = recent.lastCharge(userId, email);
+    const known = recent.lastCharge(principal.userId, email);
     const stored =
       decideRealtimeCharge({ now, lastChargedAt: known, status: result.status }) === "free"
-        ? await insertVerification(db, record)
-        : (await charge(principal, email, record, true))!;
+        ? await insertVerification(this.db, record)
+        : (await chargeRecord(this.db, recent, principal, email, record, true))!;
     if (isRefusal(stored)) return stored;
     recent.rememberResult(email, stored, mark);
     return stored;
   }
+}
 
-  return {
-    async verifyRealtime(principal, rawEmail) {
-      const input = readRealtimeEmail(rawEmail);
-      // Parsed once: the canonical form keys the cache, the free-repeat window and the charge.
-      const syntax = engine.checkSyntax(input);
-      const email = syntax.ok ? syntax.canonical : input.toLowerCase();
-      let stored: VerificationRecord | Refusal;
-      if (isSandboxAddress(email)) {
-        // Sandbox addresses (verify/sandbox.ts) are free and answered without the network: no
-        // balance needed, no cache, no in-flight slot, never a ledger row.
-        const result = await engine.verifyOne(input);
-        stored = await insertVerification(
-          db,
-          recordOfResult(result, contextOf(principal, false, clock.now())),
-        );
-      } else {
-        const cached =
-          opts.cacheTtlMs > 0 && syntax.ok ? await cachedResult(principal.userId, email, clock.now()) : null;
-        stored = cached?.record
-          ? await serveCached(principal, email, cached.record, cached.lastChargedAt)
-          : await verifyFresh(principal, input, email);
-      }
-      if (isRefusal(stored)) return stored;
-      const timedOut = stored.unknownReason !== null && TIMEOUT_REASONS.has(stored.unknownReason);
-      return { kind: timedOut ? "timed_out" : "done", record: stored };
-    },
-  };
+const contextOf = (principal: Principal, fromCache: boolean, at: Date) => ({
+  id: newId(),
+  userId: principal.userId,
+  origin: "realtime" as const,
+  source: principal.source,
+  apiKeyId: principal.apiKeyId,
+  taskId: null,
+  creditTransactionId: null,
+  fromCache,
+  createdAt: at,
+});
+
+/**
+ * Charges for `record` unless the address was paid within the window, in one statement
+ * (db/queries/realtime-charge.ts). A fresh result is stored either way; a cached one only with
+ * a charge (a free repeat of a stored result is that result, and writes nothing).
+ */
+async function chargeRecord(
+  db: Database,
+  recent: RecentResults,
+  principal: Principal,
+  email: string,
+  record: VerificationRecord,
+  fresh: boolean,
+): Promise<VerificationRecord | null | Refusal> {
+  const at = record.createdAt;
+  const outcome = await chargeRealtime(db, {
+    userId: principal.userId,
+    email,
+    at,
+    freeRepeatWindowStart: freeRepeatWindowStart(at),
+    transactionId: newId(),
+    metadata: { ...attributionOf(principal), verification_id: record.id },
+    idempotencyKey: realtimeChargeKey(email, at),
+    record,
+    storeWhenFree: fresh,
+  });
+  switch (outcome.kind) {
+    case "insufficient":
+      return INSUFFICIENT;
+    case "charged":
+      recent.rememberCharge(principal.userId, email, at);
+      return outcome.record;
+    case "free": {
+      // Paid meanwhile (another request or node): learn when, so the next repeat stays in memory.
+      const last = await lastChargeOf(db, principal.userId, email);
+      if (last) recent.rememberCharge(principal.userId, email, last);
+      if (outcome.record || !fresh) return outcome.record;
+      return insertVerification(db, record);
+    }
+  }
+}
+
+/**
+ * The engine within this request's deadline. The per-host slot gate gives up when its next pause
+ * would pass its own wait limit (VERIFY_TIMEOUT_MS from when the domain's batch began waiting):
+ * up to 250 ms before the first caller's deadline, and seconds before the deadline of a caller
+ * who joined the batch later. Its HostBusyError used to surface as a 500 right after a restart,
+ * when the dead process's slots stay held until their lease ends. Such a caller runs the engine
+ * again with the time it has left, so it ends like any caller whose deadline passed while waiting
+ * for a slot: the 408 partial result (`timeout_smtp`, not charged), or its result if a slot frees
+ * meanwhile. Not a 429: the client did nothing too often, and the host is no less busy at once.
+ */
+async function runEngine(
+  engine: Engine,
+  input: string,
+  opts: Pick<RealtimeVerificationOptions, "timeoutMs" | "isHostBusy">,
+): Promise<VerificationResult> {
+  const signal = AbortSignal.timeout(opts.timeoutMs);
+  for (let run = 1; ; run++) {
+    try {
+      return await engine.verifyOne(input, { signal });
+    } catch (error) {
+      if (!(opts.isHostBusy?.(error) ?? false) || run >= MAX_ENGINE_RUNS) throw error;
+    }
+  }
 }
 
 // A record always has an id; a refusal never does.
