@@ -116,133 +116,169 @@ const DEFAULT_REST_MS = 15 * 60_000;
  * database; identities resting for a provider (smtp_egress_rests) are skipped.
  */
 export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
-  const identities = o.egress !== undefined && o.egress.length > 0 ? o.egress : [""];
-  const restMs = o.restMs ?? DEFAULT_REST_MS;
-  const keyOf = (egress: string, host: string): string => `${egress}\n${host}`;
-  // Sessions of this process holding or awaiting a slot, per identity and host. More local
-  // contenders than slots could only queue, each idling a session slot of the pool: refuse them
-  // at once instead, so the pool works on other domains meanwhile.
-  const local = new KeyedSemaphore(o.slotsPerHost);
-  // Slots held by a running session: the heartbeat renews these only.
-  const held = new Map<string, { egress: string; host: string; slot: number }>();
-  // Identity → end of its rest, per provider.
-  const rests = new Map<string, { at: number; resting: Map<string, Date> }>();
-  let turn = 0;
-  // Realtime waits of this process, numbered: each request's wait is a row of its own.
-  let waits = 0;
-  const waited = { hosts: new Set<string>(), readAt: -Infinity, reading: false };
+  return new ClusterHostGate(o);
+}
 
-  /** Whether a realtime request waits at `host` (batch gates only), from a list at most WAITS_TTL_MS old. */
-  function realtimeWaitsAt(host: string): boolean {
-    const now = o.clock.now();
-    if (!waited.reading && now.getTime() - waited.readAt >= WAITS_TTL_MS) {
-      waited.reading = true;
-      void hostsWaitedFor(o.db, now)
+const keyOf = (egress: string, host: string): string => `${egress}\n${host}`;
+
+/** Which hosts a realtime request waits at (for a batch gate), from a list at most WAITS_TTL_MS old. */
+class RealtimeWaits {
+  private hosts = new Set<string>();
+  private readAt = -Infinity;
+  private reading = false;
+
+  constructor(private readonly o: Pick<PgHostGateOptions, "db" | "clock">) {}
+
+  at(host: string): boolean {
+    const now = this.o.clock.now();
+    if (!this.reading && now.getTime() - this.readAt >= WAITS_TTL_MS) {
+      this.reading = true;
+      void hostsWaitedFor(this.o.db, now)
         .then((hosts) => {
-          waited.hosts = hosts;
-          waited.readAt = now.getTime();
+          this.hosts = hosts;
+          this.readAt = now.getTime();
         })
         .catch(() => undefined)
-        .finally(() => (waited.reading = false));
+        .finally(() => (this.reading = false));
     }
-    return waited.hosts.has(host);
+    return this.hosts.has(host);
   }
-  const localHolders = (egress: string, host: string): number => local.holders(keyOf(egress, host));
+}
 
-  async function restingFor(provider: string, host: string): Promise<Map<string, Date>> {
-    const now = o.clock.now().getTime();
-    const cached = rests.get(provider);
+/** Identity → end of its rest, per provider, read from smtp_egress_rests at most every RESTS_TTL_MS. */
+class EgressRests {
+  private readonly rests = new Map<string, { at: number; resting: Map<string, Date> }>();
+
+  constructor(private readonly o: Pick<PgHostGateOptions, "db" | "clock">) {}
+
+  async of(provider: string, host: string): Promise<Map<string, Date>> {
+    const now = this.o.clock.now().getTime();
+    const cached = this.rests.get(provider);
     if (cached !== undefined && now - cached.at < RESTS_TTL_MS) return cached.resting;
-    const resting = await restingEgress(o.db, provider, o.clock.now()).catch((error: unknown) => {
+    const resting = await restingEgress(this.o.db, provider, this.o.clock.now()).catch((error: unknown) => {
       throw new SlotsUnavailableError(host, error);
     });
-    rests.set(provider, { at: now, resting });
+    this.rests.set(provider, { at: now, resting });
     return resting;
   }
 
+  /** Records that `egress` rests for `provider` until `until`; returns the provider's rests now. */
+  async add(egress: string, provider: string, until: Date, reason: string): Promise<Map<string, Date>> {
+    await restEgress(this.o.db, { egress, provider, until, reason }).catch(() => {
+      // Not recorded (the database is down): this session still moves on to another identity,
+      // and the next refusal records it.
+    });
+    const cached = this.rests.get(provider);
+    const resting = new Map(cached?.resting ?? []);
+    resting.set(egress, until);
+    this.rests.set(provider, { at: cached?.at ?? this.o.clock.now().getTime(), resting });
+    return resting;
+  }
+}
+
+class ClusterHostGate implements PgHostGate {
+  readonly slotsPerAddress: number;
+  readonly identities: number;
+  private readonly names: readonly string[];
+  private readonly restMs: number;
+  // Sessions of this process holding or awaiting a slot, per identity and host. More local
+  // contenders than slots could only queue, each idling a session slot of the pool: refuse them
+  // at once instead, so the pool works on other domains meanwhile.
+  private readonly local: KeyedSemaphore;
+  // Slots held by a running session: the heartbeat renews these only.
+  private readonly held = new Map<string, { egress: string; host: string; slot: number }>();
+  private readonly rests: EgressRests;
+  private readonly realtimeWaits: RealtimeWaits;
+  private turn = 0;
+  // Realtime waits of this process, numbered: each request's wait is a row of its own.
+  private waits = 0;
+
+  constructor(private readonly o: PgHostGateOptions) {
+    this.names = o.egress !== undefined && o.egress.length > 0 ? o.egress : [""];
+    this.restMs = o.restMs ?? DEFAULT_REST_MS;
+    this.slotsPerAddress = o.slotsPerHost * this.names.length;
+    this.identities = this.names.length;
+    this.local = new KeyedSemaphore(o.slotsPerHost);
+    this.rests = new EgressRests(o);
+    this.realtimeWaits = new RealtimeWaits(o);
+  }
+
+  isSaturated(host: string): boolean {
+    return this.names.every((e) => this.localHolders(e, host) >= this.o.slotsPerHost);
+  }
+
+  async acquire(host: string, signal?: AbortSignal, wish?: SlotWish): Promise<HostSlot> {
+    const candidates = await this.candidatesOf(host, wish);
+    const first = candidates[0]!;
+    if (this.o.waitLocally !== true && this.localHolders(first, host) >= this.o.slotsPerHost)
+      throw new HostBusyError(host, true);
+    const leave = await this.local.acquire(keyOf(first, host), signal);
+    try {
+      return await this.acquireSlot(host, first, leave, candidates.slice(1), signal);
+    } catch (error) {
+      leave();
+      throw error;
+    }
+  }
+
+  async rest(egress: string, host: string, provider: string, reason: string): Promise<void> {
+    const until = new Date(this.o.clock.now().getTime() + this.restMs);
+    const resting = await this.rests.add(egress, provider, until, reason);
+    if (this.o.whenAllResting !== "try" && this.names.every((e) => resting.has(e)))
+      throw new HostBusyError(host, false, firstWake(resting));
+  }
+
+  async heartbeat(): Promise<void> {
+    const until = new Date(this.o.clock.now().getTime() + this.o.leaseMs);
+    await extendHostSlots(this.o.db, this.o.holder, [...this.held.values()], until);
+  }
+
+  private localHolders(egress: string, host: string): number {
+    return this.local.holders(keyOf(egress, host));
+  }
+
   /** The identities a session may use now, least busy here first (round robin among equals). */
-  async function candidatesOf(host: string, wish: SlotWish | undefined): Promise<string[]> {
-    let names = wish?.egress ?? [identities[0]!];
-    if (wish !== undefined && identities.length > 1) {
-      const resting = await restingFor(wish.provider, host);
+  private async candidatesOf(host: string, wish: SlotWish | undefined): Promise<string[]> {
+    let names = wish?.egress ?? [this.names[0]!];
+    if (wish !== undefined && this.names.length > 1) {
+      const resting = await this.rests.of(wish.provider, host);
       const awake = names.filter((n) => !resting.has(n));
-      if (awake.length === 0 && o.whenAllResting !== "try")
+      if (awake.length === 0 && this.o.whenAllResting !== "try")
         throw new HostBusyError(host, false, firstWake(resting));
       if (awake.length > 0) names = awake;
     }
-    const start = turn++ % names.length;
+    const start = this.turn++ % names.length;
     const rotated = [...names.slice(start), ...names.slice(0, start)];
-    return rotated.sort((a, b) => localHolders(a, host) - localHolders(b, host));
+    return rotated.sort((a, b) => this.localHolders(a, host) - this.localHolders(b, host));
   }
-
-  return {
-    slotsPerAddress: o.slotsPerHost * identities.length,
-    identities: identities.length,
-    isSaturated: (host) => identities.every((e) => localHolders(e, host) >= o.slotsPerHost),
-    async acquire(host, signal, wish) {
-      const candidates = await candidatesOf(host, wish);
-      const first = candidates[0]!;
-      if (o.waitLocally !== true && localHolders(first, host) >= o.slotsPerHost)
-        throw new HostBusyError(host, true);
-      const leave = await local.acquire(keyOf(first, host), signal);
-      try {
-        return await acquireSlot(host, first, leave, candidates.slice(1), signal);
-      } catch (error) {
-        leave();
-        throw error;
-      }
-    },
-    async rest(egress, host, provider, reason) {
-      const now = o.clock.now();
-      const until = new Date(now.getTime() + restMs);
-      await restEgress(o.db, { egress, provider, until, reason }).catch(() => {
-        // Not recorded (the database is down): this session still moves on to another identity,
-        // and the next refusal records it.
-      });
-      const cached = rests.get(provider);
-      const resting = new Map(cached?.resting ?? []);
-      resting.set(egress, until);
-      rests.set(provider, { at: cached?.at ?? now.getTime(), resting });
-      if (o.whenAllResting !== "try" && identities.every((e) => resting.has(e)))
-        throw new HostBusyError(host, false, firstWake(resting));
-    },
-    async heartbeat() {
-      await extendHostSlots(
-        o.db,
-        o.holder,
-        [...held.values()],
-        new Date(o.clock.now().getTime() + o.leaseMs),
-      );
-    },
-  };
 
   /**
    * The cluster slot of `egress` (whose local place `leave` frees), or, while it has none free,
    * of any `others` with local room, until maxWaitMs.
    */
-  async function acquireSlot(
+  private async acquireSlot(
     host: string,
     egress: string,
     leave: () => void,
     others: readonly string[],
     signal: AbortSignal | undefined,
   ): Promise<HostSlot> {
-    const deadline = Date.now() + o.maxWaitMs;
-    const waiter = `${o.holder}#${(waits++).toString()}`;
+    const deadline = Date.now() + this.o.maxWaitMs;
+    const waiter = `${this.o.holder}#${(this.waits++).toString()}`;
     let waiting = false;
     try {
       for (let pause = 25; ; pause = Math.min(pause * 2, 250)) {
-        const taken = await takeAny(host, egress, leave, others, signal);
+        const taken = await this.takeAny(host, egress, leave, others, signal);
         if (taken !== null) return taken;
         if (Date.now() + pause > deadline) throw new HostBusyError(host, false);
-        if (o.priority === "realtime" && !waiting) {
+        if (this.o.priority === "realtime" && !waiting) {
           waiting = true;
-          await say(waitForHostSlot(o.db, { host, waiter, until: new Date(deadline) }));
+          await say(waitForHostSlot(this.o.db, { host, waiter, until: new Date(deadline) }));
         }
         await sleep(pause, signal);
       }
     } finally {
-      if (waiting) await say(endHostWait(o.db, { host, waiter }, o.clock.now()));
+      if (waiting) await say(endHostWait(this.o.db, { host, waiter }, this.o.clock.now()));
     }
   }
 
@@ -250,19 +286,19 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
    * The cluster slot of `egress` (whose local place `leave` frees), or, while it has none free,
    * of any `others` with local room; null when none is free now.
    */
-  async function takeAny(
+  private async takeAny(
     host: string,
     egress: string,
     leave: () => void,
     others: readonly string[],
     signal: AbortSignal | undefined,
   ): Promise<HostSlot | null> {
-    const mine = await tryTake(host, egress, leave);
+    const mine = await this.tryTake(host, egress, leave);
     if (mine !== null) return mine;
     for (const other of others) {
-      if (localHolders(other, host) >= o.slotsPerHost) continue;
-      const leaveOther = await local.acquire(keyOf(other, host), signal);
-      const theirs = await tryTake(host, other, leaveOther).catch((error: unknown) => {
+      if (this.localHolders(other, host) >= this.o.slotsPerHost) continue;
+      const leaveOther = await this.local.acquire(keyOf(other, host), signal);
+      const theirs = await this.tryTake(host, other, leaveOther).catch((error: unknown) => {
         leaveOther();
         throw error;
       });
@@ -276,7 +312,8 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
     return null;
   }
 
-  async function tryTake(host: string, egress: string, leave: () => void): Promise<HostSlot | null> {
+  private async tryTake(host: string, egress: string, leave: () => void): Promise<HostSlot | null> {
+    const { o } = this;
     const now = o.clock.now();
     const slot = await tryAcquireHostSlot(o.db, {
       egress,
@@ -290,22 +327,26 @@ export function createPgHostGate(o: PgHostGateOptions): PgHostGate {
       throw new SlotsUnavailableError(host, error);
     });
     if (slot === null) return null;
+    const release = this.releaserOf(egress, host, slot, leave);
+    const keepIdle = o.priority === "realtime" ? undefined : () => !this.realtimeWaits.at(host);
+    return Object.assign(release, { egress, keepIdle });
+  }
+
+  /** Frees a taken slot once: the cluster slot first, so a local waiter goes straight to the database for it. */
+  private releaserOf(egress: string, host: string, slot: number, leave: () => void): () => void {
     const key = `${egress}\n${host}\n${slot.toString()}`;
-    held.set(key, { egress, host, slot });
+    this.held.set(key, { egress, host, slot });
     let released = false;
-    const release = (): void => {
+    return (): void => {
       if (released) return;
       released = true;
-      held.delete(key);
+      this.held.delete(key);
       // The engine releases a moment after the server saw our close (its settle time).
-      // The cluster slot first: a local waiter goes straight to the database for it.
-      void releaseHostSlot(o.db, { egress, host, slot }, o.holder)
+      void releaseHostSlot(this.o.db, { egress, host, slot }, this.o.holder)
         .catch(() => {
           // The slot's lease runs out by itself; nothing else to do.
         })
         .finally(leave);
     };
-    const keepIdle = o.priority === "realtime" ? undefined : () => !realtimeWaitsAt(host);
-    return Object.assign(release, { egress, keepIdle });
   }
 }

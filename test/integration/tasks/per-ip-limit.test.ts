@@ -215,7 +215,10 @@ async function runCase(t: NodeTestContext, egress: readonly string[]): Promise<v
     );
   // The realtime path took slots at the front end (its tenants are in no task), not only the batch.
   const realtimeAtFrontEnd = realtimeEmails.filter((e) => (counters.rcptByAddress[e] ?? 0) > 0).length;
-  assert.ok(realtimeAtFrontEnd > 0, "no realtime request reached the front end");
+  assert.ok(
+    realtimeAtFrontEnd > 0,
+    `no realtime request reached the front end${workFailed === null ? "" : ` (the work failed: ${workFailed.message})`}`,
+  );
   if (egress.length > 0) {
     // Every connection left from an identity's address, and the front end saw each of them.
     assert.deepEqual(Object.keys(counters.byClient).sort(), [...egress].sort());
