@@ -2,29 +2,20 @@ import type { WebhookConfig } from "../config/index.ts";
 import type { Database } from "../db/client.ts";
 import {
   claimWebhookDeliveries,
-  recordWebhookAttempt,
   releaseExpiredWebhookLeases,
-  type AttemptDisposition,
   type ClaimedWebhookDelivery,
 } from "../db/queries/webhook-deliveries.ts";
 import type { Clock } from "../lib/clock.ts";
-import { newId } from "../lib/ids.ts";
 import { sleep } from "../lib/sleep.ts";
 import type { Logger } from "../observability/logger.ts";
 import { outageBackoffMs } from "../lib/backoff.ts";
-import { webhookRetryDelayMs } from "./retry-schedule.ts";
 import {
-  attemptDelivery,
-  describeError,
-  postWithUndici,
-  systemResolve,
-  type AttemptOutcome,
-  type ResolveHost,
-  type WebhookHttpPost,
-} from "./deliver.ts";
-import { serializeWebhookPayload } from "./payload.ts";
-import { PING_EVENT_TYPE } from "./ping.ts";
-import { signingSecrets } from "./signing.ts";
+  attemptAndRecord,
+  noopWebhookMetrics,
+  type AttemptDeps,
+  type WebhookMetrics,
+} from "./attempt-and-record.ts";
+import { postWithUndici, systemResolve, type WebhookHttpPost } from "./deliver.ts";
 import type { WebhookSecretCipher } from "./secret-cipher.ts";
 
 export interface WebhookDispatcher {
@@ -36,12 +27,7 @@ export interface WebhookDispatcher {
   runOnce(): Promise<number>;
 }
 
-/** How attempts ended, for counters; a noop by default (observability/metrics.ts is not ours). */
-export interface WebhookMetrics {
-  attempt(outcome: "delivered" | "retry" | "failed", durationMs: number): void;
-}
-
-export const noopWebhookMetrics: WebhookMetrics = { attempt: () => {} };
+export { isRetried, noopWebhookMetrics, type WebhookMetrics } from "./attempt-and-record.ts";
 
 export interface WebhookDispatcherDeps {
   db: Database;
@@ -71,176 +57,136 @@ export interface WebhookDispatcherDeps {
   metrics?: WebhookMetrics;
 }
 
-/**
- * Test pings get one attempt (a redelivery is another): whoever sent one is watching the log, and
- * retries of a ping to a dead URL would hold one of the user's few ping slots for a day.
- */
-export const isRetried = (eventType: string): boolean => eventType !== PING_EVENT_TYPE;
-
 // A lease must outlast one attempt (timeoutMs covers DNS + HTTP) plus the claim and the record
 // statements; past it, the sweep hands the delivery to another dispatcher. A minute of slack
 // keeps a slow database from causing a double send, at the price of a minute's delay after a crash.
 const LEASE_SLACK_MS = 60_000;
 
 export function createWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDispatcher {
-  const { db, clock, logger, config } = deps;
-  const post = deps.fetchImpl ?? postWithUndici;
-  const resolve: ResolveHost = deps.resolve ?? systemResolve;
-  const pollIntervalMs = deps.pollIntervalMs ?? 1_000;
-  // Scheduling (DESIGN §5 "Webhook"): deliveries run side by side, each in a slot of its own; a
-  // slot is refilled as soon as its attempt ends. The claim keeps a slow receiver to its host's
-  // slots and a busy user to its share, and lets users take turns (claimWebhookDeliveries).
-  const concurrency = Math.max(1, deps.concurrency ?? config.concurrency ?? 8);
-  const maxPerHost = Math.max(1, config.maxPerHost ?? 2);
-  const maxPerUser = Math.max(1, deps.maxPerUser ?? Math.ceil(concurrency / 2));
-  const random = deps.random ?? Math.random;
-  const metrics = deps.metrics ?? noopWebhookMetrics;
-  const log = logger.child({ component: "webhooks" });
+  return new DeliveryLoop(deps);
+}
 
-  let loop: { stop: AbortController; done: Promise<void> } | null = null;
+/**
+ * Scheduling (DESIGN §5 "Webhook"): deliveries run side by side, each in a slot of its own; a
+ * slot is refilled as soon as its attempt ends. The claim keeps a slow receiver to its host's
+ * slots and a busy user to its share, and lets users take turns (claimWebhookDeliveries).
+ */
+class DeliveryLoop implements WebhookDispatcher {
+  private readonly log: Logger;
+  private readonly attempt: AttemptDeps;
+  private readonly pollIntervalMs: number;
+  private readonly concurrency: number;
+  private readonly maxPerHost: number;
+  private readonly maxPerUser: number;
+  private loop: { stop: AbortController; done: Promise<void> } | null = null;
   /** Attempts running now (claimed, not yet recorded). */
-  const inFlight = new Set<Promise<void>>();
+  private readonly inFlight = new Set<Promise<void>>();
   /** Set when an attempt ends: the loop claims again at once instead of waiting for the poll. */
-  let slotFreed = false;
-  let wake: AbortController | null = null;
+  private slotFreed = false;
+  private wake: AbortController | null = null;
 
-  async function deliverOne(d: ClaimedWebhookDelivery): Promise<void> {
-    const attemptedAt = clock.now();
-    const started = performance.now();
-    let outcome: AttemptOutcome;
-    try {
-      outcome = await attemptDelivery(
-        {
-          id: d.id,
-          url: d.url,
-          body: serializeWebhookPayload(d.payload),
-          secret: signingSecrets(
-            deps.secrets.open(d.userId, d.webhookSecret),
-            d.previousSecret && {
-              ...d.previousSecret,
-              secret: deps.secrets.open(d.userId, d.previousSecret.secret),
-            },
-            attemptedAt,
-          ),
-          at: attemptedAt,
-        },
-        { allowPrivate: config.allowPrivate, timeoutMs: config.timeoutMs, resolve, post },
-      );
-    } catch (error) {
-      // attemptDelivery returns outcomes; reaching this is a bug (e.g. a malformed secret).
-      outcome = { kind: "retry", statusCode: null, error: describeError(error) };
-    }
-    const durationMs = performance.now() - started;
-    const disposition: AttemptDisposition =
-      outcome.kind === "delivered"
-        ? { kind: "delivered" }
-        : outcome.kind === "refused" || !isRetried(d.eventType)
-          ? { kind: "failed" }
-          : {
-              kind: "retry",
-              delayMs: webhookRetryDelayMs(d.attempts, random),
-              retryWindowMs: config.retryWindowMs,
-            };
-    const status = await recordWebhookAttempt(db, {
-      id: newId(),
-      deliveryId: d.id,
-      claimAttempts: d.attempts,
-      attemptedAt,
-      finishedAt: clock.now(),
-      durationMs,
-      statusCode: outcome.kind === "refused" ? null : outcome.statusCode,
-      error: outcome.kind === "delivered" ? null : outcome.error,
-      disposition,
-    });
-    const fields = { deliveryId: d.id, attempt: d.attempts, outcome: outcome.kind, status };
-    if (status === null) log.warn(fields, "webhook lease lost before the attempt was recorded");
-    else if (status === "failed")
-      log.warn({ ...fields, error: "error" in outcome ? outcome.error : null }, "webhook delivery failed");
-    else log.debug(fields, "webhook attempt");
-    metrics.attempt(
-      status === "failed" ? "failed" : outcome.kind === "delivered" ? "delivered" : "retry",
-      durationMs,
-    );
+  constructor(private readonly deps: WebhookDispatcherDeps) {
+    const { config } = deps;
+    this.log = deps.logger.child({ component: "webhooks" });
+    this.pollIntervalMs = deps.pollIntervalMs ?? 1_000;
+    this.concurrency = Math.max(1, deps.concurrency ?? config.concurrency ?? 8);
+    this.maxPerHost = Math.max(1, config.maxPerHost ?? 2);
+    this.maxPerUser = Math.max(1, deps.maxPerUser ?? Math.ceil(this.concurrency / 2));
+    this.attempt = {
+      db: deps.db,
+      clock: deps.clock,
+      log: this.log,
+      secrets: deps.secrets,
+      transport: {
+        allowPrivate: config.allowPrivate,
+        timeoutMs: config.timeoutMs,
+        resolve: deps.resolve ?? systemResolve,
+        post: deps.fetchImpl ?? postWithUndici,
+      },
+      retryWindowMs: config.retryWindowMs,
+      random: deps.random ?? Math.random,
+      metrics: deps.metrics ?? noopWebhookMetrics,
+    };
   }
 
-  /** Runs one attempt in a slot; the slot frees (and wakes the loop) when it is recorded. */
-  function occupySlot(d: ClaimedWebhookDelivery): Promise<void> {
-    const attempt = deliverOne(d)
-      // Recording failed (database down): the lease expires and the sweep retries the delivery.
-      .catch((error: unknown) => log.error({ err: error }, "recording a webhook attempt failed"))
-      .finally(() => {
-        inFlight.delete(attempt);
-        slotFreed = true;
-        wake?.abort();
-      });
-    inFlight.add(attempt);
-    return attempt;
+  start(): void {
+    if (this.loop) return;
+    const stop = new AbortController();
+    this.loop = { stop, done: this.run(stop.signal) };
+  }
+
+  async stop(): Promise<void> {
+    if (!this.loop) return;
+    const current = this.loop;
+    this.loop = null;
+    current.stop.abort();
+    await current.done;
+  }
+
+  async runOnce(): Promise<number> {
+    const started = await this.fillSlots();
+    await Promise.all(started);
+    return started.length;
+  }
+
+  private async run(signal: AbortSignal): Promise<void> {
+    // Consecutive failed rounds (the database is down or restarting): the wait grows until it answers.
+    let failures = 0;
+    while (!signal.aborted) {
+      this.slotFreed = false;
+      try {
+        // The attempts run on in their slots; the loop hears of each end through slotFreed/wake.
+        void (await this.fillSlots());
+        failures = 0;
+      } catch (error) {
+        failures++;
+        this.log.error({ err: error, failures }, "webhook dispatch round failed");
+      }
+      // Claim again when a slot frees (an attempt ended) or at the next poll, whichever is first.
+      if ((this.slotFreed && failures === 0) || signal.aborted) continue;
+      // During an outage only the backoff ends the wait: a freed slot can't claim anything either.
+      this.wake = failures === 0 ? new AbortController() : null;
+      const waitMs = failures > 0 ? outageBackoffMs(failures, this.pollIntervalMs) : this.pollIntervalMs;
+      const until = this.wake === null ? signal : AbortSignal.any([signal, this.wake.signal]);
+      await sleep(waitMs, until).catch(() => {});
+      this.wake = null;
+    }
+    await Promise.all(this.inFlight);
   }
 
   /** Sweeps expired leases and claims due deliveries into the free slots; returns their attempts. */
-  async function fillSlots(): Promise<Promise<void>[]> {
-    const free = concurrency - inFlight.size;
+  private async fillSlots(): Promise<Promise<void>[]> {
+    const { db, clock, config } = this.deps;
+    const free = this.concurrency - this.inFlight.size;
     if (free <= 0) return [];
     // Below the disk's threshold nothing new is claimed: a claim, an attempt and its record all
     // write (and the completion waits, it is not lost). Attempts in flight are recorded.
-    if (deps.claimPause?.() != null) return [];
+    if (this.deps.claimPause?.() != null) return [];
     const now = clock.now();
     const released = await releaseExpiredWebhookLeases(db, now);
-    if (released > 0) log.warn({ released }, "webhook leases expired; deliveries returned to the queue");
+    if (released > 0) this.log.warn({ released }, "webhook leases expired; deliveries returned to the queue");
     // Claim (one short transaction), deliver (no transaction open), record (one statement each).
     const claimed = await claimWebhookDeliveries(db, {
       now,
       limit: free,
       lockedUntil: new Date(now.getTime() + config.timeoutMs + LEASE_SLACK_MS),
-      maxPerHost,
-      maxPerUser,
+      maxPerHost: this.maxPerHost,
+      maxPerUser: this.maxPerUser,
     });
-    return claimed.map(occupySlot);
+    return claimed.map((d) => this.occupySlot(d));
   }
 
-  async function runOnce(): Promise<number> {
-    const started = await fillSlots();
-    await Promise.all(started);
-    return started.length;
+  /** Runs one attempt in a slot; the slot frees (and wakes the loop) when it is recorded. */
+  private occupySlot(d: ClaimedWebhookDelivery): Promise<void> {
+    const attempt = attemptAndRecord(this.attempt, d)
+      // Recording failed (database down): the lease expires and the sweep retries the delivery.
+      .catch((error: unknown) => this.log.error({ err: error }, "recording a webhook attempt failed"))
+      .finally(() => {
+        this.inFlight.delete(attempt);
+        this.slotFreed = true;
+        this.wake?.abort();
+      });
+    this.inFlight.add(attempt);
+    return attempt;
   }
-
-  async function run(signal: AbortSignal): Promise<void> {
-    // Consecutive failed rounds (the database is down or restarting): the wait grows until it answers.
-    let failures = 0;
-    while (!signal.aborted) {
-      slotFreed = false;
-      try {
-        // The attempts run on in their slots; the loop hears of each end through slotFreed/wake.
-        void (await fillSlots());
-        failures = 0;
-      } catch (error) {
-        failures++;
-        log.error({ err: error, failures }, "webhook dispatch round failed");
-      }
-      // Claim again when a slot frees (an attempt ended) or at the next poll, whichever is first.
-      if ((slotFreed && failures === 0) || signal.aborted) continue;
-      // During an outage only the backoff ends the wait: a freed slot can't claim anything either.
-      wake = failures === 0 ? new AbortController() : null;
-      const waitMs = failures > 0 ? outageBackoffMs(failures, pollIntervalMs) : pollIntervalMs;
-      await sleep(waitMs, wake === null ? signal : AbortSignal.any([signal, wake.signal])).catch(() => {});
-      wake = null;
-    }
-    await Promise.all(inFlight);
-  }
-
-  return {
-    start() {
-      if (loop) return;
-      const stop = new AbortController();
-      loop = { stop, done: run(stop.signal) };
-    },
-    async stop() {
-      if (!loop) return;
-      const current = loop;
-      loop = null;
-      current.stop.abort();
-      await current.done;
-    },
-    runOnce,
-  };
 }
