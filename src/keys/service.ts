@@ -1,6 +1,5 @@
-import { LRUCache } from "lru-cache";
 import type { Database, Queryable, Transaction } from "../db/client.ts";
-import { announceInvalidation, type InvalidationBus } from "../db/invalidation-bus.ts";
+import { announceInvalidation } from "../db/invalidation-bus.ts";
 import {
   countActiveApiKeysOfUser,
   deactivateApiKey,
@@ -19,6 +18,7 @@ import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
 import { safeEqual } from "../lib/tokens.ts";
 import { decryptSecret, encryptSecret } from "../lib/secret-box.ts";
+import { KeyCaches, type ApiKeyCacheOptions } from "./key-caches.ts";
 import { generateApiKey, hashApiKey, looksLikeApiKey } from "./key-material.ts";
 
 export { API_KEY_PURPOSES } from "./purposes.ts";
@@ -26,11 +26,7 @@ export { API_KEY_PURPOSES } from "./purposes.ts";
 /** Most active keys one user may hold (DESIGN §5 "Key scopes"): creating one more → 409 CONFLICT. */
 export const MAX_ACTIVE_KEYS_PER_USER = 50;
 
-/**
- * How long "is the key behind this session still active?" is remembered per key id. A revoked
- * key's sessions stop within this time on every process (at once on the one that revoked it).
- */
-export const SESSION_KEY_CHECK_TTL_MS = 1_000;
+export { SESSION_KEY_CHECK_TTL_MS } from "./key-caches.ts";
 export type { ApiKeyPurpose, ApiKeyRecord };
 
 export interface CreatedApiKey {
@@ -61,14 +57,7 @@ export interface ApiKeysService {
   isActiveUser(userId: string): Promise<boolean>;
 }
 
-export interface ApiKeyCacheOptions {
-  /** Announces deactivations to every node; without it nothing is cached (one-shot CLI). */
-  bus: InvalidationBus;
-  /** How long an authenticated key is remembered (AUTH_CACHE_TTL_MS; 0 = never). */
-  ttlMs: number;
-  /** Most keys remembered at once. */
-  maxEntries?: number;
-}
+export type { ApiKeyCacheOptions };
 
 /**
  * Called in the transaction that revokes keys, with the key owner's row locked: ends the work
@@ -88,62 +77,124 @@ export function createApiKeysService(
   cacheOptions?: ApiKeyCacheOptions,
   onRevoked: OnKeysRevoked = async () => {},
 ): ApiKeysService {
-  const requireKey = (): Buffer => {
-    if (!encryptionKey) {
+  return new ApiKeys(db, clock, encryptionKey, new KeyCaches(cacheOptions), onRevoked);
+}
+
+class ApiKeys implements ApiKeysService {
+  // last_used_at has minute precision: remember recent touches so the hot auth path rarely writes.
+  private readonly touchedAt = new Map<string, number>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly encryptionKey: Buffer | null,
+    private readonly caches: KeyCaches,
+    private readonly onRevoked: OnKeysRevoked,
+  ) {}
+
+  async create(userId: string, name: string, purpose: ApiKeyPurpose, q?: Queryable): Promise<CreatedApiKey> {
+    // Inside the caller's transaction when given one (users.create), else in a transaction of its own.
+    return q
+      ? this.insert(q, userId, name, purpose)
+      : this.db.transaction((tx) => this.insert(tx, userId, name, purpose));
+  }
+
+  async list(userId: string, reveal: boolean): Promise<ApiKeyListing[]> {
+    const records = await listApiKeysOfUser(this.db, userId);
+    if (!reveal) return records.map((record) => ({ record }));
+    const key = this.requireKey();
+    return records.map((record) => {
+      if (!record.isActive) return { record };
+      try {
+        return { record, plaintext: decryptSecret(key, record.keyCiphertext, record.id) };
+      } catch {
+        return { record, plaintext: null };
+      }
+    });
+  }
+
+  async deactivate(userId: string, id: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await lockKeyOwner(tx, userId);
+      const record = await findApiKeyById(tx, id);
+      if (!record || record.userId !== userId) throw notFound("API key");
+      if (record.isActive && (await countActiveApiKeysOfUser(tx, userId)) <= 1)
+        throw conflict(
+          "This is the user's last active API key: without it no request could authenticate. " +
+            "Create another key first, then delete this one",
+        );
+      const at = this.clock.now();
+      await deactivateApiKey(tx, userId, id, at);
+      await this.onRevoked(tx, userId, [id], at);
+      // Always announced, also from a one-shot CLI without caches: running nodes have the key cached.
+      await announceInvalidation(tx, { kind: "api_key", id });
+    });
+    this.caches.revoked(id);
+  }
+
+  async authenticate(plaintext: string): Promise<ApiKeyRecord | null> {
+    if (!looksLikeApiKey(plaintext)) return null;
+    const hash = hashApiKey(plaintext);
+    const hit = this.caches.authenticated(hash);
+    if (hit) {
+      this.touch(hit.id);
+      return hit;
+    }
+    const fill = this.caches.beginFill();
+    const record = await findApiKeyByHash(this.db, hash);
+    // The index lookup already matched the hash; the constant-time re-check keeps the decision
+    // itself free of early-exit timing.
+    if (!record || !safeEqual(record.keyHash, hash) || !record.isActive) return null;
+    fill(hash, record);
+    this.touch(record.id);
+    return record;
+  }
+
+  isActiveKeyOf(userId: string, id: string): Promise<boolean> {
+    return this.caches
+      .liveness(id, async () => {
+        const record = await findApiKeyById(this.db, id);
+        return { userId: record?.userId ?? "", active: record?.isActive ?? false };
+      })
+      .then((entry) => entry.active && entry.userId === userId);
+  }
+
+  isActiveUser(userId: string): Promise<boolean> {
+    return this.caches
+      .liveness(`user:${userId}`, async () => ({
+        userId,
+        active: !(await isUserDeactivated(this.db, userId)),
+      }))
+      .then((entry) => entry.active);
+  }
+
+  private requireKey(): Buffer {
+    if (!this.encryptionKey) {
       // Without it a created key could never be revealed again; refuse rather than store it unprotected.
       throw new AppError(
         "INTERNAL_ERROR",
         "API key encryption is not configured on this server (ENCRYPTION_KEY)",
       );
     }
-    return encryptionKey;
-  };
+    return this.encryptionKey;
+  }
 
-  // last_used_at has minute precision: remember recent touches so the hot auth path rarely writes.
-  const touchedAt = new Map<string, number>();
-  const touch = (id: string): void => {
-    const now = clock.now();
-    const last = touchedAt.get(id);
+  private touch(id: string): void {
+    const now = this.clock.now();
+    const last = this.touchedAt.get(id);
     if (last !== undefined && now.getTime() - last < 60_000) return;
-    if (touchedAt.size > 10_000) touchedAt.clear();
-    touchedAt.set(id, now.getTime());
-    touchApiKey(db, id, now).catch(() => {});
-  };
+    if (this.touchedAt.size > 10_000) this.touchedAt.clear();
+    this.touchedAt.set(id, now.getTime());
+    touchApiKey(this.db, id, now).catch(() => {});
+  }
 
-  // Session → key liveness, remembered briefly so a session request costs no query most of the time.
-  const liveness = new Map<string, { userId: string; active: boolean; at: number }>();
-  // Key hash → active key, so a request with a known key costs no query. A deactivation reaches
-  // every node through the bus at once; the TTL only bounds what a lost message could keep alive,
-  // and while the bus is down (`live` false) this cache is neither read nor filled.
-  const bus = cacheOptions?.bus;
-  const authenticated =
-    bus && cacheOptions.ttlMs > 0
-      ? new LRUCache<string, ApiKeyRecord>({
-          max: cacheOptions.maxEntries ?? 10_000,
-          ttl: cacheOptions.ttlMs,
-        })
-      : null;
-  const forget = (id: string): void => {
-    liveness.delete(id);
-    if (!authenticated) return;
-    for (const [hash, record] of authenticated.entries()) if (record.id === id) authenticated.delete(hash);
-  };
-  // Grows with every message that may concern a key: a fill that read the key before one arrived
-  // may hold what it invalidated, so it is not stored.
-  let keyEpoch = 0;
-  bus?.on((m) => {
-    if (m === null) {
-      keyEpoch++;
-      liveness.clear();
-      authenticated?.clear();
-    } else if (m.kind === "api_key") {
-      keyEpoch++;
-      forget(m.id);
-    }
-  });
-
-  const insert = async (q: Queryable, userId: string, name: string, purpose: ApiKeyPurpose) => {
-    const key = requireKey();
+  private async insert(
+    q: Queryable,
+    userId: string,
+    name: string,
+    purpose: ApiKeyPurpose,
+  ): Promise<CreatedApiKey> {
+    const key = this.requireKey();
     if (!(await lockKeyOwner(q, userId))) throw notFound("User");
     if (await isUserDeactivated(q, userId)) throw conflict("This user is deactivated: no key can be created");
     if ((await countActiveApiKeysOfUser(q, userId)) >= MAX_ACTIVE_KEYS_PER_USER)
@@ -160,93 +211,8 @@ export function createApiKeysService(
       keyHash: generated.hash,
       keyPrefix: generated.prefix,
       keyCiphertext: encryptSecret(key, generated.plaintext, id),
-      createdAt: clock.now(),
+      createdAt: this.clock.now(),
     });
     return { record, plaintext: generated.plaintext };
-  };
-
-  return {
-    async create(userId, name, purpose, q) {
-      // Inside the caller's transaction when given one (users.create), else in a transaction of its own.
-      return q ? insert(q, userId, name, purpose) : db.transaction((tx) => insert(tx, userId, name, purpose));
-    },
-
-    async list(userId, reveal) {
-      const records = await listApiKeysOfUser(db, userId);
-      if (!reveal) return records.map((record) => ({ record }));
-      const key = requireKey();
-      return records.map((record) => {
-        if (!record.isActive) return { record };
-        try {
-          return { record, plaintext: decryptSecret(key, record.keyCiphertext, record.id) };
-        } catch {
-          return { record, plaintext: null };
-        }
-      });
-    },
-
-    async deactivate(userId, id) {
-      await db.transaction(async (tx) => {
-        await lockKeyOwner(tx, userId);
-        const record = await findApiKeyById(tx, id);
-        if (!record || record.userId !== userId) throw notFound("API key");
-        if (record.isActive && (await countActiveApiKeysOfUser(tx, userId)) <= 1)
-          throw conflict(
-            "This is the user's last active API key: without it no request could authenticate. " +
-              "Create another key first, then delete this one",
-          );
-        const at = clock.now();
-        await deactivateApiKey(tx, userId, id, at);
-        await onRevoked(tx, userId, [id], at);
-        // Always announced, also from a one-shot CLI without caches: running nodes have the key cached.
-        await announceInvalidation(tx, { kind: "api_key", id });
-      });
-      if (bus) bus.applyLocally({ kind: "api_key", id });
-      else forget(id);
-    },
-
-    async authenticate(plaintext) {
-      if (!looksLikeApiKey(plaintext)) return null;
-      const hash = hashApiKey(plaintext);
-      const useCache = authenticated !== null && bus!.live;
-      const hit = useCache ? authenticated.get(hash) : undefined;
-      if (hit) {
-        touch(hit.id);
-        return hit;
-      }
-      const epoch = keyEpoch;
-      const record = await findApiKeyByHash(db, hash);
-      // The index lookup already matched the hash; the constant-time re-check keeps the decision
-      // itself free of early-exit timing.
-      if (!record || !safeEqual(record.keyHash, hash) || !record.isActive) return null;
-      // Not stored when an invalidation arrived during the read: it may be about this very key.
-      if (useCache && bus!.live && keyEpoch === epoch) authenticated.set(hash, record);
-      touch(record.id);
-      return record;
-    },
-
-    async isActiveKeyOf(userId, id) {
-      const now = Date.now();
-      let entry = liveness.get(id);
-      if (!entry || now - entry.at >= SESSION_KEY_CHECK_TTL_MS) {
-        const record = await findApiKeyById(db, id);
-        entry = { userId: record?.userId ?? "", active: record?.isActive ?? false, at: now };
-        if (liveness.size > 10_000) liveness.clear();
-        liveness.set(id, entry);
-      }
-      return entry.active && entry.userId === userId;
-    },
-
-    async isActiveUser(userId) {
-      const now = Date.now();
-      const cacheKey = `user:${userId}`;
-      let entry = liveness.get(cacheKey);
-      if (!entry || now - entry.at >= SESSION_KEY_CHECK_TTL_MS) {
-        entry = { userId, active: !(await isUserDeactivated(db, userId)), at: now };
-        if (liveness.size > 10_000) liveness.clear();
-        liveness.set(cacheKey, entry);
-      }
-      return entry.active;
-    },
-  };
+  }
 }
