@@ -90,7 +90,9 @@ export function createPgProviderPace(o: PgProviderPaceOptions): ProviderPace {
       }
       try {
         const now = o.clock.now();
-        const row = await o.db.transaction((tx) => learnIn(tx, usage, now, observations.since(key)));
+        const row = await o.db.transaction((tx) =>
+          learnIn(tx, usage, now, observations.since(key), o.quietMs),
+        );
         if (row === null) return null;
         view.paced.add(key);
         return row.roomAt;
@@ -100,78 +102,79 @@ export function createPgProviderPace(o: PgProviderPaceOptions): ProviderPace {
       }
     },
   };
+}
 
-  /** Room for `want` RCPTs at `now`, reserved in the pace's window. */
-  async function reserveIn(
-    tx: Queryable,
-    provider: string,
-    egress: string,
-    want: number,
-    now: Date,
-  ): Promise<PaceAnswer> {
-    const pace = await lockPace(tx, provider, egress);
-    if (pace === null) return { kind: "free" };
-    if (now >= pace.forgetAt) {
-      await forgetPace(tx, provider, egress);
-      return { kind: "free" };
-    }
-    if (pace.state === "probing" || pace.windowMs === null) {
-      if (now < pace.roomAt) return { kind: "no_room", roomAt: pace.roomAt };
-      // One probe at a time: the next is due later unless this one is answered first.
-      const next = nextProbeOffsetMs(pace.probeAtMs, now.getTime() - pace.episodeStart.getTime());
-      await savePace(tx, { ...pace, roomAt: new Date(pace.episodeStart.getTime() + next) });
-      return { kind: "granted", grant: { granted: Math.min(want, PROBE_RCPTS), probe: true, spend: null } };
-    }
-    const since = new Date(now.getTime() - pace.windowMs);
-    await pruneSpends(tx, provider, egress, since);
-    const spent = await spentSince(tx, provider, egress, since);
-    const room = budgetOf(pace.maxRcpts) - spent.rcpts;
-    const fullUntil = (oldest: Date | null): Date => new Date((oldest ?? now).getTime() + pace.windowMs!);
-    if (room <= 0) {
-      const roomAt = fullUntil(spent.oldest);
-      await savePace(tx, { ...pace, roomAt });
-      return { kind: "no_room", roomAt };
-    }
-    const granted = Math.min(want, room);
-    const spend = await insertSpend(tx, { provider, egress, at: now, rcpts: granted });
-    const roomAt = granted < room ? now : fullUntil(spent.oldest ?? now);
-    if (roomAt.getTime() !== pace.roomAt.getTime()) await savePace(tx, { ...pace, roomAt });
-    return { kind: "granted", grant: { granted, probe: false, spend } };
+/** Room for `want` RCPTs at `now`, reserved in the pace's window. */
+async function reserveIn(
+  tx: Queryable,
+  provider: string,
+  egress: string,
+  want: number,
+  now: Date,
+): Promise<PaceAnswer> {
+  const pace = await lockPace(tx, provider, egress);
+  if (pace === null) return { kind: "free" };
+  if (now >= pace.forgetAt) {
+    await forgetPace(tx, provider, egress);
+    return { kind: "free" };
   }
+  if (pace.state === "probing" || pace.windowMs === null) {
+    if (now < pace.roomAt) return { kind: "no_room", roomAt: pace.roomAt };
+    // One probe at a time: the next is due later unless this one is answered first.
+    const next = nextProbeOffsetMs(pace.probeAtMs, now.getTime() - pace.episodeStart.getTime());
+    await savePace(tx, { ...pace, roomAt: new Date(pace.episodeStart.getTime() + next) });
+    return { kind: "granted", grant: { granted: Math.min(want, PROBE_RCPTS), probe: true, spend: null } };
+  }
+  const since = new Date(now.getTime() - pace.windowMs);
+  await pruneSpends(tx, provider, egress, since);
+  const spent = await spentSince(tx, provider, egress, since);
+  const room = budgetOf(pace.maxRcpts) - spent.rcpts;
+  const fullUntil = (oldest: Date | null): Date => new Date((oldest ?? now).getTime() + pace.windowMs!);
+  if (room <= 0) {
+    const roomAt = fullUntil(spent.oldest);
+    await savePace(tx, { ...pace, roomAt });
+    return { kind: "no_room", roomAt };
+  }
+  const granted = Math.min(want, room);
+  const spend = await insertSpend(tx, { provider, egress, at: now, rcpts: granted });
+  const roomAt = granted < room ? now : fullUntil(spent.oldest ?? now);
+  if (roomAt.getTime() !== pace.roomAt.getTime()) await savePace(tx, { ...pace, roomAt });
+  return { kind: "granted", grant: { granted, probe: false, spend } };
+}
 
-  /** What a session teaches the pace of its provider; the pace after it (null: none). */
-  async function learnIn(
-    tx: Queryable,
-    u: PaceUsage,
-    now: Date,
-    observed: { rcpts: number; since: Date | null },
-  ): Promise<PaceRow | null> {
-    if (u.grant?.spend != null && u.asked !== u.grant.granted) await settleSpend(tx, u.grant.spend, u.asked);
-    const pace = await lockPace(tx, u.provider, u.egress);
-    if (pace === null) {
-      if (!u.throttled) return null;
-      const episodeStart = minDate(observed.since, u.startedAt);
-      const row = firstTrip(u, now, { episodeStart, maxRcpts: observed.rcpts + u.accepted }, o.quietMs);
-      await savePace(tx, row);
-      return row;
-    }
-    const next = learnt(pace, u, now, o.quietMs);
-    if (next === pace) return pace;
-    if (next.state === "paced" && pace.state === "probing") {
-      // The burst that tripped the provider still fills its window: counted as spent at the trip.
-      await insertSpend(tx, {
-        provider: u.provider,
-        egress: u.egress,
-        at: pace.trippedAt,
-        rcpts: pace.maxRcpts,
-      });
-    } else if (next.trips > pace.trips && next.windowMs !== null) {
-      // Refused under a learnt pace: the window counts as full from now.
-      await insertSpend(tx, { provider: u.provider, egress: u.egress, at: now, rcpts: next.maxRcpts });
-    }
-    await savePace(tx, next);
-    return next;
+/** What a session teaches the pace of its provider; the pace after it (null: none). */
+async function learnIn(
+  tx: Queryable,
+  u: PaceUsage,
+  now: Date,
+  observed: { rcpts: number; since: Date | null },
+  quietMs: number,
+): Promise<PaceRow | null> {
+  if (u.grant?.spend != null && u.asked !== u.grant.granted) await settleSpend(tx, u.grant.spend, u.asked);
+  const pace = await lockPace(tx, u.provider, u.egress);
+  if (pace === null) {
+    if (!u.throttled) return null;
+    const episodeStart = minDate(observed.since, u.startedAt);
+    const row = firstTrip(u, now, { episodeStart, maxRcpts: observed.rcpts + u.accepted }, quietMs);
+    await savePace(tx, row);
+    return row;
   }
+  const next = learnt(pace, u, now, quietMs);
+  if (next === pace) return pace;
+  if (next.state === "paced" && pace.state === "probing") {
+    // The burst that tripped the provider still fills its window: counted as spent at the trip.
+    await insertSpend(tx, {
+      provider: u.provider,
+      egress: u.egress,
+      at: pace.trippedAt,
+      rcpts: pace.maxRcpts,
+    });
+  } else if (next.trips > pace.trips && next.windowMs !== null) {
+    // Refused under a learnt pace: the window counts as full from now.
+    await insertSpend(tx, { provider: u.provider, egress: u.egress, at: now, rcpts: next.maxRcpts });
+  }
+  await savePace(tx, next);
+  return next;
 }
 
 const minDate = (a: Date | null, b: Date): Date => (a !== null && a < b ? a : b);
