@@ -11,7 +11,10 @@
 //     result from MailprobeError, and verifies a webhook it signs itself per Standard Webhooks;
 //   - type-checks a consumer file with this repository's TypeScript under moduleResolution
 //     nodenext (a CommonJS .ts and an ES-module .mts), bundler, and node10 (`node`, which reads
-//     typesVersions).
+//     typesVersions);
+//   - compiles every ```ts example of docs/api.md and sdk/README.md (extracted by
+//     scripts/doc-examples.mjs) under module/moduleResolution node16 and nodenext (each as a
+//     CommonJS .ts and an ES-module .mts) and bundler, strict.
 // Exits non-zero on the first failure; every step has a time limit, and the temporary directory
 // goes whatever happens (SDK_PACK_TEST_KEEP=1 keeps it for a look). Usage: npm run test:sdk-pack
 import assert from "node:assert/strict";
@@ -23,12 +26,14 @@ import {
   readFileSync,
   readdirSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { exampleModules } from "./doc-examples.mjs";
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..");
 const sdk = join(repo, "sdk");
@@ -125,6 +130,58 @@ async function main() {
   step("types, moduleResolution node10", () =>
     run(process.execPath, [tsc, "-p", "tsconfig.node10.json"], { cwd: app }),
   );
+
+  const examples = step("documentation examples: extract", () => writeExamples(app));
+  for (const resolution of ["node16", "nodenext", "bundler"]) {
+    step(`documentation examples (${examples.toString()}), module/moduleResolution ${resolution}`, () =>
+      run(process.execPath, [tsc, "-p", `tsconfig.examples-${resolution}.json`], { cwd: app }),
+    );
+  }
+}
+
+/**
+ * The documentation's examples in examples/, each twice (.ts, CommonJS in this package, and .mts),
+ * with a tsconfig per resolution; the packages they import besides the SDK (fastify, express's
+ * types, Node's types) linked from this checkout. Returns how many examples there are.
+ */
+function writeExamples(app) {
+  const modules = exampleModules(repo);
+  assert.ok(modules.length > 0, "no ```ts block in the documentation");
+  const dir = join(app, "examples");
+  mkdirSync(dir);
+  for (const m of modules) {
+    writeFileSync(join(dir, `${m.name}.ts`), m.text);
+    writeFileSync(join(dir, `${m.name}.mts`), m.text);
+  }
+  mkdirSync(join(app, "node_modules", "@types"), { recursive: true });
+  for (const name of ["fastify", "@types/node", "@types/express"]) {
+    symlinkSync(findPackageDir(name, repo), join(app, "node_modules", name), "dir");
+  }
+  const options = (module, moduleResolution) => ({
+    module,
+    moduleResolution,
+    target: "ES2022",
+    lib: ["ES2022", "DOM"],
+    types: ["node"],
+    strict: true,
+    noEmit: true,
+    // The SDK's own declarations are checked by the steps above; here only the examples are.
+    skipLibCheck: true,
+  });
+  const config = (compilerOptions, include) => `${JSON.stringify({ compilerOptions, include }, null, 2)}\n`;
+  writeFileSync(
+    join(app, "tsconfig.examples-node16.json"),
+    config(options("node16", "node16"), ["examples"]),
+  );
+  writeFileSync(
+    join(app, "tsconfig.examples-nodenext.json"),
+    config(options("nodenext", "nodenext"), ["examples"]),
+  );
+  writeFileSync(
+    join(app, "tsconfig.examples-bundler.json"),
+    config(options("esnext", "bundler"), ["examples/*.ts"]),
+  );
+  return modules.length;
 }
 
 /** openapi-fetch and whatever it depends on, packed from this checkout's node_modules. */

@@ -16,10 +16,12 @@ type Schemas = components["schemas"];
 // one-line change here and nowhere else.
 /** One verification result (POST /api/v1/verify; `email` of a job). */
 export type VerificationResult = Schemas["VerificationResult"];
-/** A task as GET /api/v1/tasks/{id} returns it. */
-export type Task = Schemas["Task"];
+/** A task as GET /api/v1/tasks/{id} returns it (the `TaskDetail` component). */
+export type Task = Schemas["TaskDetail"];
 /** The answer to POST /api/v1/tasks (counts of submitted, unique and queued addresses). */
 export type CreatedTask = Schemas["CreatedTask"];
+/** The price of a task: POST /api/v1/tasks/quote (counts, credits required, balance; nothing created). */
+export type TaskQuote = Schemas["TaskQuote"];
 /** One element of GET /api/v1/tasks. */
 export type TaskSummary = Schemas["TaskSummary"];
 /** Aggregated progress and verdict counts of a task (also the webhook's `data.metrics`). */
@@ -28,6 +30,8 @@ export type TaskMetrics = Schemas["TaskMetrics"];
 export type Job = Schemas["Job"];
 /** The answer to a file upload (202). */
 export type Upload = Schemas["Upload"];
+/** The price of a list file: POST /api/v1/tasks/batch/upload/quote (also the sheet and column it would read). */
+export type UploadQuote = Schemas["UploadQuote"];
 /**
  * An upload as GET /api/v1/tasks/batch/uploads/{upload_id} shows it (the `UploadDetail` component).
  * Read from the operation, so the alias holds whatever the component is named.
@@ -51,7 +55,7 @@ export type TaskCompletedEvent = Schemas["TaskCompletedEvent"];
 /** One entry of the webhook log (GET /api/v1/webhooks/deliveries): a task.completed event or a ping. */
 export type WebhookDelivery = Schemas["WebhookDelivery"];
 /** The spec's error body: `{ error: { code, message, details? } }` (+ `result` on a 408). */
-export type ErrorBody = Schemas["Error"];
+export type ErrorBody = Schemas["ErrorResponse"];
 /** The body of a 408 VERIFICATION_TIMEOUT: the error envelope plus `result`, the partial result. */
 export type VerificationTimeoutBody = Schemas["VerificationTimeoutError"];
 /** The closed set of error codes; each has one HTTP status. */
@@ -245,10 +249,25 @@ export async function unwrap<R extends FetchResult>(call: R | Promise<R>): Promi
   return data as DataOf<R>;
 }
 
-/** Form fields of POST /api/v1/tasks/batch/upload besides the file. */
+/**
+ * A list file's name. The server picks the parser by the extension (.csv, .txt or .xlsx, any
+ * letter case) and answers 400 for any other, so a name the compiler can see is checked here; a
+ * name only known at run time goes through isListFilename().
+ */
+export type ListFilename = `${string}.${"csv" | "txt" | "xlsx" | "CSV" | "TXT" | "XLSX"}`;
+
+const LIST_EXTENSION = /\.(csv|txt|xlsx)$/i;
+
+/** True when the server would take `name` as a list file's name (its extension decides). */
+export const isListFilename = (name: string): name is ListFilename => LIST_EXTENSION.test(name);
+
+/** The bytes of a list: a Blob (or File), an ArrayBuffer, a Uint8Array (Node's Buffer) or text. */
+export type ListBytes = Blob | ArrayBuffer | Uint8Array<ArrayBuffer> | string;
+
+/** Form fields of POST /api/v1/tasks/batch/upload (and its quote) besides the file. */
 export interface UploadFields {
-  /** The file name; its extension (.csv, .txt, .xlsx) picks the parser. Defaults to a File's name. */
-  filename?: string;
+  /** The file name; its extension picks the parser. Defaults to a File's name. */
+  filename?: ListFilename;
   /** Called with a signed `task.completed` event when the task finishes. */
   webhook_url?: string;
   /** The column holding the addresses: a header or a 1-based index (csv/xlsx only). */
@@ -256,6 +275,41 @@ export interface UploadFields {
   /** xlsx: the sheet holding the list (default: the sheet whose email column says so). */
   sheet?: string;
 }
+
+/**
+ * The multipart form of an upload or its quote:
+ * `uploadForm("leads.csv", bytes, { email_column: "Email" })`. A name without a list extension
+ * does not compile (`"leads.pdf"`), and one that reaches here anyway (a File's name, a cast)
+ * throws a TypeError before anything is sent.
+ */
+export function uploadForm(
+  filename: ListFilename,
+  data: ListBytes,
+  fields: Omit<UploadFields, "filename"> = {},
+): FormData {
+  if (!isListFilename(filename))
+    throw new TypeError(`A list file's name must end in .csv, .txt or .xlsx: ${JSON.stringify(filename)}`);
+  const form = new FormData();
+  if (fields.webhook_url !== undefined) form.append("webhook_url", fields.webhook_url);
+  if (fields.email_column !== undefined) form.append("email_column", String(fields.email_column));
+  if (fields.sheet !== undefined) form.append("sheet", fields.sheet);
+  form.append("file", data instanceof Blob ? data : new Blob([data]), filename);
+  return form;
+}
+
+/** The form of a Blob or File with its fields; a Blob needs `fields.filename`. */
+function formOf(caller: string, file: Blob, fields: UploadFields): FormData {
+  const filename = fields.filename ?? ("name" in file && typeof file.name === "string" ? file.name : "");
+  if (!filename) throw new TypeError(`${caller} needs a filename (.csv, .txt or .xlsx) for a Blob`);
+  return uploadForm(filename as ListFilename, file, fields);
+}
+
+// The document types the multipart fields as strings (`file` is "binary"), which a FormData is
+// not; it goes through a pass-through serializer, and fetch sets the multipart boundary.
+const formBody = (form: FormData) => ({
+  body: form as never,
+  bodySerializer: (body: unknown) => body as FormData,
+});
 
 /**
  * Uploads a list file (multipart/form-data) and creates a task from it. Resolves to openapi-fetch's
@@ -266,20 +320,22 @@ export async function uploadTaskFile(
   file: Blob,
   fields: UploadFields = {},
 ): Promise<ApiResult<Upload>> {
-  const filename = fields.filename ?? ("name" in file && typeof file.name === "string" ? file.name : "");
-  if (!filename) throw new TypeError("uploadTaskFile needs a filename (.csv, .txt or .xlsx) for a Blob");
-  const form = new FormData();
-  if (fields.webhook_url !== undefined) form.append("webhook_url", fields.webhook_url);
-  if (fields.email_column !== undefined) form.append("email_column", String(fields.email_column));
-  if (fields.sheet !== undefined) form.append("sheet", fields.sheet);
-  form.append("file", file, filename);
-  // The document types the multipart fields as strings (`file` is "binary"), which a FormData is
-  // not; it goes through a pass-through serializer, and fetch sets the multipart boundary. No
-  // dry_run is sent, so the operation's other success answer (the 200 price) cannot come back.
-  return client.POST("/api/v1/tasks/batch/upload", {
-    body: form as never,
-    bodySerializer: (body: unknown) => body as FormData,
-  }) as Promise<ApiResult<Upload>>;
+  return client.POST("/api/v1/tasks/batch/upload", formBody(formOf("uploadTaskFile", file, fields)));
+}
+
+/**
+ * Prices a list file as uploadTaskFile would upload it (POST /api/v1/tasks/batch/upload/quote):
+ * the same checks and counts, nothing created. unwrap() gives the UploadQuote.
+ */
+export async function quoteUploadTaskFile(
+  client: Client<paths>,
+  file: Blob,
+  fields: UploadFields = {},
+): Promise<ApiResult<UploadQuote>> {
+  return client.POST(
+    "/api/v1/tasks/batch/upload/quote",
+    formBody(formOf("quoteUploadTaskFile", file, fields)),
+  );
 }
 
 export interface WaitForTaskOptions {

@@ -48,6 +48,70 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/api/v1/api-keys/{id}/devices": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List a key's remembered devices
+     * @description The browsers remembered at a sign-in with this key that can still open sessions, most recently used first; none once the key is revoked. Needs a `custom` key or a session (integration keys: 403); 404 for a key that is not the caller's.
+     */
+    get: operations["listKeyDevices"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v1/api-keys/{id}/devices/{device_id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Revoke a remembered device
+     * @description The device's cookie stops working and the sessions it opened end at once (idempotent). Needs a `custom` key or a session (integration keys: 403); 404 when the device is not one of this key's.
+     */
+    delete: operations["revokeKeyDevice"];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v1/auth/device": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Sign in as a remembered device
+     * @description Exchanges the remembered device's cookie (set at sign-in with `remember_device: true`; HttpOnly, SameSite=Strict, sent only to this path) for a session of the key that signed in, and replaces the cookie (each value works once). 401 without a cookie, or when the device expired, was revoked, its key was revoked or its user deactivated; a value already replaced is taken for a stolen copy: the device is revoked and its sessions end (401). 409 when another tab of the browser used the same value within 30 s: try again. The session is not a fresh sign-in: revealing or creating keys from it needs the key. Takes an empty JSON object.
+     */
+    post: operations["openDeviceSession"];
+    /**
+     * Forget this device
+     * @description Revokes the remembered device whose cookie the request carries (its sessions end) and clears the cookie; 204 also when there is none. The dashboard's Sign out calls it.
+     */
+    delete: operations["forgetDevice"];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/api/v1/auth/session": {
     parameters: {
       query?: never;
@@ -59,7 +123,7 @@ export interface paths {
     put?: never;
     /**
      * Open a session
-     * @description Exchange a `custom` API key for a short-lived JWT (used by the dashboard); the session dies with the key. Integration keys and sessions get 403.
+     * @description Exchange a `custom` API key for a short-lived JWT (used by the dashboard); the session dies with the key. Integration keys and sessions get 403. With `remember_device: true` the reply also sets the remembered device's HttpOnly cookie (see POST /api/v1/auth/device).
      */
     post: operations["createSession"];
     /**
@@ -81,7 +145,7 @@ export interface paths {
     };
     /**
      * Session lifetime
-     * @description How long a dashboard session lasts (SESSION_TTL_SECONDS) and how long renewals may extend it (SESSION_MAX_HOURS). Needs no credentials.
+     * @description How long a dashboard session lasts (SESSION_TTL_SECONDS), how long renewals may extend it (SESSION_MAX_HOURS) and how long a remembered browser stays remembered (DEVICE_REMEMBER_DAYS). Needs no credentials.
      */
     get: operations["getSessionPolicy"];
     put?: never;
@@ -143,7 +207,7 @@ export interface paths {
     put?: never;
     /**
      * Sign in with a link
-     * @description Uses a sign-in link once and answers a session of the key it is tied to (as `POST /api/v1/auth/session` would). Needs no credentials: the token is one. 401 when the link is unknown, used, expired or its key revoked.
+     * @description Uses a sign-in link once and answers a session of the key it is tied to (as `POST /api/v1/auth/session` would, `remember_device` included). Needs no credentials: the token is one. 401 when the link is unknown, used, expired or its key revoked.
      */
     post: operations["redeemSignInLink"];
     delete?: never;
@@ -238,7 +302,7 @@ export interface paths {
     };
     /**
      * Verification counters
-     * @description The caller's verification counters; with both `from` and `to` (at most 90 days) also a daily series. Needs an API key: a session token is a 401.
+     * @description The caller's verification counters over [from, to): with both `from` and `to` (at most 90 days) also a daily series; with only one, the counters are bounded on that side and there is no series; with neither, the whole history. Needs an API key: a session token is a 401.
      */
     get: operations["getVerificationMetrics"];
     put?: never;
@@ -264,7 +328,7 @@ export interface paths {
     put?: never;
     /**
      * Create a batch task
-     * @description Queues up to 10,000 addresses for asynchronous verification and reserves one credit per distinct address; credits of `unknown` results are refunded when the task finishes. With `webhook_url` the task-completion webhook is sent. A repeated `Idempotency-Key` returns the task the first request created. With `dry_run=true` it answers 200 with the counts, the price and the balance instead, and creates nothing.
+     * @description Queues up to 10,000 addresses for asynchronous verification and reserves one credit per distinct address; credits of `unknown` results are refunded when the task finishes. With `webhook_url` the task-completion webhook is sent. A repeated `Idempotency-Key` returns the task the first request created. The price of the same body, without creating anything, is `POST /api/v1/tasks/quote`; a `dry_run` parameter here is a 400 naming it.
      */
     post: operations["createTask"];
     delete?: never;
@@ -284,9 +348,29 @@ export interface paths {
     put?: never;
     /**
      * Upload a list file
-     * @description Creates a batch task from a .txt, .csv or .xlsx list of at most 10,000 addresses. The file is parsed and checked before the 202; one credit per distinct address is reserved, and the credits of `unknown` results are refunded when the task finishes. Rows without an address are skipped and counted. A `user_id` field is refused. With `dry_run=true` (query, or a form field) the file is parsed and checked the same way and the answer is 200 with the counts, the price and the balance; nothing is created or stored.
+     * @description Creates a batch task from a .txt, .csv or .xlsx list of at most 10,000 addresses. The file is parsed and checked before the 202; one credit per distinct address is reserved, and the credits of `unknown` results are refunded when the task finishes. Rows without an address are skipped and counted. A `user_id` field is refused. The price of the same form, without creating anything, is `POST /api/v1/tasks/batch/upload/quote`; `dry_run` (a query parameter or a form field) here is a 400 naming it.
      */
     post: operations["uploadTaskFile"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v1/tasks/batch/upload/quote": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Price a list file
+     * @description What `POST /api/v1/tasks/batch/upload` would do with the same form: the file is parsed and checked the same way (the same 400s) and the answer is the counts, the sheet and column it would read, the credits it would reserve and the balance. Nothing is created or stored, and too little credit is not an error here (`has_enough_credits: false`); the upload would answer 402. An `Idempotency-Key` header is checked but neither recorded nor replayed. A quote holds an upload place while its file arrives and is parsed, as an upload does (429/503 with Retry-After when the caller or the server is at its limit).
+     */
+    post: operations["quoteUploadTaskFile"];
     delete?: never;
     options?: never;
     head?: never;
@@ -307,6 +391,26 @@ export interface paths {
     get: operations["getUpload"];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v1/tasks/quote": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Price a batch task
+     * @description What `POST /api/v1/tasks` would do with the same body: the counts, the credits it would reserve and the balance. The body is validated as the real call validates it (the same 400s) and nothing is created: no task, jobs, reservation or Idempotency-Key record. Too little credit is not an error here (`has_enough_credits: false`); the real call would answer 402. An `Idempotency-Key` header is checked as the real call checks it but neither recorded nor replayed, so the same headers can go to both. Rate-limited like any request.
+     */
+    post: operations["quoteTask"];
     delete?: never;
     options?: never;
     head?: never;
@@ -811,23 +915,6 @@ export interface components {
       totals: components["schemas"]["UsageTotals"];
       series: components["schemas"]["UsagePoint"][];
     };
-    /** @description The error envelope of every /api/v1 error response (the spec's standard error body) */
-    Error: {
-      error: {
-        code: components["schemas"]["ErrorCode"];
-        /** @description Human-readable; an unexpected server fault gets a generic one */
-        message: string;
-        /** @description One entry per invalid field; at most 20 entries */
-        details?: {
-          field: string;
-          reason: string;
-        }[];
-        /** @description How many more details there were than the 20 listed */
-        details_truncated?: number;
-      };
-    } & {
-      [key: string]: unknown;
-    };
     /**
      * @description Machine-readable code; each code has one HTTP status
      * @enum {string}
@@ -848,6 +935,23 @@ export interface components {
       | "RATE_LIMITED"
       | "SERVICE_UNAVAILABLE"
       | "INTERNAL_ERROR";
+    /** @description The error envelope of every /api/v1 error response (the spec's standard error body) */
+    ErrorResponse: {
+      error: {
+        code: components["schemas"]["ErrorCode"];
+        /** @description Human-readable; an unexpected server fault gets a generic one */
+        message: string;
+        /** @description One entry per invalid field; at most 20 entries */
+        details?: {
+          field: string;
+          reason: string;
+        }[];
+        /** @description How many more details there were than the 20 listed */
+        details_truncated?: number;
+      };
+    } & {
+      [key: string]: unknown;
+    };
     /** @description The process is up */
     Health: {
       /** @enum {string} */
@@ -933,6 +1037,25 @@ export interface components {
         min_free_mb: number;
       };
     };
+    /** @description A browser remembered at sign-in with a key */
+    RememberedDevice: {
+      /** Format: uuid */
+      id: string;
+      /** @description The browser and system it signed in from, e.g. `Firefox on Linux` */
+      label: string;
+      /** Format: date-time */
+      created_at: string;
+      /** @description The last session it opened; null when it has opened none since the sign-in */
+      last_used_at: string | null;
+      /** Format: date-time */
+      expires_at: string;
+      /** @description The caller's session was opened by this device */
+      is_current: boolean;
+    };
+    /** @description A key's remembered devices that can still open sessions, most recently used first */
+    RememberedDeviceList: {
+      devices: components["schemas"]["RememberedDevice"][];
+    };
     /** @description Per-check status: `syntax`, `dns` (the domain's records could be looked up), `mx` (a mail host exists), `reverse_dns` (the mail host's IP has a PTR record), `smtp` (what the mail server said about this recipient) */
     ResultChecks: {
       syntax: components["schemas"]["Check"];
@@ -958,6 +1081,11 @@ export interface components {
        * @description Sign-in time + SESSION_MAX_HOURS: POST /api/v1/auth/session/refresh renews the session until then, never past it
        */
       renewable_until: string;
+      /**
+       * Format: date-time
+       * @description Only when this browser is remembered (`remember_device` at sign-in, or a session opened by its device cookie): until when its cookie opens sessions without the key
+       */
+      device_remembered_until?: string;
     };
     /** @description How long a dashboard session lasts, for the sign-in form (needs no credentials) */
     SessionPolicy: {
@@ -965,6 +1093,8 @@ export interface components {
       lifetime_seconds: number;
       /** @description SESSION_MAX_HOURS */
       max_hours: number;
+      /** @description DEVICE_REMEMBER_DAYS: how long a browser remembered at sign-in opens sessions without the key */
+      device_remember_days: number;
     };
     /** @description A one-time dashboard sign-in link (15 minutes, one use) */
     SignInLink: {
@@ -981,28 +1111,6 @@ export interface components {
        * @description The key the link and the session it opens are tied to: revoking the key refuses the link
        */
       api_key_id: string;
-    };
-    /** @description A batch task with its lifecycle times, as `GET /api/v1/tasks/{id}` shows it */
-    Task: {
-      /** Format: uuid */
-      id: string;
-      user_id: string | null;
-      webhook_url: string | null;
-      source: components["schemas"]["TaskSource"];
-      /** Format: date-time */
-      created_at: string;
-      /** Format: date-time */
-      updated_at: string;
-      is_file_backed: boolean;
-      /** @description Set when is_file_backed is true */
-      file: components["schemas"]["TaskFile"] | null;
-      metrics: components["schemas"]["TaskMetrics"];
-      started_at: string | null;
-      finished_at: string | null;
-      /** @description Not in the spec: when the task was cancelled (finished_at is the same moment), else null */
-      cancelled_at: string | null;
-      /** @description Not in the spec: the task's retry window (null: tasks created before it existed, no limit) */
-      retry_window_minutes: number | null;
     };
     /** @description Sent once when a task finishes: every job completed or failed, or the task cancelled */
     TaskCompletedEvent: {
@@ -1029,30 +1137,27 @@ export interface components {
         metrics: components["schemas"]["TaskMetrics"];
       };
     };
-    /** @description What `POST /api/v1/tasks` would create and reserve; nothing was created */
-    TaskDryRun: {
-      /** @enum {boolean} */
-      dry_run: true;
-      /** @description As the real call's reply: for a JSON task the entries submitted (= submitted_count), for an upload the distinct addresses that would be queued (= unique_count) */
-      email_count: number;
-      /** @description Addresses submitted, duplicates included */
-      submitted_count: number;
-      /** @description Distinct canonical addresses: the jobs that would be queued */
-      unique_count: number;
-      /** @description Entries repeating an earlier address (verified once) */
-      duplicate_count: number;
-      /** @description Distinct domains among the valid addresses */
-      domain_count: number;
-      /** @description Distinct addresses failing RFC syntax: billed results `invalid_syntax`, no SMTP */
-      invalid_syntax_count: number;
-      /** @description Distinct sandbox addresses: answered for free */
-      sandbox_count: number;
-      /** @description Credits the real call would reserve: unique_count − sandbox_count */
-      credits_required: number;
-      /** @description The caller's balance now */
-      balance: number;
-      /** @description balance ≥ credits_required; when false the real call answers 402 */
-      has_enough_credits: boolean;
+    /** @description A batch task with its lifecycle times, as `GET /api/v1/tasks/{id}` shows it */
+    TaskDetail: {
+      /** Format: uuid */
+      id: string;
+      user_id: string | null;
+      webhook_url: string | null;
+      source: components["schemas"]["TaskSource"];
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+      is_file_backed: boolean;
+      /** @description Set when is_file_backed is true */
+      file: components["schemas"]["TaskFile"] | null;
+      metrics: components["schemas"]["TaskMetrics"];
+      started_at: string | null;
+      finished_at: string | null;
+      /** @description Not in the spec: when the task was cancelled (finished_at is the same moment), else null */
+      cancelled_at: string | null;
+      /** @description Not in the spec: the task's retry window (null: tasks created before it existed, no limit) */
+      retry_window_minutes: number | null;
     };
     /** @description The upload a file-backed task came from */
     TaskFile: {
@@ -1137,6 +1242,29 @@ export interface components {
         /** @description When the last of them should be answered at that pace; null while it is being learnt */
         expected_done_at: string | null;
       }[];
+    };
+    /** @description What `POST /api/v1/tasks` would create and reserve for the same body; nothing was created */
+    TaskQuote: {
+      /** @description As the real call's reply: for a JSON task the entries submitted (= submitted_count), for an upload the distinct addresses that would be queued (= unique_count) */
+      email_count: number;
+      /** @description Addresses submitted, duplicates included */
+      submitted_count: number;
+      /** @description Distinct canonical addresses: the jobs that would be queued */
+      unique_count: number;
+      /** @description Entries repeating an earlier address (verified once) */
+      duplicate_count: number;
+      /** @description Distinct domains among the valid addresses */
+      domain_count: number;
+      /** @description Distinct addresses failing RFC syntax: billed results `invalid_syntax`, no SMTP */
+      invalid_syntax_count: number;
+      /** @description Distinct sandbox addresses: answered for free */
+      sandbox_count: number;
+      /** @description Credits the real call would reserve: unique_count − sandbox_count */
+      credits_required: number;
+      /** @description The caller's balance now */
+      balance: number;
+      /** @description balance ≥ credits_required; when false the real call answers 402 */
+      has_enough_credits: boolean;
     };
     /** @description One point per UTC day of the range */
     TaskSeries: {
@@ -1291,10 +1419,8 @@ export interface components {
         updated_at: string;
       };
     };
-    /** @description What uploading this file would create and reserve; nothing was created or stored */
-    UploadDryRun: {
-      /** @enum {boolean} */
-      dry_run: true;
+    /** @description What `POST /api/v1/tasks/batch/upload` would create and reserve for the same form; nothing was created or stored */
+    UploadQuote: {
       /** @description As the real call's reply: for a JSON task the entries submitted (= submitted_count), for an upload the distinct addresses that would be queued (= unique_count) */
       email_count: number;
       /** @description Addresses submitted, duplicates included */
@@ -1440,7 +1566,7 @@ export interface components {
      */
     VerificationStatus: "valid" | "invalid" | "catchall" | "invalid_syntax" | "disposable_domain" | "unknown";
     /** @description VERIFICATION_TIMEOUT: the Error envelope plus `result`, the partial result (status `unknown`, `unknown_reason` naming the step that ran out of time) */
-    VerificationTimeoutError: components["schemas"]["Error"] & {
+    VerificationTimeoutError: components["schemas"]["ErrorResponse"] & {
       result: components["schemas"]["VerificationResult"];
     };
     /** @description One webhook message and its delivery state; its `id` is the `webhook-id` header */
@@ -1536,7 +1662,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -1546,7 +1672,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
@@ -1556,7 +1682,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -1567,7 +1693,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -1577,7 +1703,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -1587,7 +1713,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -1628,7 +1754,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -1638,7 +1764,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
@@ -1648,7 +1774,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -1658,7 +1784,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Conflicts with the current state (CONFLICT) */
@@ -1668,7 +1794,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -1679,7 +1805,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -1689,7 +1815,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -1699,7 +1825,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -1733,7 +1859,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -1743,7 +1869,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
@@ -1753,7 +1879,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -1763,7 +1889,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Conflicts with the current state (CONFLICT) */
@@ -1773,7 +1899,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -1784,7 +1910,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -1794,7 +1920,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -1804,7 +1930,342 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+    };
+  };
+  listKeyDevices: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The devices */
+      200: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["RememberedDeviceList"];
+        };
+      };
+      /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
+      400: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Missing or invalid credentials (UNAUTHORIZED) */
+      401: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
+      403: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Not found (or not yours) (NOT_FOUND) */
+      404: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+    };
+  };
+  revokeKeyDevice: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path: {
+        id: string;
+        device_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Revoked */
+      204: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
+      400: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Missing or invalid credentials (UNAUTHORIZED) */
+      401: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
+      403: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Not found (or not yours) (NOT_FOUND) */
+      404: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+    };
+  };
+  openDeviceSession: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description The session token; the cookie is replaced */
+      200: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Session"];
+        };
+      };
+      /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
+      400: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Missing or invalid credentials (UNAUTHORIZED) */
+      401: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Conflicts with the current state (CONFLICT) */
+      409: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+    };
+  };
+  forgetDevice: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Forgotten */
+      204: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -1819,7 +2280,14 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
-    requestBody?: never;
+    requestBody?: {
+      content: {
+        "application/json": {
+          /** @description Remember this browser for DEVICE_REMEMBER_DAYS (30 by default): the reply sets an HttpOnly cookie that POST /api/v1/auth/device exchanges for a session of the same key, listed with the key and ending with it */
+          remember_device?: boolean;
+        };
+      };
+    };
     responses: {
       /** @description The session token */
       200: {
@@ -1831,6 +2299,16 @@ export interface operations {
           "application/json": components["schemas"]["Session"];
         };
       };
+      /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
+      400: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
       401: {
         headers: {
@@ -1838,7 +2316,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
@@ -1848,7 +2326,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -1859,7 +2337,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -1869,7 +2347,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -1879,7 +2357,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -1911,7 +2389,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
@@ -1921,7 +2399,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -1932,7 +2410,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -1942,7 +2420,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -1952,7 +2430,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -1986,7 +2464,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -1996,7 +2474,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -2030,7 +2508,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
@@ -2040,7 +2518,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -2051,7 +2529,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -2061,7 +2539,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -2071,7 +2549,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -2105,7 +2583,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
@@ -2115,7 +2593,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -2126,7 +2604,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -2136,7 +2614,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -2146,7 +2624,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -2166,6 +2644,8 @@ export interface operations {
         "application/json": {
           /** @description The link's token (`mpl_…`) */
           token: string;
+          /** @description Remember this browser for DEVICE_REMEMBER_DAYS (30 by default): the reply sets an HttpOnly cookie that POST /api/v1/auth/device exchanges for a session of the same key, listed with the key and ending with it */
+          remember_device?: boolean;
         };
       };
     };
@@ -2187,7 +2667,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -2197,7 +2677,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -2208,7 +2688,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -2218,7 +2698,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -2228,7 +2708,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -2262,7 +2742,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -2272,7 +2752,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -2282,7 +2762,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -2293,7 +2773,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -2303,7 +2783,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -2313,7 +2793,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -2352,7 +2832,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -2362,7 +2842,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -2372,7 +2852,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -2383,7 +2863,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -2393,7 +2873,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -2403,7 +2883,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -2450,7 +2930,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -2460,7 +2940,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -2471,7 +2951,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -2481,7 +2961,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -2491,7 +2971,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -2538,7 +3018,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -2548,7 +3028,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -2559,7 +3039,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -2569,7 +3049,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -2579,7 +3059,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -2624,7 +3104,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -2634,7 +3114,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -2645,7 +3125,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -2655,7 +3135,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -2665,7 +3145,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -2707,7 +3187,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -2717,7 +3197,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -2728,7 +3208,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -2738,7 +3218,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -2748,17 +3228,14 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
   };
   createTask: {
     parameters: {
-      query?: {
-        /** @description `true`: answer 200 with the counts, the credits required and the balance, and create nothing (no task, jobs, reservation, upload or Idempotency-Key record). Input errors are the same as the real call's; too little credit is not an error here. */
-        dry_run?: boolean;
-      };
+      query?: never;
       header?: {
         /** @description Makes retries safe for 24 hours: the same key with the same body returns the task the first request created (billed once); with a different body it is a 400. */
         "Idempotency-Key"?: string;
@@ -2784,16 +3261,6 @@ export interface operations {
       };
     };
     responses: {
-      /** @description A dry run: what the task would count and cost */
-      200: {
-        headers: {
-          "X-Request-ID": components["headers"]["RequestId"];
-          [name: string]: unknown;
-        };
-        content: {
-          "application/json": components["schemas"]["TaskDryRun"];
-        };
-      };
       /** @description The task, queued */
       201: {
         headers: {
@@ -2811,7 +3278,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -2821,7 +3288,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The credit balance does not cover the request (INSUFFICIENT_CREDITS) */
@@ -2831,7 +3298,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -2841,7 +3308,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Conflicts with the current state (CONFLICT) */
@@ -2851,7 +3318,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -2862,7 +3329,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -2872,7 +3339,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -2882,17 +3349,14 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
   };
   uploadTaskFile: {
     parameters: {
-      query?: {
-        /** @description `true`: answer 200 with the counts, the credits required and the balance, and create nothing (no task, jobs, reservation, upload or Idempotency-Key record). Input errors are the same as the real call's; too little credit is not an error here. */
-        dry_run?: boolean;
-      };
+      query?: never;
       header?: {
         /** @description Makes retries safe for 24 hours: the same key with the same body returns the task the first request created (billed once); with a different body it is a 400. */
         "Idempotency-Key"?: string;
@@ -2907,7 +3371,7 @@ export interface operations {
         "multipart/form-data": {
           /**
            * Format: binary
-           * @description The list: .txt (one address per line), .csv or .xlsx; at most 10,000 addresses and MAX_UPLOAD_BYTES (default 10 MiB)
+           * @description The list, sent with a file name ending in .csv, .txt or .xlsx (any letter case): the extension picks the parser, and a part without one (a bare Blob) is a 400. .txt: one address per line; at most 10,000 addresses and MAX_UPLOAD_BYTES (default 10 MiB)
            */
           file: string;
           /**
@@ -2927,16 +3391,6 @@ export interface operations {
       };
     };
     responses: {
-      /** @description A dry run: what the upload would count and cost */
-      200: {
-        headers: {
-          "X-Request-ID": components["headers"]["RequestId"];
-          [name: string]: unknown;
-        };
-        content: {
-          "application/json": components["schemas"]["UploadDryRun"];
-        };
-      };
       /** @description The upload, accepted: its task is queued */
       202: {
         headers: {
@@ -2954,7 +3408,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -2964,7 +3418,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The credit balance does not cover the request (INSUFFICIENT_CREDITS) */
@@ -2974,7 +3428,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -2984,7 +3438,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Conflicts with the current state (CONFLICT) */
@@ -2994,7 +3448,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -3005,7 +3459,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -3015,7 +3469,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -3025,7 +3479,115 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+    };
+  };
+  quoteUploadTaskFile: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "multipart/form-data": {
+          /**
+           * Format: binary
+           * @description The list, sent with a file name ending in .csv, .txt or .xlsx (any letter case): the extension picks the parser, and a part without one (a bare Blob) is a 400. .txt: one address per line; at most 10,000 addresses and MAX_UPLOAD_BYTES (default 10 MiB)
+           */
+          file: string;
+          /**
+           * Format: uri
+           * @description Absolute http(s) URL called when the task completes
+           */
+          webhook_url?: string;
+          /** @description csv/xlsx: header name or 1-based index of the column holding the addresses (default: found from the header or the contents) */
+          email_column?: string;
+          /** @description Alias of email_column */
+          column?: string;
+          /** @description xlsx: the name of the sheet holding the list (default: the sheet whose email column's header says email, else the one sheet with addresses; several candidates are refused as `ambiguous_sheet`, naming them) */
+          sheet?: string;
+          /** @description 0 to 1440: minutes after the task starts during which deferred addresses are retried, then settled as unknown (default: TASK_RETRY_WINDOW_MINUTES) */
+          retry_window_minutes?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description What the upload would count and cost */
+      200: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["UploadQuote"];
+        };
+      };
+      /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
+      400: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Missing or invalid credentials (UNAUTHORIZED) */
+      401: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Not found (or not yours) (NOT_FOUND) */
+      404: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -3061,7 +3623,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -3071,7 +3633,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
@@ -3081,7 +3643,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -3091,7 +3653,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -3102,7 +3664,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -3112,7 +3674,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -3122,7 +3684,106 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+    };
+  };
+  quoteTask: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your id for this request, echoed back in the response's X-Request-ID when it is 1-200 printable ASCII characters without spaces (otherwise the server makes one). */
+        "X-Request-ID"?: components["parameters"]["RequestId"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @description 1 to 10,000 addresses; duplicates are verified and billed once */
+          emails: string[];
+          /**
+           * Format: uri
+           * @description Absolute http(s) URL called when the task completes
+           */
+          webhook_url?: string;
+          /** @description Minutes after the task starts during which addresses a server deferred (greylisting, 4xx) or that were unreachable are retried; a retry that would come later is not made and the address is settled as `unknown` (refunded). Default: the server's TASK_RETRY_WINDOW_MINUTES (60) */
+          retry_window_minutes?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description What the task would count and cost */
+      200: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["TaskQuote"];
+        };
+      };
+      /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
+      400: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Missing or invalid credentials (UNAUTHORIZED) */
+      401: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Not found (or not yours) (NOT_FOUND) */
+      404: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
+      500: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
+        };
+      };
+      /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
+      503: {
+        headers: {
+          "X-Request-ID": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -3148,7 +3809,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Task"];
+          "application/json": components["schemas"]["TaskDetail"];
         };
       };
       /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
@@ -3158,7 +3819,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -3168,7 +3829,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -3178,7 +3839,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -3189,7 +3850,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -3199,7 +3860,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -3209,7 +3870,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -3243,7 +3904,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -3253,7 +3914,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
@@ -3263,7 +3924,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -3273,7 +3934,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Conflicts with the current state (CONFLICT) */
@@ -3283,7 +3944,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -3294,7 +3955,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -3304,7 +3965,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -3314,7 +3975,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -3340,7 +4001,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Task"];
+          "application/json": components["schemas"]["TaskDetail"];
         };
       };
       /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
@@ -3350,7 +4011,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -3360,7 +4021,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -3370,7 +4031,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Conflicts with the current state (CONFLICT) */
@@ -3380,7 +4041,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -3391,7 +4052,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -3401,7 +4062,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -3411,7 +4072,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -3419,7 +4080,7 @@ export interface operations {
   downloadTaskResults: {
     parameters: {
       query?: {
-        /** @description The file format (default csv); letter case is ignored */
+        /** @description The file format (default csv), in lower case as listed */
         format?: "csv" | "txt" | "xlsx";
         /** @description Overrides the path id */
         task_id?: string;
@@ -3462,7 +4123,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -3472,7 +4133,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
@@ -3482,7 +4143,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -3492,7 +4153,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -3503,7 +4164,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -3513,7 +4174,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -3523,7 +4184,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -3549,7 +4210,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Task"];
+          "application/json": components["schemas"]["TaskDetail"];
         };
       };
       /** @description Invalid request: body, query, path parameter, file or header (`details` names each field) (VALIDATION_ERROR) */
@@ -3559,7 +4220,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -3569,7 +4230,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -3579,7 +4240,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Conflicts with the current state (CONFLICT) */
@@ -3589,7 +4250,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -3600,7 +4261,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -3610,7 +4271,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -3620,7 +4281,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -3674,7 +4335,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -3684,7 +4345,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -3694,7 +4355,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -3705,7 +4366,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -3715,7 +4376,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -3725,7 +4386,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -3766,7 +4427,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -3776,7 +4437,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
@@ -3786,7 +4447,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -3796,7 +4457,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -3807,7 +4468,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -3817,7 +4478,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -3827,7 +4488,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -3868,7 +4529,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -3878,7 +4539,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The credit balance does not cover the request (INSUFFICIENT_CREDITS) */
@@ -3888,7 +4549,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -3898,7 +4559,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The deadline passed; `result` holds the partial result (VERIFICATION_TIMEOUT) */
@@ -3918,7 +4579,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -3929,7 +4590,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -3939,7 +4600,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -3949,7 +4610,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -3986,7 +4647,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -3996,7 +4657,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -4007,7 +4668,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -4017,7 +4678,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -4027,7 +4688,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -4063,7 +4724,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -4073,7 +4734,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -4083,7 +4744,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Conflicts with the current state (CONFLICT) */
@@ -4093,7 +4754,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -4104,7 +4765,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -4114,7 +4775,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -4124,7 +4785,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -4158,7 +4819,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -4168,7 +4829,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -4179,7 +4840,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -4189,7 +4850,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -4199,7 +4860,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -4243,7 +4904,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -4253,7 +4914,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The credential may not do this (key scope, or another user's task or upload) (FORBIDDEN) */
@@ -4263,7 +4924,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Not found (or not yours) (NOT_FOUND) */
@@ -4273,7 +4934,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -4284,7 +4945,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -4294,7 +4955,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -4304,7 +4965,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -4348,7 +5009,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Missing or invalid credentials (UNAUTHORIZED) */
@@ -4358,7 +5019,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Rate limited: retry after the `Retry-After` seconds (RATE_LIMITED) */
@@ -4369,7 +5030,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description Internal error; quote the X-Request-ID when reporting it (INTERNAL_ERROR) */
@@ -4379,7 +5040,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
       /** @description The server cannot take the request now (its database does not answer, its data directory is nearly full, or it is at its limit of uploads in progress): retry after the `Retry-After` seconds (SERVICE_UNAVAILABLE) */
@@ -4389,7 +5050,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -4423,7 +5084,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };
@@ -4531,7 +5192,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Error"];
+          "application/json": components["schemas"]["ErrorResponse"];
         };
       };
     };

@@ -28,6 +28,7 @@ import { adminRoutes } from "../http/routes/admin.ts";
 import { apiKeyRoutes } from "../http/routes/api-keys.ts";
 import { authSessionRoutes, sessionPolicyRoutes } from "../http/routes/auth-session.ts";
 import { signInLinkRedeemRoutes, signInLinkRoutes } from "../http/routes/sign-in-links.ts";
+import { deviceRoutes, deviceSessionRoutes } from "../http/routes/devices.ts";
 import { creditRoutes } from "../http/routes/credits.ts";
 import { healthRoutes } from "../http/routes/health.ts";
 import { operatorRoutes } from "../http/routes/operator.ts";
@@ -118,6 +119,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   await app.register(plantRoutes, { deps });
   await app.register(sessionPolicyRoutes, { deps });
   await app.register(signInLinkRedeemRoutes, { deps });
+  await app.register(deviceSessionRoutes, { deps });
   await app.register(dashboardPlugin);
   await app.register(async (api) => {
     installAuthentication(api, deps.authenticator, deps.rateLimiter);
@@ -125,6 +127,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     await api.register(authSessionRoutes, { deps });
     await api.register(signInLinkRoutes, { deps });
     await api.register(apiKeyRoutes, { deps });
+    await api.register(deviceRoutes, { deps });
     await api.register(creditRoutes, { deps });
     await api.register(reportRoutes, { deps });
     await api.register(verifyRoutes, { deps });

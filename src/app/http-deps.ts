@@ -34,6 +34,7 @@ export function httpDepsOf(services: Services): HttpDeps {
     jwt: services.jwt,
     sessions: services.sessions,
     signInLinks: services.signInLinks,
+    devices: services.devices,
     apiKeys: services.apiKeys,
     credits: services.credits,
     users: services.users,

@@ -22,6 +22,7 @@ import { createUploadsService, type UploadsService } from "../uploads/service.ts
 import { createWebhooksService, type WebhooksService } from "../webhooks/service.ts";
 import { createSessionService, type SessionService } from "../auth/sessions.ts";
 import { createSignInLinkService, type SignInLinkService } from "../auth/sign-in-links.ts";
+import { createRememberedDeviceService, type RememberedDeviceService } from "../auth/remembered-devices.ts";
 import { stopWorkOf } from "../tasks/stop-work.ts";
 import { createWebhookSecretCipher, type WebhookSecretCipher } from "../webhooks/secret-cipher.ts";
 import { createPgHostGate, HostBusyError } from "../hostslots/host-gate.ts";
@@ -52,6 +53,8 @@ export interface Services {
   sessions: SessionService;
   /** One-time sign-in links: minted by a key or the operator, redeemed for a session (auth/sign-in-links.ts). */
   signInLinks: SignInLinkService;
+  /** Remembered devices: a cookie that opens sessions of its key without it (auth/remembered-devices.ts). */
+  devices: RememberedDeviceService;
   authenticator: Authenticator;
   rateLimiter: RateLimiter;
   engine: Engine;
@@ -168,6 +171,7 @@ export function buildServices(opts: ServiceOptions): Services {
     jwt,
     sessions,
     signInLinks: createSignInLinkService(db, sessions, clock),
+    devices: createRememberedDeviceService(db, sessions, clock, config.deviceRememberDays * 86_400_000),
     authenticator: createAuthenticator(apiKeys, jwt, sessions),
     rateLimiter,
     engine,

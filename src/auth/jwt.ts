@@ -24,7 +24,7 @@ export interface VerifiedJwt {
    */
   signedInAt: Date | null;
   /** Our sessions: the server-side session the token belongs to (claims `sid`, `gen`); null for external tokens. */
-  session: { id: string; generation: number } | null;
+  session: SessionClaims | null;
 }
 
 /** A session token as issued, with the bounds the dashboard plans its renewals by. */
@@ -35,6 +35,16 @@ export interface IssuedSession {
   renewableUntil: Date;
   /** SESSION_TTL_SECONDS: the lifetime of each token (the last one may be cut by the cap). */
   lifetimeSeconds: number;
+}
+
+/**
+ * The server-side session a token belongs to, the token's generation within it and, for a session
+ * a remembered device opened, that device (claim `did`): such a session is not a fresh sign-in.
+ */
+export interface SessionClaims {
+  id: string;
+  generation: number;
+  deviceId?: string | null;
 }
 
 /** The private claim binding a session to the key that opened it (it dies with that key). */
@@ -53,7 +63,7 @@ export interface JwtService {
   issue(
     userId: string,
     apiKeyId: string,
-    session: { id: string; generation: number },
+    session: SessionClaims,
     now: Date,
     signedInAt?: Date,
   ): Promise<IssuedSession | null>;
@@ -68,6 +78,8 @@ const SIGNED_IN_CLAIM = "auth_time";
 /** The server-side session (auth/sessions.ts) and the generation of this token within it. */
 const SESSION_ID_CLAIM = "sid";
 const GENERATION_CLAIM = "gen";
+/** The remembered device that opened the session (auth/remembered-devices.ts); absent otherwise. */
+const DEVICE_CLAIM = "did";
 
 export function createJwtService(opts: JwtOptions): JwtService {
   const secret = opts.secret ? new TextEncoder().encode(opts.secret) : null;
@@ -97,11 +109,13 @@ export function createJwtService(opts: JwtOptions): JwtService {
           const sid = payload[SESSION_ID_CLAIM];
           const gen = payload[GENERATION_CLAIM];
           if (typeof sid !== "string" || !isUuid(sid) || !Number.isSafeInteger(gen)) return null;
+          const did = payload[DEVICE_CLAIM];
+          if (did !== undefined && (typeof did !== "string" || !isUuid(did))) return null;
           return {
             userId,
             apiKeyId,
             signedInAt: new Date(signedIn * 1000),
-            session: { id: sid, generation: gen as number },
+            session: { id: sid, generation: gen as number, deviceId: did ?? null },
           };
         }
         if (alg !== "HS256" && alg !== "none" && jwks) {
@@ -125,6 +139,7 @@ export function createJwtService(opts: JwtOptions): JwtService {
         [SIGNED_IN_CLAIM]: authTime,
         [SESSION_ID_CLAIM]: session.id,
         [GENERATION_CLAIM]: session.generation,
+        ...(session.deviceId ? { [DEVICE_CLAIM]: session.deviceId } : {}),
       })
         .setProtectedHeader({ alg: "HS256", typ: "JWT" })
         .setSubject(userId);

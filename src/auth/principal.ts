@@ -1,4 +1,5 @@
 import { forbidden } from "../lib/app-error.ts";
+import type { SessionClaims } from "./jwt.ts";
 
 /** Who is calling, as established by authentication. */
 export interface Principal {
@@ -14,7 +15,7 @@ export interface Principal {
   /** For a dashboard session: when its user signed in (renewals are capped from there). */
   sessionSignedInAt?: Date | null;
   /** For a dashboard session: the server-side session and this token's generation (auth/sessions.ts). */
-  session?: { id: string; generation: number } | null;
+  session?: SessionClaims | null;
 }
 
 /**
@@ -54,10 +55,16 @@ export function sessionOpenerKeyOf(p: Principal): string {
 /**
  * Throws 403 FORBIDDEN when a dashboard session signed in longer than `windowMs` ago asks to see
  * or make a key: a stolen session token must not turn into a key that outlives it. An API key
- * and a fresh session pass; signing in again with the key opens a fresh session.
+ * and a fresh session pass; signing in again with the key opens a fresh session. A session a
+ * remembered device opened is never fresh: the cookie on a stolen laptop's disk must not become
+ * a key either, so seeing or making one takes the key itself.
  */
 export function requireRecentSignIn(p: Principal, now: Date, windowMs: number): void {
   if (p.source !== "frontend" || !p.sessionSignedInAt) return;
+  if (p.session?.deviceId)
+    throw forbidden(
+      "This session was opened by a remembered device: revealing or creating API keys needs a sign-in with your API key",
+    );
   if (now.getTime() - p.sessionSignedInAt.getTime() <= windowMs) return;
   throw forbidden(
     `Revealing or creating API keys needs a session signed in within the last ${String(Math.round(windowMs / 60_000))} minutes: sign in again with your API key`,

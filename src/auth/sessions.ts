@@ -28,10 +28,11 @@ export type SessionRenewal = { ok: true; session: IssuedSession } | { ok: false;
 
 export interface SessionService {
   /**
-   * A new session opened by an API key (or by a sign-in link tied to one, inside the transaction
-   * that used the link: `q`); null when no JWT_SECRET is available.
+   * A new session opened by an API key (or by a sign-in link or a remembered device tied to one,
+   * inside the transaction that used it: `q`; `deviceId` names the device); null when no
+   * JWT_SECRET is available.
    */
-  open(userId: string, apiKeyId: string, q?: Queryable): Promise<IssuedSession | null>;
+  open(userId: string, apiKeyId: string, q?: Queryable, deviceId?: string): Promise<IssuedSession | null>;
   /** A fresh token for a live session; the caller's token stops working after the grace. */
   renew(p: Principal): Promise<SessionRenewal>;
   /** Ends the caller's session: every token of it is refused from now on. */
@@ -53,12 +54,17 @@ export function acceptsGeneration(row: SessionRow, generation: number, now: Date
 
 export function createSessionService(db: Database, jwt: JwtService, clock: Clock): SessionService {
   return {
-    async open(userId, apiKeyId, q = db) {
+    async open(userId, apiKeyId, q = db, deviceId) {
       const now = clock.now();
       const id = newId();
-      const issued = await jwt.issue(userId, apiKeyId, { id, generation: 0 }, now);
+      const issued = await jwt.issue(
+        userId,
+        apiKeyId,
+        { id, generation: 0, deviceId: deviceId ?? null },
+        now,
+      );
       if (!issued) return null;
-      await insertSession(q, { id, userId, apiKeyId, at: now });
+      await insertSession(q, { id, userId, apiKeyId, at: now, deviceId: deviceId ?? null });
       return issued;
     },
 
@@ -81,7 +87,7 @@ export function createSessionService(db: Database, jwt: JwtService, clock: Clock
       const session = await jwt.issue(
         p.userId,
         p.sessionKeyId,
-        { id: p.session.id, generation },
+        { id: p.session.id, generation, deviceId: p.session.deviceId ?? null },
         now,
         p.sessionSignedInAt,
       );

@@ -35,7 +35,7 @@ export interface MintedSignInLink {
 }
 
 export type LinkRedemption =
-  { ok: true; userId: string; session: IssuedSession } | { ok: false; reason: "invalid" };
+  { ok: true; userId: string; apiKeyId: string; session: IssuedSession } | { ok: false; reason: "invalid" };
 
 export interface SignInLinkService {
   /**
@@ -110,7 +110,7 @@ export function createSignInLinkService(
         const session = await sessions.open(link.userId, link.apiKeyId, tx);
         if (!session)
           throw new AppError("INTERNAL_ERROR", "Sessions are not configured on this server (JWT_SECRET)");
-        return { ok: true, userId: link.userId, session };
+        return { ok: true, userId: link.userId, apiKeyId: link.apiKeyId, session };
       });
     },
   };

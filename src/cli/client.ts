@@ -9,7 +9,9 @@ import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
   createMailprobeClient,
+  isListFilename,
   MailprobeError,
+  quoteUploadTaskFile,
   uploadTaskFile,
   type DataOf,
   type FetchResult,
@@ -17,6 +19,8 @@ import {
   type Task,
   type TaskMetrics,
   type Upload,
+  type UploadFields,
+  type UploadQuote,
   type VerificationResult,
   type VerificationTimeoutBody,
 } from "@mailprobe/client";
@@ -25,14 +29,7 @@ import { loadClientConfig, requireClientKey } from "../config/client-config.ts";
 import { downloadFilename } from "../files/export/result-filename.ts";
 import { askYesNo } from "./confirm.ts";
 import { createProgress } from "./progress.ts";
-import {
-  confirmQuestion,
-  priceLine,
-  REFUSE_MESSAGE,
-  shortMessage,
-  uploadStep,
-  type UploadDryRun,
-} from "./upload-price.ts";
+import { confirmQuestion, priceLine, REFUSE_MESSAGE, shortMessage, uploadStep } from "./upload-price.ts";
 import {
   checkOutPath,
   CliError,
@@ -247,15 +244,24 @@ interface ListChoice {
   sheet: string | null;
 }
 
+/**
+ * The form fields of the upload and of its quote, the same for both so the price is the upload's.
+ * The SDK refuses a name without a list extension before sending; said here in the CLI's words.
+ */
+function uploadFieldsOf(file: string, choice: ListChoice): UploadFields {
+  const filename = basename(file);
+  if (!isListFilename(filename))
+    throw new ClientError(`${filename}: upload a .csv, .txt or .xlsx file (the extension picks the reader)`);
+  return {
+    filename,
+    ...(choice.column !== null ? { email_column: choice.column } : {}),
+    ...(choice.sheet !== null ? { sheet: choice.sheet } : {}),
+  };
+}
+
 async function postUpload(file: string, data: Buffer, choice: ListChoice): Promise<Upload> {
   const list = new Blob([new Uint8Array(data)]);
-  return dataOf(
-    uploadTaskFile(api(TRANSFER_TIMEOUT_MS), list, {
-      filename: basename(file),
-      ...(choice.column !== null ? { email_column: choice.column } : {}),
-      ...(choice.sheet !== null ? { sheet: choice.sheet } : {}),
-    }),
-  );
+  return dataOf(uploadTaskFile(api(TRANSFER_TIMEOUT_MS), list, uploadFieldsOf(file, choice)));
 }
 
 /** The server names its form field (`sheet=Contacts`); here the choice is the --sheet option. */
@@ -265,28 +271,17 @@ function asSheetOption(error: unknown): unknown {
 }
 
 /**
- * The upload's dry run (`?dry_run=true`): the server reads the file as the upload would and
- * answers its counts, the credits it would reserve and the balance, creating nothing. The form is
- * built here because the SDK's uploadTaskFile sends no dry_run.
+ * The upload's quote (POST /api/v1/tasks/batch/upload/quote): the server reads the file as the
+ * upload would and answers its counts, the credits it would reserve and the balance, creating
+ * nothing.
  */
-async function priceUpload(file: string, data: Buffer, choice: ListChoice): Promise<UploadDryRun> {
-  const form = new FormData();
-  if (choice.column !== null) form.append("email_column", choice.column);
-  if (choice.sheet !== null) form.append("sheet", choice.sheet);
-  form.append("file", new Blob([new Uint8Array(data)]), basename(file));
-  const answer = await dataOf(
-    api(TRANSFER_TIMEOUT_MS).POST("/api/v1/tasks/batch/upload", {
-      params: { query: { dry_run: true } },
-      body: form as never,
-      bodySerializer: (body: unknown) => body as FormData,
-    }),
-  ).catch((error: unknown) => {
-    throw asSheetOption(error);
-  });
-  // One operation, two answers: a 202 here would be a server that ignored dry_run and spent.
-  if (!("dry_run" in answer))
-    throw new ClientError(`the server accepted the list (task ${answer.task_id}) when asked for its price`);
-  return answer;
+async function priceUpload(file: string, data: Buffer, choice: ListChoice): Promise<UploadQuote> {
+  const list = new Blob([new Uint8Array(data)]);
+  return dataOf(quoteUploadTaskFile(api(TRANSFER_TIMEOUT_MS), list, uploadFieldsOf(file, choice))).catch(
+    (error: unknown) => {
+      throw asSheetOption(error);
+    },
+  );
 }
 
 /**
@@ -311,7 +306,7 @@ async function withColumn<T>(
 }
 
 /**
- * The price step before an upload: the dry run's line (stdout with --dry-run, where it is the
+ * The price step before an upload: the quote's line (stdout with --dry-run, where it is the
  * answer; stderr otherwise, where stdout is the task id), then upload, ask, or stop. Returns the
  * column to upload with, or null when nothing is to be uploaded (--dry-run).
  */

@@ -305,7 +305,7 @@ function buildProgram(): Command {
   remote
     .command("upload")
     .description(
-      "upload a list file as a batch task, after showing its price (a dry run) and asking; with --wait, follow it and download the results",
+      "upload a list file as a batch task, after showing its price (the server's quote) and asking; with --wait, follow it and download the results",
     )
     .argument("<file>", "a .csv, .txt or .xlsx list")
     .option("-c, --column <column>", COLUMN_HELP)

@@ -1,14 +1,11 @@
-// `mailprobe client upload`'s price step: the server's dry run of the upload in one line, and
+// `mailprobe client upload`'s price step: the server's quote of the upload in one line, and
 // what to do with it (upload, ask, refuse), decided apart from the I/O so each rule has a test.
-import type { components } from "@mailprobe/client";
-
-/** The dry run's answer (UploadDryRun in the API document): counts, credits, balance. */
-export type UploadDryRun = components["schemas"]["UploadDryRun"];
+import type { UploadQuote } from "@mailprobe/client";
 
 const count = (n: number, one: string, many: string): string => `${n} ${n === 1 ? one : many}`;
 
 /** The credits the balance lacks, or null when it covers the list. */
-const shortfallOf = (q: UploadDryRun): number | null =>
+const shortfallOf = (q: UploadQuote): number | null =>
   q.has_enough_credits ? null : q.credits_required - q.balance;
 
 /**
@@ -17,7 +14,7 @@ const shortfallOf = (q: UploadDryRun): number | null =>
  * credits are what the upload reserves. A short balance says how short instead of an arrow to
  * below zero.
  */
-export function priceLine(q: UploadDryRun): string {
+export function priceLine(q: UploadQuote): string {
   const shortfall = shortfallOf(q);
   const balance =
     shortfall === null
@@ -48,7 +45,7 @@ export type UploadStep =
   | "refuse";
 
 export function uploadStep(
-  q: UploadDryRun,
+  q: UploadQuote,
   opts: { dryRun?: boolean; yes?: boolean },
   canAsk: boolean,
 ): UploadStep {
@@ -59,7 +56,7 @@ export function uploadStep(
 }
 
 /** Why nothing was uploaded on a short balance, and what to do about it. */
-export function shortMessage(q: UploadDryRun): string {
+export function shortMessage(q: UploadQuote): string {
   const shortfall = shortfallOf(q) ?? 0;
   return (
     `not uploaded: ${count(shortfall, "credit", "credits")} short (the list needs ${q.credits_required}, ` +
@@ -68,7 +65,7 @@ export function shortMessage(q: UploadDryRun): string {
 }
 
 /** The question asked on a terminal before the upload reserves credits. */
-export const confirmQuestion = (q: UploadDryRun): string =>
+export const confirmQuestion = (q: UploadQuote): string =>
   `Upload ${q.filename} and reserve ${count(q.credits_required, "credit", "credits")}?`;
 
 export const REFUSE_MESSAGE =

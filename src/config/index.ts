@@ -47,6 +47,8 @@ export interface Config {
   sessionReauthSeconds: number;
   /** Absolute cap of a renewed session, counted from the sign-in (SESSION_MAX_HOURS). */
   sessionMaxHours: number;
+  /** How long a remembered device opens sessions without the key, from the sign-in that remembered it (DEVICE_REMEMBER_DAYS). */
+  deviceRememberDays: number;
   /** Sustained requests per second allowed per credential. */
   rateLimitPerSecond: number;
   /** Requests a credential may burst above the sustained rate. */
@@ -307,6 +309,7 @@ function loadSessionConfig(env: Record<string, string | undefined>): {
   sessionTtlSeconds: number;
   sessionMaxHours: number;
   sessionReauthSeconds: number;
+  deviceRememberDays: number;
 } {
   const sessionTtlSeconds = intVar(env, "SESSION_TTL_SECONDS", 900, 60, 86_400);
   const sessionMaxHours = intVar(env, "SESSION_MAX_HOURS", 12, 1, 720);
@@ -318,7 +321,10 @@ function loadSessionConfig(env: Record<string, string | undefined>): {
     );
   // Seeing or making a key from a session needs a recent sign-in (principal.ts requireRecentSignIn).
   const sessionReauthSeconds = intVar(env, "SESSION_REAUTH_SECONDS", 600, 60, 86_400);
-  return { sessionTtlSeconds, sessionMaxHours, sessionReauthSeconds };
+  // A remembered device outlives every session it opens; 90 days bounds what a cookie left on a
+  // disk can do, as browsers' own "keep me signed in" offers do (30 days is the common choice).
+  const deviceRememberDays = intVar(env, "DEVICE_REMEMBER_DAYS", 30, 1, 90);
+  return { sessionTtlSeconds, sessionMaxHours, sessionReauthSeconds, deviceRememberDays };
 }
 
 function loadHttpServerConfig(env: Record<string, string | undefined>): Readonly<HttpServerConfig> {

@@ -2,6 +2,7 @@ import type { Readable } from "node:stream";
 import type { Authenticator } from "../auth/authenticate.ts";
 import type { JwtService } from "../auth/jwt.ts";
 import type { SessionService } from "../auth/sessions.ts";
+import type { RememberedDeviceService } from "../auth/remembered-devices.ts";
 import type { SignInLinkService } from "../auth/sign-in-links.ts";
 import type { CreditsService } from "../credits/service.ts";
 import type { ApiKeysService } from "../keys/service.ts";
@@ -52,6 +53,8 @@ export interface HttpDeps {
   sessions: SessionService;
   /** One-time dashboard sign-in links tied to a key (auth/sign-in-links.ts). */
   signInLinks: SignInLinkService;
+  /** Remembered devices: the cookie that opens sessions of its key (auth/remembered-devices.ts). */
+  devices: RememberedDeviceService;
   apiKeys: ApiKeysService;
   credits: CreditsService;
   users: UsersService;

@@ -31,7 +31,7 @@ export interface DateRangeInput {
 const RFC3339 =
   /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
-const FORMAT_REASON = "must be an RFC 3339 date-time with an offset, e.g. 2026-01-31T00:00:00Z";
+export const RFC3339_REASON = "must be an RFC 3339 date-time with an offset, e.g. 2026-01-31T00:00:00Z";
 
 function daysInMonth(year: number, month: number): number {
   const d = new Date(0);
@@ -102,7 +102,7 @@ export function parseDateRange(input: DateRangeInput, opts: { required: boolean 
       return null;
     }
     const parsed = parseRfc3339(value);
-    if (!parsed) errors.push({ field, reason: FORMAT_REASON });
+    if (!parsed) errors.push({ field, reason: RFC3339_REASON });
     return parsed;
   };
   const from = read("from", input.from, "to");
@@ -118,6 +118,16 @@ export function parseDateRange(input: DateRangeInput, opts: { required: boolean 
     };
   }
   return { ok: true, range: { from, to } };
+}
+
+/**
+ * The last `days` UTC days up to `now`: today and the `days - 1` before it, from the first one's
+ * midnight. (`now - days × 24 h` would start inside an extra day: 8 points for "the last 7 days".)
+ */
+export function lastDays(days: number, now: Date): DateRange {
+  const from = new Date(`${utcDateOf(now)}T00:00:00.000Z`);
+  from.setUTCDate(from.getUTCDate() - (days - 1));
+  return { from, to: now };
 }
 
 /** The UTC calendar date of an instant, as YYYY-MM-DD. */

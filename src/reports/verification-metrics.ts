@@ -12,7 +12,7 @@ import {
 } from "../db/queries/reports.ts";
 import type { StatusCounts } from "../db/queries/task-metrics.ts";
 import { utcDaysOf, windowOf, type DateRange, type DateRangeInput } from "./date-range.ts";
-import { optionalRange } from "./validation.ts";
+import { metricsScope } from "./validation.ts";
 
 export interface JobStatusCounts {
   pending: number;
@@ -43,7 +43,7 @@ export interface MetricsPoint extends MetricsCounts {
 
 export interface VerificationMetricsReport extends MetricsCounts {
   userId: string;
-  /** The range the numbers cover, or null for the user's whole history. */
+  /** The range the numbers cover when both ends were given (then with a series), else null. */
   range: DateRange | null;
   lastVerificationRequestedAt: Date | null;
   lastVerificationCompletedAt: Date | null;
@@ -71,15 +71,17 @@ const newest = (...dates: Array<Date | null>): Date | null =>
 /**
  * GET /metrics/verifications. Without from/to: the user's whole history, no series. With them:
  * every number is restricted to rows created in [from, to) and the daily series is included, so
- * each additive counter of the totals equals the sum of its series points.
+ * each additive counter of the totals equals the sum of its series points. With only one: the
+ * numbers are restricted on that side, without a series (validation.ts metricsScope).
  */
 export async function reportVerificationMetrics(
   db: Database,
   userId: string,
   query: DateRangeInput,
 ): Promise<VerificationMetricsReport> {
-  const range = optionalRange(query);
-  const window = range ? windowOf(range) : null;
+  const scope = metricsScope(query);
+  const range = scope.kind === "range" ? scope.range : null;
+  const window = range ? windowOf(range) : scope.kind === "bounds" ? scope.bounds : null;
   // One snapshot for the four statements (see inReportTransaction).
   const [v, j, t, u] = await inReportTransaction(db, async (q) => {
     const verifications = await countVerifications(q, userId, window);

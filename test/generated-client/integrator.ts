@@ -3,17 +3,31 @@
 // call to mailprobe goes through that client: if the document lies about a path, a parameter, a
 // body or a response, this fails to compile or fails here. It covers what an integration does:
 // verify, a JSON task with a webhook, a csv upload, polling, jobs, downloads as bytes, a new key
-// and the ledger. The only code that is not the generated client is the integrator's own webhook
-// receiver (node:http) and its signature check (the standardwebhooks package), as in a customer's
-// service.
+// and the ledger, then the refusals (a download's 404, a 402, a 429 with Retry-After). The only
+// code that is not the generated client is the integrator's own webhook receiver (node:http), its
+// signature check (the standardwebhooks package), as in a customer's service, and the checks it
+// shares with the other generators' integrators (./shared.ts).
 //
 // Input (from scripts/generated-client-test.ts): MAILPROBE_URL, MAILPROBE_KEY and INTEGRATOR_PLAN
-// (JSON: the addresses to use and the simulator's ground truth for each).
+// (./shared.ts: the addresses and keys to use and the simulator's ground truth for each address).
 import assert from "node:assert/strict";
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
 import { Webhook } from "standardwebhooks";
+import {
+  apiKey,
+  baseUrl,
+  checkCsv,
+  checkDownloadHeaders,
+  checkRefusals,
+  plan,
+  saveXlsx,
+  waitForTask,
+  type DownloadFormat,
+  type Downloaded,
+  type Refusal,
+} from "./shared.ts";
 import { createClient, type Client } from "./client/client/index.ts";
 import {
   createApiKey,
@@ -28,37 +42,14 @@ import {
   listTaskJobs,
   uploadTaskFile,
   verifyEmail,
-  type CreatedTask,
   type TaskCompletedEvent,
-  type Task,
-  type TaskDryRun,
-  type Upload,
-  type UploadDryRun,
+  type TaskDetail,
   type VerificationResult,
 } from "./client/index.ts";
 
-interface Plan {
-  startingCredits: number;
-  verify: string;
-  verifyWithNewKey: string;
-  task: string[];
-  upload: string[];
-  expect: Record<string, VerificationResult["status"]>;
-}
-
-const TASK_DEADLINE_MS = 20_000;
 const WEBHOOK_DEADLINE_MS = 10_000;
 const CHECK_NAMES = ["syntax", "dns", "mx", "reverse_dns", "smtp"] as const;
 const CHECK_STATUSES = ["passed", "failed", "skipped", "error"];
-
-const baseUrl = required("MAILPROBE_URL");
-const plan = JSON.parse(required("INTEGRATOR_PLAN")) as Plan;
-
-function required(name: string): string {
-  const value = process.env[name];
-  if (!value) throw new Error(`integrator: ${name} is not set`);
-  return value;
-}
 
 /** What every generated call resolves to (responseStyle "fields", throwOnError false). */
 interface Outcome {
@@ -140,24 +131,20 @@ function assertResult(result: VerificationResult, email: string, what: string): 
   assertChecks(result, what);
 }
 
-/**
- * The generated response type is the union of every 2xx body, not tied to the status: only a
- * 201 (task) or 202 (upload) carries the created resource, a 200 is the price of a dry run.
- */
-function isCreated<T extends object>(data: T | TaskDryRun | UploadDryRun): data is T {
-  return !("dry_run" in data);
+/** Polls a task until it has finished, bounded. */
+function waitForFinish(client: Client, id: string): Promise<TaskDetail & { finished_at: string }> {
+  return waitForTask(async () => expectStatus(await getTask({ client, path: { id } }), 200, "get task"), id);
 }
 
-/** Polls a task until it has finished, bounded. */
-async function waitForTask(client: Client, id: string): Promise<Task & { finished_at: string }> {
-  const deadline = Date.now() + TASK_DEADLINE_MS;
-  for (;;) {
-    const task = expectStatus(await getTask({ client, path: { id } }), 200, "get task");
-    const { finished_at: finishedAt } = task;
-    if (finishedAt !== null) return { ...task, finished_at: finishedAt };
-    assert.ok(Date.now() < deadline, `task ${id} did not finish within ${TASK_DEADLINE_MS.toString()} ms`);
-    await delay(200);
-  }
+/** An error answer (the envelope typed per status), or null for a 2xx. */
+function refusalOf(outcome: { error?: { error: { code: string } }; response?: Response }): Refusal | null {
+  const status = outcome.response?.status ?? 0;
+  if (status >= 200 && status < 300) return null;
+  return {
+    status,
+    code: outcome.error?.error.code,
+    retryAfter: outcome.response?.headers.get("retry-after") ?? null,
+  };
 }
 
 /** A receiver as a customer would run it: collects each delivery's raw body and headers, answers 204. */
@@ -180,25 +167,23 @@ async function startReceiver() {
   };
 }
 
-const MEDIA_TYPES = {
-  csv: "text/csv",
-  xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-} as const;
-
-async function download(client: Client, id: string, format: keyof typeof MEDIA_TYPES): Promise<Uint8Array> {
+async function download(client: Client, id: string, format: DownloadFormat): Promise<Uint8Array> {
   // parseAs "blob": the document types the 200 as binary (Blob | File), but the fetch client
   // picks a parser from the Content-Type at run time and would hand text/csv back as a string.
   const outcome = await downloadTaskResults({ client, path: { id }, query: { format }, parseAs: "blob" });
   const file = expectStatus(outcome, 200, `download ${format}`);
   assert.ok(file instanceof Blob, `download ${format}: a Blob`);
-  const headers = outcome.response?.headers ?? new Headers();
-  assert.equal(headers.get("content-type")?.split(";")[0], MEDIA_TYPES[format], `download ${format}: type`);
-  assert.match(headers.get("content-disposition") ?? "", /^attachment;/, `download ${format}: disposition`);
-  return new Uint8Array(await file.arrayBuffer());
+  const downloaded: Downloaded = {
+    bytes: new Uint8Array(await file.arrayBuffer()),
+    contentType: outcome.response?.headers.get("content-type") ?? null,
+    disposition: outcome.response?.headers.get("content-disposition") ?? null,
+  };
+  checkDownloadHeaders(downloaded, format);
+  return downloaded.bytes;
 }
 
 async function main(): Promise<void> {
-  const client = clientFor(required("MAILPROBE_KEY"));
+  const client = clientFor(apiKey);
   const taskCount = plan.task.length;
   const charged = (statuses: string[]) => statuses.filter((s) => s !== "unknown").length;
 
@@ -217,7 +202,6 @@ async function main(): Promise<void> {
       201,
       "create task",
     );
-    assert.ok(isCreated<CreatedTask>(created), "create task: a task, not a dry-run price");
     assert.equal(created.email_count, taskCount);
     assert.equal(created.domain_count, new Set(plan.task.map((e) => e.split("@")[1])).size);
     assert.equal(created.webhook_url, receiver.url);
@@ -233,13 +217,12 @@ async function main(): Promise<void> {
       202,
       "upload",
     );
-    assert.ok(isCreated<Upload>(uploaded), "upload: accepted, not a dry-run price");
     assert.equal(uploaded.filename, "list.csv");
     assert.equal(uploaded.email_count, plan.upload.length);
     assert.ok(["processing", "completed"].includes(uploaded.status), `upload status ${uploaded.status}`);
 
-    const task = await waitForTask(client, created.id);
-    const uploadTask = await waitForTask(client, uploaded.task_id);
+    const task = await waitForFinish(client, created.id);
+    const uploadTask = await waitForFinish(client, uploaded.task_id);
     assert.equal(uploadTask.is_file_backed, true);
     assert.equal(uploadTask.file?.upload_id, uploaded.upload_id);
     assert.equal(uploadTask.metrics.job_status.completed, plan.upload.length);
@@ -274,20 +257,8 @@ async function main(): Promise<void> {
       assertResult(job.email, job.email_address, `job ${job.email_address}`);
     }
 
-    const csv = new TextDecoder().decode(await download(client, created.id, "csv"));
-    const [header, ...rows] = csv.trimEnd().split(/\r?\n/);
-    const columns = header!.split(",");
-    assert.equal(columns[0], "email", `csv header: ${header!}`);
-    assert.ok(columns.includes("status"), `csv header: ${header!}`);
-    assert.equal(rows.length, taskCount, "csv: one row per address");
-    // One column per check, after the other result columns.
-    assert.deepEqual(
-      columns.slice(-5),
-      CHECK_NAMES.map((n) => `check_${n}`),
-      "csv: check columns",
-    );
-    const xlsx = await download(client, created.id, "xlsx");
-    assert.deepEqual([...xlsx.subarray(0, 4)], [0x50, 0x4b, 0x03, 0x04], "xlsx: a zip (PK\\3\\4)");
+    checkCsv(await download(client, created.id, "csv"), plan.task);
+    await saveXlsx(await download(client, created.id, "xlsx"));
 
     // The completion webhook, verified with the secret the API hands out.
     const { secret } = expectStatus(await getWebhookSecret({ client }), 200, "webhook secret");
@@ -356,7 +327,18 @@ async function main(): Promise<void> {
   );
   assert.equal(attributed.length, 1, "one deduction attributed to the new key");
   assert.equal(attributed[0]!.amount, -1);
+
+  const poor = clientFor(plan.poorKey);
+  const storm = clientFor(plan.stormKey);
+  await checkRefusals({
+    downloadRefusal: async (id) =>
+      refusalOf(
+        await downloadTaskResults({ client, path: { id }, query: { format: "xlsx" }, parseAs: "blob" }),
+      ),
+    createTaskRefusal: async (emails) => refusalOf(await createTask({ client: poor, body: { emails } })),
+    balanceRefusal: async () => refusalOf(await getCreditBalance({ client: storm })),
+  });
 }
 
 await main();
-console.log("integrator: every step passed");
+console.log(`integrator (${plan.generator}): every step passed`);

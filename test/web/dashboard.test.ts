@@ -20,6 +20,8 @@ import { finishNow } from "./suites/finish-now.ts";
 import { journey } from "./suites/journey.ts";
 import { operatorConsole } from "./suites/operator.ts";
 import { everyPage } from "./suites/pages.ts";
+import { rememberedDevice } from "./suites/remembered-device.ts";
+import { wideTables } from "./suites/wide-tables.ts";
 import { sessionSuite } from "./suites/session.ts";
 import { workbookSheets } from "./suites/workbook-sheets.ts";
 
@@ -78,5 +80,15 @@ describe("in Chromium, against a real server", () => {
   describe("finish now: a task waiting for a server's retry", { timeout: 180_000 }, finishNow);
   describe("every page at 375 and 1440 px: axe-core and screenshots", { timeout: 300_000 }, everyPage);
   describe("a session shared by tabs, renewed while active, capped", { timeout: 180_000 }, sessionSuite);
+  describe(
+    "a remembered device: back in without the key, revoked with the keys",
+    { timeout: 180_000 },
+    rememberedDevice,
+  );
+  describe(
+    "tables at 1280 px fit; narrower, they scroll in their box with a cue",
+    { timeout: 180_000 },
+    wideTables,
+  );
   describe("the operator console: users, a grant, queue health", { timeout: 180_000 }, operatorConsole);
 });

@@ -25,9 +25,17 @@ export async function request<R extends FetchResult>(call: Promise<R>): Promise<
   }
 }
 
-/** Exchanges an API key for a session JWT; the key lives only in this call. */
-export async function openSession(apiKey: string): Promise<ApiSession> {
-  return createMailprobeClient({ baseUrl, apiKey }).openSession();
+/**
+ * Exchanges an API key for a session JWT; the key lives only in this call. With `rememberDevice`
+ * the reply also sets this browser's device cookie (web/src/remembered-device.ts).
+ */
+export async function openSession(apiKey: string, rememberDevice: boolean): Promise<ApiSession> {
+  return unwrap(
+    createMailprobeClient({ baseUrl }).POST("/api/v1/auth/session", {
+      headers: { "x-api-key": apiKey },
+      body: { remember_device: rememberDevice },
+    }),
+  );
 }
 
 /** Redeems a one-time sign-in link for a session; the link is the credential (web/src/sign-in-link.ts). */
@@ -41,6 +49,8 @@ export async function redeemSignInLink(token: string): Promise<ApiSession> {
 export interface SessionPolicy {
   lifetime_seconds: number;
   max_hours: number;
+  /** DEVICE_REMEMBER_DAYS; absent from a server older than remembered devices. */
+  device_remember_days?: number;
 }
 
 export async function fetchSessionPolicy(signal: AbortSignal): Promise<SessionPolicy> {

@@ -2,8 +2,10 @@
 // when the browser closes) with its expiry, renewed through POST /api/v1/auth/session/refresh
 // while the user is present (interacting, or watching a visible page that polls), and handed to the other tabs of this browser over a BroadcastChannel
 // (docs/dashboard-session.md says why not localStorage). The API key typed to sign in is never
-// stored.
+// stored. A tab without a session that no other tab answers asks the remembered device
+// (remembered-device.ts) before it shows the sign-in form.
 import { useEffect, useState } from "preact/hooks";
+import { forgetDevice, sessionFromDevice } from "./remembered-device.ts";
 import {
   isRenewable,
   lastPresence,
@@ -37,7 +39,10 @@ export type SignedOutReason = "signed_out" | "expired" | "limit" | null;
 interface State {
   session: Session | null;
   reason: SignedOutReason;
-  /** A tab opened without a session, asking the others for theirs before showing the form. */
+  /**
+   * A tab opened without a session, asking the others for theirs, then the remembered device,
+   * before showing the form.
+   */
   joining: boolean;
 }
 
@@ -74,14 +79,14 @@ let state: State = load();
 function load(): State {
   try {
     const raw = window.sessionStorage.getItem(STORAGE_KEY);
-    if (!raw) return { session: null, reason: null, joining: channel !== null };
+    if (!raw) return { session: null, reason: null, joining: true };
     const s = JSON.parse(raw) as Session;
     if (typeof s.token === "string" && Date.parse(s.expiresAt) > Date.now())
       return { session: s, reason: null, joining: false };
     window.sessionStorage.removeItem(STORAGE_KEY);
-    return { session: null, reason: "expired", joining: false };
+    return { session: null, reason: "expired", joining: true };
   } catch {
-    return { session: null, reason: null, joining: false };
+    return { session: null, reason: null, joining: true };
   }
 }
 
@@ -214,9 +219,11 @@ export function startSession(grant: SessionGrant): void {
 
 /**
  * Signs out of the session everywhere: the server ends it (every token of it answers 401 on
- * every node, DELETE /api/v1/auth/session) and the tabs sharing it show the sign-in form too.
+ * every node, DELETE /api/v1/auth/session) and the tabs sharing it show the sign-in form too. A
+ * remembered device is forgotten: signing out means this browser should not get back in alone.
  */
 export function signOut(): void {
+  forgetDevice();
   const s = state.session;
   if (s) {
     // Best effort: offline, the token still expires within SESSION_TTL_SECONDS.
@@ -279,11 +286,24 @@ channel?.addEventListener("message", (e: MessageEvent<Message>) => {
   }
 });
 
+let deviceSkipped = false;
+
+/** A sign-in link in the address is the session the user asked for: the device is not used. */
+export function skipRememberedDevice(): void {
+  deviceSkipped = true;
+}
+
+/** No other tab answered: the remembered device's session, if this browser has one, else the form. */
+async function resumeFromDevice(): Promise<void> {
+  if (!state.joining) return;
+  const grant = deviceSkipped ? null : await sessionFromDevice(() => state.joining);
+  if (grant && state.joining) startSession(grant);
+  else if (state.joining) set({ ...state, joining: false });
+}
+
 if (state.joining) {
   post({ type: "ask" });
-  window.setTimeout(() => {
-    if (state.joining) set({ ...state, joining: false });
-  }, JOIN_WAIT_MS);
+  window.setTimeout(() => void resumeFromDevice(), JOIN_WAIT_MS);
 }
 scheduleTimers();
 for (const type of ACTIVITY_EVENTS)

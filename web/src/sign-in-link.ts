@@ -5,7 +5,7 @@
 // key's. docs/session-threat-model.md says what this does and does not protect against.
 import { redeemSignInLink } from "./api.ts";
 import { signInLinkToken } from "./lib/route.ts";
-import { startSession } from "./session.ts";
+import { skipRememberedDevice, startSession } from "./session.ts";
 
 export interface LinkSignIn {
   /** The link is being redeemed: the sign-in form says so instead of asking for a key. */
@@ -44,6 +44,7 @@ async function redeem(token: string): Promise<void> {
 export function takeSignInLink(): void {
   const token = signInLinkToken(window.location.hash);
   if (token === null) return;
+  skipRememberedDevice();
   window.history.replaceState(window.history.state, "", `${window.location.pathname}#/verify`);
   void redeem(token);
 }

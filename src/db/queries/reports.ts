@@ -29,6 +29,15 @@ export interface TimeWindow {
   extraDays: number;
 }
 
+/**
+ * Rows bounded on one side or both, without days (metrics given only `from` or only `to`: spec,
+ * "`series` is included only when both are given"); a null end is unbounded.
+ */
+export interface OpenBounds {
+  from: Date | null;
+  to: Date | null;
+}
+
 /** Aggregates of one report: the whole window, and each UTC day (YYYY-MM-DD) that had rows. */
 export interface Grouped<T> {
   totals: T;
@@ -249,26 +258,38 @@ export const NO_JOBS: Readonly<JobCounts> = Object.freeze({
   lastCreatedAt: null,
 });
 
+/** Which rows a metrics statement reads: a window (with its days), open bounds, or all (null). */
+export type MetricsScope = TimeWindow | OpenBounds | null;
+
+const hasDays = (scope: MetricsScope): scope is TimeWindow => scope !== null && "firstDay" in scope;
+
 /**
  * The FROM … GROUP BY frame of a metrics statement over `table` (alias t): per day with the
- * totals row when a window is given, a single lifetime row (date null) otherwise.
+ * totals row when a window is given, else a single row (date null) of the rows within the
+ * bounds given (the lifetime without any). An absent bound adds no predicate at all, so the
+ * statement is the same as before bounds existed.
  */
-function metricsFrame(table: string, userId: string, window: TimeWindow | null) {
-  return window
-    ? {
-        with: `with ${DAYS_CTE}`,
-        date: "to_char(d.day, 'YYYY-MM-DD')",
-        from: inWindow(table, "t"),
-        groupBy: "group by grouping sets ((d.day), ())",
-        params: windowParams(userId, window),
-      }
-    : {
-        with: "",
-        date: "null::text",
-        from: `${table} t where t.user_id = $1`,
-        groupBy: "",
-        params: [userId],
-      };
+function metricsFrame(table: string, userId: string, scope: MetricsScope) {
+  if (hasDays(scope)) {
+    return {
+      with: `with ${DAYS_CTE}`,
+      date: "to_char(d.day, 'YYYY-MM-DD')",
+      from: inWindow(table, "t"),
+      groupBy: "group by grouping sets ((d.day), ())",
+      params: windowParams(userId, scope),
+    };
+  }
+  const params: unknown[] = [userId];
+  let from = `${table} t where t.user_id = $1`;
+  if (scope?.from) {
+    params.push(scope.from);
+    from += ` and t.created_at >= $${params.length}::timestamptz`;
+  }
+  if (scope?.to) {
+    params.push(scope.to);
+    from += ` and t.created_at < $${params.length}::timestamptz`;
+  }
+  return { with: "", date: "null::text", from, groupBy: "", params };
 }
 
 interface VerificationCountsRow extends StatusCounts {
@@ -286,7 +307,7 @@ interface VerificationCountsRow extends StatusCounts {
 export async function countVerifications(
   q: Queryable,
   userId: string,
-  window: TimeWindow | null,
+  window: MetricsScope,
 ): Promise<Grouped<VerificationCounts>> {
   const f = metricsFrame("email_verifications", userId, window);
   const { rows } = await q.query<VerificationCountsRow>(
@@ -324,7 +345,7 @@ export async function countVerifications(
 export async function countJobs(
   q: Queryable,
   userId: string,
-  window: TimeWindow | null,
+  window: MetricsScope,
 ): Promise<Grouped<JobCounts>> {
   const f = metricsFrame("email_jobs", userId, window);
   const { rows } = await q.query<{
@@ -366,7 +387,7 @@ export async function countJobs(
 export async function countTasks(
   q: Queryable,
   userId: string,
-  window: TimeWindow | null,
+  window: MetricsScope,
 ): Promise<Grouped<number>> {
   const f = metricsFrame("tasks", userId, window);
   const { rows } = await q.query<{ date: string | null; total: number }>(
@@ -387,7 +408,7 @@ export async function countTasks(
 export async function countUniqueAddresses(
   q: Queryable,
   userId: string,
-  window: TimeWindow | null,
+  window: MetricsScope,
 ): Promise<Grouped<number>> {
   // count(distinct) sorts each group's addresses; `collate "C"` makes that a byte comparison
   // (same equality as any deterministic collation, cheaper ordering). Bench, 900,000 requested
@@ -395,15 +416,16 @@ export async function countUniqueAddresses(
   // and ~2.1 s when that dedupe is hashed (it spills at any work_mem below ~128 MB).
   const verifications = metricsFrame("email_verifications", userId, window);
   const jobs = metricsFrame("email_jobs", userId, window);
-  const day = window ? "d.day" : "null::date";
+  const byDay = hasDays(window);
+  const day = byDay ? "d.day" : "null::date";
   const text = `${verifications.with}
-    select ${window ? "to_char(day, 'YYYY-MM-DD')" : "null::text"} as date, count(distinct address) as total
+    select ${byDay ? "to_char(day, 'YYYY-MM-DD')" : "null::text"} as date, count(distinct address) as total
       from (select ${day} as day, lower(btrim(t.email)) collate "C" as address
               from ${verifications.from} and t.origin = 'realtime'
             union all
             select ${day}, lower(btrim(t.email_address)) collate "C"
               from ${jobs.from}) a
-     ${window ? "group by grouping sets ((day), ())" : ""}`;
+     ${byDay ? "group by grouping sets ((day), ())" : ""}`;
   const { rows } = await q.query<{ date: string | null; total: number }>(text, verifications.params);
   return splitGrouped(rows, (r) => r.total, 0);
 }

@@ -34,11 +34,12 @@ const toSession = (r: Row): SessionRow => ({
 
 export async function insertSession(
   q: Queryable,
-  s: { id: string; userId: string; apiKeyId: string; at: Date },
+  s: { id: string; userId: string; apiKeyId: string; at: Date; deviceId: string | null },
 ): Promise<void> {
   await q.query(
-    "insert into sessions (id, user_id, api_key_id, signed_in_at, created_at) values ($1, $2, $3, $4, $4)",
-    [s.id, s.userId, s.apiKeyId, s.at],
+    `insert into sessions (id, user_id, api_key_id, signed_in_at, created_at, device_id)
+     values ($1, $2, $3, $4, $4, $5)`,
+    [s.id, s.userId, s.apiKeyId, s.at, s.deviceId],
   );
 }
 
@@ -73,4 +74,12 @@ export async function endSession(q: Queryable, id: string, userId: string, at: D
     [id, userId, at],
   );
   return rowCount > 0;
+}
+
+/** Ends every live session a remembered device opened (the device was revoked). */
+export async function endSessionsOfDevice(q: Queryable, deviceId: string, at: Date): Promise<void> {
+  await q.query("update sessions set ended_at = $2 where device_id = $1 and ended_at is null", [
+    deviceId,
+    at,
+  ]);
 }

@@ -10,6 +10,8 @@ export interface RouteMethods {
 interface Pattern {
   regex: RegExp;
   methods: Set<string>;
+  /** A URL without parameters: the path is exactly this route's. */
+  isStatic: boolean;
 }
 
 // A static segment's characters taken literally; a `:name` parameter is one non-empty segment,
@@ -55,7 +57,11 @@ export function collectRouteMethods(app: FastifyInstance): RouteMethods {
   app.addHook("onRoute", (route) => {
     const regex = patternOf(route.url);
     if (!regex) return;
-    const entry = byUrl.get(route.url) ?? { regex, methods: new Set<string>() };
+    const entry = byUrl.get(route.url) ?? {
+      regex,
+      methods: new Set<string>(),
+      isStatic: !route.url.includes(":"),
+    };
     for (const m of [route.method].flat()) entry.methods.add(m.toUpperCase());
     if (entry.methods.has("GET")) entry.methods.add("HEAD");
     byUrl.set(route.url, entry);
@@ -63,9 +69,11 @@ export function collectRouteMethods(app: FastifyInstance): RouteMethods {
   return {
     methodsFor(path) {
       const decoded = decodedPath(path);
-      const methods = new Set<string>();
-      for (const { regex, methods: own } of byUrl.values())
-        if (regex.test(decoded)) for (const m of own) methods.add(m);
+      const matching = [...byUrl.values()].filter(({ regex }) => regex.test(decoded));
+      // A path declared as such (`/api/v1/tasks/quote`) is that resource, not also an id of its
+      // parametric sibling (`/api/v1/tasks/:id`): only its own methods are allowed on it.
+      const own = matching.some((p) => p.isStatic) ? matching.filter((p) => p.isStatic) : matching;
+      const methods = new Set(own.flatMap((p) => [...p.methods]));
       return methods.size > 0 ? [...methods].sort() : null;
     },
   };

@@ -5,9 +5,16 @@ import type { RenewalRefusal } from "../../auth/sessions.ts";
 import { AppError, forbidden } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
-import { SessionPolicyReply, SessionReply, toSessionPolicyReply, toSessionReply } from "../schemas/auth.ts";
+import { rememberDevice } from "../device-cookie.ts";
+import {
+  OpenSessionBody,
+  SessionPolicyReply,
+  SessionReply,
+  toSessionPolicyReply,
+  toSessionReply,
+} from "../schemas/auth.ts";
 import { errorResponses, ref } from "../schemas/common.ts";
-import { TAG } from "../schemas/openapi.ts";
+import { documentRequest, TAG } from "../schemas/openapi.ts";
 
 const NOT_CONFIGURED = "Sessions are not configured on this server (JWT_SECRET)";
 
@@ -34,19 +41,34 @@ export const authSessionRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = 
         operationId: "createSession",
         summary: "Open a session",
         description:
-          "Exchange a `custom` API key for a short-lived JWT (used by the dashboard); the session dies with the key. Integration keys and sessions get 403.",
+          "Exchange a `custom` API key for a short-lived JWT (used by the dashboard); the session dies with the key. Integration keys and sessions get 403. With `remember_device: true` the reply also sets the remembered device's HttpOnly cookie (see POST /api/v1/auth/device).",
         tags: [TAG.auth],
-        response: { 200: ref(SessionReply, "The session token"), ...errorResponses(401, 403, 429, 500) },
+        body: OpenSessionBody,
+        response: {
+          200: ref(SessionReply, "The session token"),
+          ...errorResponses(400, 401, 403, 429, 500),
+        },
+      },
+      // 403 for an integration key or a session before the body is validated.
+      onRequest: async (req) => void sessionOpenerKeyOf(principalOf(req)),
+      // The body is optional: no body opens a session without remembering the browser.
+      preValidation: async (req) => {
+        req.body ??= {};
       },
       // One session row of ~100 bytes, which DATA_DIR_MIN_FREE_MB's margin absorbs: the
       // dashboard still opens (and shows its reads) on a nearly full disk.
-      config: { writesNothing: true },
+      config: { writesNothing: true, swaggerTransform: documentRequest({}, { optionalBody: true }) },
     },
-    async (req) => {
+    async (req, reply) => {
       const p = principalOf(req);
-      const session = await deps.sessions.open(p.userId, sessionOpenerKeyOf(p));
+      const keyId = sessionOpenerKeyOf(p);
+      const session = await deps.sessions.open(p.userId, keyId);
       if (!session) throw new AppError("INTERNAL_ERROR", NOT_CONFIGURED);
-      return toSessionReply(session, p.userId);
+      const remembered =
+        req.body.remember_device === true
+          ? await rememberDevice(deps, req, reply, p.userId, keyId)
+          : undefined;
+      return toSessionReply(session, p.userId, remembered);
     },
   );
 
@@ -102,12 +124,12 @@ export const sessionPolicyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> 
         operationId: "getSessionPolicy",
         summary: "Session lifetime",
         description:
-          "How long a dashboard session lasts (SESSION_TTL_SECONDS) and how long renewals may extend it (SESSION_MAX_HOURS). Needs no credentials.",
+          "How long a dashboard session lasts (SESSION_TTL_SECONDS), how long renewals may extend it (SESSION_MAX_HOURS) and how long a remembered browser stays remembered (DEVICE_REMEMBER_DAYS). Needs no credentials.",
         tags: [TAG.auth],
         security: [],
         response: { 200: ref(SessionPolicyReply, "The session lifetime"), ...errorResponses(500) },
       },
     },
-    async () => toSessionPolicyReply(deps.jwt.sessionPolicy),
+    async () => toSessionPolicyReply(deps.jwt.sessionPolicy, deps.devices.lifetimeMs),
   );
 };

@@ -62,7 +62,9 @@ export const downloadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = asy
           { field: req.query.task_id ? "task_id" : "id", reason: "must be a UUID" },
         ]);
       }
-      const format = (req.query.format ?? "csv").toLowerCase();
+      // Exactly the document's enum (the spec lists csv, txt, xlsx): `CSV` is a 400, as a
+      // generated client's validation would refuse it before sending (issue 36).
+      const format = req.query.format ?? "csv";
       if (!(EXPORT_FORMATS as readonly string[]).includes(format)) {
         throw validationError("Invalid format", [
           { field: "format", reason: "must be one of csv, txt, xlsx" },

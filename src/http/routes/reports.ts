@@ -69,7 +69,7 @@ export const reportRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
         operationId: "getVerificationMetrics",
         summary: "Verification counters",
         description:
-          "The caller's verification counters; with both `from` and `to` (at most 90 days) also a daily series. Needs an API key: a session token is a 401.",
+          "The caller's verification counters over [from, to): with both `from` and `to` (at most 90 days) also a daily series; with only one, the counters are bounded on that side and there is no series; with neither, the whole history. Needs an API key: a session token is a 401.",
         tags: [TAG.reports],
         querystring: MetricsQuery,
         response: {

@@ -3,6 +3,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { AppError, forbidden, rateLimited } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
+import { rememberDevice } from "../device-cookie.ts";
 import { principalOf } from "../plugins/auth.ts";
 import {
   RedeemSignInLinkBody,
@@ -60,7 +61,7 @@ export const signInLinkRedeemRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps 
         operationId: "redeemSignInLink",
         summary: "Sign in with a link",
         description:
-          "Uses a sign-in link once and answers a session of the key it is tied to (as `POST /api/v1/auth/session` would). Needs no credentials: the token is one. 401 when the link is unknown, used, expired or its key revoked.",
+          "Uses a sign-in link once and answers a session of the key it is tied to (as `POST /api/v1/auth/session` would, `remember_device` included). Needs no credentials: the token is one. 401 when the link is unknown, used, expired or its key revoked.",
         tags: [TAG.auth],
         security: [],
         body: RedeemSignInLinkBody,
@@ -68,12 +69,19 @@ export const signInLinkRedeemRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps 
       },
       config: { writesNothing: true },
     },
-    async (req) => {
+    async (req, reply) => {
       const address = `ip:${req.ip}`;
       const before = await deps.rateLimiter.peek(address);
       if (!before.allowed) throw rateLimited(before.retryAfterMs / 1000);
       const redeemed = await deps.signInLinks.redeem(req.body.token);
-      if (redeemed.ok) return toSessionReply(redeemed.session, redeemed.userId);
+      if (redeemed.ok) {
+        const { userId, apiKeyId, session } = redeemed;
+        const remembered =
+          req.body.remember_device === true
+            ? await rememberDevice(deps, req, reply, userId, apiKeyId)
+            : undefined;
+        return toSessionReply(session, userId, remembered);
+      }
       const spent = await deps.rateLimiter.consume(address);
       if (!spent.allowed) throw rateLimited(spent.retryAfterMs / 1000);
       throw new AppError("UNAUTHORIZED", REFUSED);

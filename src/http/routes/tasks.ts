@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { validationError, type FieldError } from "../../lib/app-error.ts";
-import { parseDateRange, parseRfc3339, utcDaysOf } from "../../reports/date-range.ts";
+import { lastDays, parseDateRange, parseRfc3339, utcDaysOf } from "../../reports/date-range.ts";
 import type { HttpDeps } from "../deps.ts";
 import { idempotencyKeyOf } from "../idempotency-key.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses, IdParams, NoQuery, ref } from "../schemas/common.ts";
-import { DryRunQuery, TaskDryRunReply, toTaskDryRunReply } from "../schemas/dry-run.ts";
+import { CreateQuery, dryRunMoved, TaskQuoteReply, toTaskQuoteReply } from "../schemas/quote.ts";
 import { documentRequest, TAG } from "../schemas/openapi.ts";
 import {
   checkWebhookUrl,
@@ -48,35 +48,60 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
         operationId: "createTask",
         summary: "Create a batch task",
         description:
-          "Queues up to 10,000 addresses for asynchronous verification and reserves one credit per distinct address; credits of `unknown` results are refunded when the task finishes. With `webhook_url` the task-completion webhook is sent. A repeated `Idempotency-Key` returns the task the first request created. With `dry_run=true` it answers 200 with the counts, the price and the balance instead, and creates nothing.",
+          "Queues up to 10,000 addresses for asynchronous verification and reserves one credit per distinct address; credits of `unknown` results are refunded when the task finishes. With `webhook_url` the task-completion webhook is sent. A repeated `Idempotency-Key` returns the task the first request created. The price of the same body, without creating anything, is `POST /api/v1/tasks/quote`; a `dry_run` parameter here is a 400 naming it.",
         tags: [TAG.tasks],
-        querystring: DryRunQuery,
+        querystring: CreateQuery,
         body: CreateTaskBody,
         response: {
-          200: ref(TaskDryRunReply, "A dry run: what the task would count and cost"),
           201: ref(CreatedTaskReply, "The task, queued"),
           ...errorResponses(400, 401, 402, 404, 409, 429, 500),
         },
       },
       // The handler reads Idempotency-Key itself (its own 400 wording), so only the document has it.
       config: {
-        swaggerTransform: documentRequest({ headers: IdempotencyHeaders, body: CreateTaskBodyDocumented }),
+        swaggerTransform: documentRequest({
+          headers: IdempotencyHeaders,
+          body: CreateTaskBodyDocumented,
+          querystring: NoQuery,
+        }),
       },
     },
     async (req, reply) => {
+      if (req.query.dry_run !== undefined) throw dryRunMoved("task");
       const webhookUrl = checkWebhookUrl(req.body.webhook_url, settings.allowPrivateWebhooks);
-      const idempotencyKey = idempotencyKeyOf(req.headers["idempotency-key"]);
-      if (req.query.dry_run)
-        return reply
-          .status(200)
-          .send(toTaskDryRunReply(await tasks.quote(principalOf(req), req.body.emails)));
       const { task } = await tasks.create(principalOf(req), {
         emails: req.body.emails,
         webhookUrl,
         retryWindowMinutes: req.body.retry_window_minutes ?? settings.taskRetryWindowMinutes,
-        idempotencyKey,
+        idempotencyKey: idempotencyKeyOf(req.headers["idempotency-key"]),
       });
       return reply.status(201).send(toCreatedTaskReply(task));
+    },
+  );
+
+  app.post(
+    "/api/v1/tasks/quote",
+    {
+      schema: {
+        operationId: "quoteTask",
+        summary: "Price a batch task",
+        description:
+          "What `POST /api/v1/tasks` would do with the same body: the counts, the credits it would reserve and the balance. The body is validated as the real call validates it (the same 400s) and nothing is created: no task, jobs, reservation or Idempotency-Key record. Too little credit is not an error here (`has_enough_credits: false`); the real call would answer 402. An `Idempotency-Key` header is checked as the real call checks it but neither recorded nor replayed, so the same headers can go to both. Rate-limited like any request.",
+        tags: [TAG.tasks],
+        querystring: NoQuery,
+        body: CreateTaskBody,
+        response: {
+          200: ref(TaskQuoteReply, "What the task would count and cost"),
+          ...errorResponses(400, 401, 404, 429, 500),
+        },
+      },
+      config: { swaggerTransform: documentRequest({ body: CreateTaskBodyDocumented }) },
+    },
+    async (req) => {
+      // The real call's checks, in its order, so a body it refuses is refused here alike.
+      checkWebhookUrl(req.body.webhook_url, settings.allowPrivateWebhooks);
+      idempotencyKeyOf(req.headers["idempotency-key"]);
+      return toTaskQuoteReply(await tasks.quote(principalOf(req), req.body.emails));
     },
   );
 
@@ -148,11 +173,7 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
     async (req) => {
       const parsed = parseDateRange(req.query, { required: false });
       if (!parsed.ok) throw validationError("Invalid date range", parsed.errors);
-      const now = deps.clock.now();
-      const range = parsed.range ?? {
-        from: new Date(now.getTime() - SERIES_DEFAULT_DAYS * 86_400_000),
-        to: now,
-      };
+      const range = parsed.range ?? lastDays(SERIES_DEFAULT_DAYS, deps.clock.now());
       const { task, points } = await tasks.series(principalOf(req), req.params.id, range);
       return toSeriesReply(task, utcDaysOf(range), points);
     },

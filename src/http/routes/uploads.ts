@@ -9,8 +9,8 @@ import { readRetryWindowField } from "../../tasks/task-input.ts";
 import type { HttpDeps } from "../deps.ts";
 import { idempotencyKeyOf } from "../idempotency-key.ts";
 import { principalOf } from "../plugins/auth.ts";
-import { errorResponses, ref } from "../schemas/common.ts";
-import { DryRunQuery, toUploadDryRunReply, UploadDryRunReply } from "../schemas/dry-run.ts";
+import { errorResponses, NoQuery, ref } from "../schemas/common.ts";
+import { CreateQuery, dryRunMoved, toUploadQuoteReply, UploadQuoteReply } from "../schemas/quote.ts";
 import { documentRequest, TAG } from "../schemas/openapi.ts";
 import { checkWebhookUrl, IdempotencyHeaders } from "../schemas/tasks.ts";
 import {
@@ -97,17 +97,6 @@ async function readForm(req: FastifyRequest, maxBytes: number): Promise<Received
   return form;
 }
 
-/**
- * `dry_run` may also come as a form field (clients that build the form and not the URL); an
- * unread field would be ignored and the upload billed, so a value other than true/false is a 400.
- */
-function isDryRunField(form: ReceivedForm): boolean {
-  const value = form.fields.get("dry_run");
-  if (value === undefined) return false;
-  if (value === "true" || value === "false") return value === "true";
-  throw validationError("Invalid dry_run", [{ field: "dry_run", reason: "must be true or false" }]);
-}
-
 /** Reads the rest of the request's body and drops it (bounded by the server's request timeout). */
 async function discardBody(req: FastifyRequest): Promise<void> {
   const raw = req.raw;
@@ -126,6 +115,34 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
     limits: { fileSize: maxBytes, files: 1, fields: 10, fieldSize: 4096, parts: 12, headerPairs: 100 },
   });
 
+  type Mode = "upload" | "quote";
+
+  /**
+   * Both operations take the same form through the same steps (admission, reading, checks), so
+   * a file the upload would refuse is refused by its quote with the same error; only the last
+   * step differs.
+   */
+  const receive = async (req: FastifyRequest, reply: FastifyReply, mode: Mode, dryRun?: string) => {
+    const principal = principalOf(req);
+    const idempotencyKey = idempotencyKeyOf(req.headers["idempotency-key"]);
+    // Decided before the body is buffered: a refused upload costs neither memory nor a parse.
+    // Its body is still read (and dropped) before the answer, so a client still writing its
+    // file gets the 429/503 with Retry-After instead of a reset connection (EPIPE in fetch).
+    let ticket;
+    try {
+      if (dryRun !== undefined) throw dryRunMoved("upload");
+      ticket = deps.uploads.admit(principal);
+    } catch (error) {
+      await discardBody(req);
+      throw error;
+    }
+    try {
+      return await acceptUpload(req, reply, principal, { idempotencyKey, ticket, mode });
+    } finally {
+      ticket.release();
+    }
+  };
+
   app.post(
     "/api/v1/tasks/batch/upload",
     {
@@ -133,53 +150,57 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
         operationId: "uploadTaskFile",
         summary: "Upload a list file",
         description:
-          "Creates a batch task from a .txt, .csv or .xlsx list of at most 10,000 addresses. The file is parsed and checked before the 202; one credit per distinct address is reserved, and the credits of `unknown` results are refunded when the task finishes. Rows without an address are skipped and counted. A `user_id` field is refused. With `dry_run=true` (query, or a form field) the file is parsed and checked the same way and the answer is 200 with the counts, the price and the balance; nothing is created or stored.",
+          "Creates a batch task from a .txt, .csv or .xlsx list of at most 10,000 addresses. The file is parsed and checked before the 202; one credit per distinct address is reserved, and the credits of `unknown` results are refunded when the task finishes. Rows without an address are skipped and counted. A `user_id` field is refused. The price of the same form, without creating anything, is `POST /api/v1/tasks/batch/upload/quote`; `dry_run` (a query parameter or a form field) here is a 400 naming it.",
         tags: [TAG.uploads],
         consumes: ["multipart/form-data"],
-        querystring: DryRunQuery,
+        querystring: CreateQuery,
         response: {
-          200: ref(UploadDryRunReply, "A dry run: what the upload would count and cost"),
           202: ref(UploadAccepted, "The upload, accepted: its task is queued"),
           ...errorResponses(400, 401, 402, 404, 409, 429, 500),
         },
       },
       // The handler reads the parts and Idempotency-Key itself; only the document describes them.
-      config: { swaggerTransform: documentRequest({ body: UploadForm, headers: IdempotencyHeaders }) },
+      config: {
+        swaggerTransform: documentRequest({
+          body: UploadForm,
+          headers: IdempotencyHeaders,
+          querystring: NoQuery,
+        }),
+      },
     },
-    async (req, reply) => {
-      const principal = principalOf(req);
-      const idempotencyKey = idempotencyKeyOf(req.headers["idempotency-key"]);
-      // Decided before the body is buffered: a refused upload costs neither memory nor a parse.
-      // Its body is still read (and dropped) before the answer, so a client still writing its
-      // file gets the 429/503 with Retry-After instead of a reset connection (EPIPE in fetch).
-      let ticket;
-      try {
-        ticket = deps.uploads.admit(principal);
-      } catch (error) {
-        await discardBody(req);
-        throw error;
-      }
-      try {
-        return await acceptUpload(req, reply, principal, {
-          idempotencyKey,
-          ticket,
-          dryRun: req.query.dry_run,
-        });
-      } finally {
-        ticket.release();
-      }
+    (req, reply) => receive(req, reply, "upload", req.query.dry_run),
+  );
+
+  app.post(
+    "/api/v1/tasks/batch/upload/quote",
+    {
+      schema: {
+        operationId: "quoteUploadTaskFile",
+        summary: "Price a list file",
+        description:
+          "What `POST /api/v1/tasks/batch/upload` would do with the same form: the file is parsed and checked the same way (the same 400s) and the answer is the counts, the sheet and column it would read, the credits it would reserve and the balance. Nothing is created or stored, and too little credit is not an error here (`has_enough_credits: false`); the upload would answer 402. An `Idempotency-Key` header is checked but neither recorded nor replayed. A quote holds an upload place while its file arrives and is parsed, as an upload does (429/503 with Retry-After when the caller or the server is at its limit).",
+        tags: [TAG.uploads],
+        consumes: ["multipart/form-data"],
+        querystring: NoQuery,
+        response: {
+          200: ref(UploadQuoteReply, "What the upload would count and cost"),
+          ...errorResponses(400, 401, 404, 429, 500),
+        },
+      },
+      config: { swaggerTransform: documentRequest({ body: UploadForm }) },
     },
+    (req, reply) => receive(req, reply, "quote"),
   );
 
   const acceptUpload = async (
     req: FastifyRequest,
     reply: FastifyReply,
     principal: Principal,
-    request: { idempotencyKey: string | null; ticket: UploadTicket; dryRun: boolean | undefined },
+    request: { idempotencyKey: string | null; ticket: UploadTicket; mode: Mode },
   ) => {
-    const { idempotencyKey, ticket } = request;
+    const { idempotencyKey, ticket, mode } = request;
     const form = await readForm(req, maxBytes);
-    const isDryRun = isDryRunField(form) || request.dryRun === true;
+    if (mode === "upload" && form.fields.has("dry_run")) throw dryRunMoved("upload");
     if (form.fields.has("user_id")) {
       throw validationError("user_id is not accepted: the owner is the authenticated caller", [
         { field: "user_id", reason: "is not allowed" },
@@ -202,9 +223,9 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
       ),
       idempotencyKey,
     };
-    if (isDryRun) {
+    if (mode === "quote") {
       const quote = await deps.uploads.quote(principal, input, ticket);
-      return reply.status(200).send(toUploadDryRunReply(input.filename, quote));
+      return reply.status(200).send(toUploadQuoteReply(input.filename, quote));
     }
     return reply.status(202).send(toUploadAccepted(await deps.uploads.upload(principal, input)));
   };

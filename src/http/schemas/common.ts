@@ -19,7 +19,10 @@ export function ref<T extends TSchema>(schema: T, description?: string) {
 
 export const FieldErrorSchema = Type.Object({ field: Type.String(), reason: Type.String() });
 
-/** The spec's error body (`#/components/schemas/Error`). */
+/**
+ * The spec's error body (`#/components/schemas/ErrorResponse`). Not named `Error`: generators
+ * turn a component into a type of its name, and an `Error` shadows the language's own (issue 36).
+ */
 export const ErrorBodySchema = Type.Object(
   {
     error: Type.Object({
@@ -34,7 +37,7 @@ export const ErrorBodySchema = Type.Object(
     }),
   },
   {
-    $id: "Error",
+    $id: "ErrorResponse",
     additionalProperties: true,
     description: "The error envelope of every /api/v1 error response (the spec's standard error body)",
   },

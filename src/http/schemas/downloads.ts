@@ -10,7 +10,7 @@ export const DownloadParams = Type.Object({ id: Type.String() });
 
 export const DownloadQuery = Type.Object(
   {
-    format: Type.Optional(Type.String({ description: "csv (default), txt or xlsx; case-insensitive" })),
+    format: Type.Optional(Type.String({ description: "csv (default), txt or xlsx, in lower case" })),
     task_id: Type.Optional(Type.String({ description: "UUID; overrides the path id" })),
     status: Type.Optional(
       Type.String({ description: "Comma-separated statuses to keep, e.g. valid,catchall" }),
@@ -28,14 +28,14 @@ export const DownloadQuery = Type.Object(
 
 /**
  * The parameters as the document states them: the handler checks each (an id, then `format`,
- * case-insensitively), naming the field in its own words and letting `task_id` override the
+ * exactly as the enum lists it), naming the field in its own words and letting `task_id` override the
  * path id, so Fastify validates the plain strings above.
  */
 export const DownloadParamsDocumented = documented(DownloadParams, {
   id: Type.String({ format: "uuid", description: "The task's id" }),
 });
 export const DownloadQueryDocumented = documented(DownloadQuery, {
-  format: StringEnum(EXPORT_FORMATS, "The file format (default csv); letter case is ignored"),
+  format: StringEnum(EXPORT_FORMATS, "The file format (default csv), in lower case as listed"),
   task_id: Type.String({ format: "uuid", description: "Overrides the path id" }),
 });
 

@@ -6,7 +6,13 @@ import type { FastifyDynamicSwaggerOptions, SwaggerTransform } from "@fastify/sw
 import type { FastifySchema } from "fastify";
 import { WEBHOOK_USER_AGENT } from "../../webhooks/signing.ts";
 import { CreatedApiKeyReply, ApiKeyListItem, ListApiKeysReply } from "./api-keys.ts";
-import { SessionPolicyReply, SessionReply, SignInLinkReply } from "./auth.ts";
+import {
+  RememberedDevice,
+  RememberedDeviceList,
+  SessionPolicyReply,
+  SessionReply,
+  SignInLinkReply,
+} from "./auth.ts";
 import { ErrorBodySchema } from "./common.ts";
 import { BalanceReply, CreditTransactionSchema, TransactionsReply } from "./credits.ts";
 import { HealthReply, ReadyReply } from "./ops.ts";
@@ -32,7 +38,7 @@ import {
   TaskDetail,
   TaskSummary,
 } from "./tasks.ts";
-import { TaskDryRunReply, UploadDryRunReply } from "./dry-run.ts";
+import { TaskQuoteReply, UploadQuoteReply } from "./quote.ts";
 import { ENUM_COMPONENTS } from "./enums.ts";
 import { UploadAccepted, UploadDetail } from "./uploads.ts";
 import { CheckSchema, ResultChecksSchema, TimeoutReply, VerificationReply } from "./verification.ts";
@@ -67,8 +73,8 @@ export const COMPONENTS = [
   JobsReply,
   UploadAccepted,
   UploadDetail,
-  TaskDryRunReply,
-  UploadDryRunReply,
+  TaskQuoteReply,
+  UploadQuoteReply,
   BalanceReply,
   CreditTransactionSchema,
   TransactionsReply,
@@ -85,6 +91,8 @@ export const COMPONENTS = [
   SessionReply,
   SessionPolicyReply,
   SignInLinkReply,
+  RememberedDevice,
+  RememberedDeviceList,
   WebhookSecretReply,
   WebhookDeliverySchema,
   WebhookDeliveryListReply,

@@ -203,7 +203,12 @@ export const TaskDetail = Type.Object(
         "Not in the spec: the task's retry window (null: tasks created before it existed, no limit)",
     }),
   },
-  { $id: "Task", description: "A batch task with its lifecycle times, as `GET /api/v1/tasks/{id}` shows it" },
+  // Not named `Task`: C# generators put it beside System.Threading.Tasks.Task, which every async
+  // method returns, and the two names collide (microsoft/kiota#1437, Azure/autorest#3007).
+  {
+    $id: "TaskDetail",
+    description: "A batch task with its lifecycle times, as `GET /api/v1/tasks/{id}` shows it",
+  },
 );
 
 export const ListTasksQuery = Type.Object(

@@ -67,10 +67,13 @@ export const UploadDetail = Type.Object(
  * route reads the parts itself (routes/uploads.ts) and Fastify never validates this schema.
  */
 export const UploadForm = Type.Object({
+  // A multipart part's file name has no schema keyword of its own: the rule is in the words and
+  // in `x-filename-pattern` (for tools that read it); the SDK's uploadForm() types it.
   file: Type.String({
     format: "binary",
     description:
-      "The list: .txt (one address per line), .csv or .xlsx; at most 10,000 addresses and MAX_UPLOAD_BYTES (default 10 MiB)",
+      "The list, sent with a file name ending in .csv, .txt or .xlsx (any letter case): the extension picks the parser, and a part without one (a bare Blob) is a 400. .txt: one address per line; at most 10,000 addresses and MAX_UPLOAD_BYTES (default 10 MiB)",
+    "x-filename-pattern": "\\.([Cc][Ss][Vv]|[Tt][Xx][Tt]|[Xx][Ll][Ss][Xx])$",
   }),
   webhook_url: Type.Optional(WebhookUrlDocumented("Absolute http(s) URL called when the task completes")),
   email_column: Type.Optional(

@@ -127,7 +127,7 @@ describe("enums: one named component per closed set", () => {
       ["UploadDetail", "status", "UploadStatus"],
       ["TaskFile", "status", "UploadStatus"],
       ["Job", "status", "JobStatus"],
-      ["Task", "source", "TaskSource"],
+      ["TaskDetail", "source", "TaskSource"],
       ["TaskSummary", "source", "TaskSource"],
       ["TaskList", "source", "TaskSource"],
       ["TaskSeries", "source", "TaskSource"],
@@ -139,7 +139,7 @@ describe("enums: one named component per closed set", () => {
       ["CreatedApiKey", "purpose", "ApiKeyPurpose"],
       ["ApiKeyUsageBucket", "api_key_purpose", "ApiKeyPurpose"],
       ["WebhookDelivery", "status", "WebhookDeliveryStatus"],
-      ["Error", "error.code", "ErrorCode"],
+      ["ErrorResponse", "error.code", "ErrorCode"],
     ];
     for (const [owner, path, name] of uses)
       assert.deepEqual(propertyOf(component(owner), path), schemaRef(name), `${owner}.${path}`);
@@ -263,6 +263,9 @@ describe("parameters and bodies state what the server enforces", () => {
       ["/api/v1/tasks/not-a-uuid/download", "id"],
       [`${base}?task_id=nope`, "task_id"],
       [`${base}?format=pdf`, "format"],
+      // The document's enum is lower case (spec: csv, txt, xlsx) and the server holds to it.
+      [`${base}?format=CSV`, "format"],
+      [`${base}?format=Xlsx`, "format"],
     ] as const) {
       const res = await get(url);
       assertError(res, 400, "VALIDATION_ERROR");

@@ -52,7 +52,7 @@ interface Document {
 }
 
 const METHODS = new Set(["get", "put", "post", "delete", "patch", "head", "options", "trace"]);
-const ERROR_REF = "#/components/schemas/Error";
+const ERROR_REF = "#/components/schemas/ErrorResponse";
 
 let ctx: TestContext;
 let doc: Document;
@@ -141,10 +141,12 @@ describe("GET /openapi.json", () => {
 
   test("the shared schemas are named components", () => {
     for (const name of [
-      "Error",
+      "ErrorResponse",
       "VerificationResult",
       "VerificationTimeoutError",
-      "Task",
+      "TaskDetail",
+      "TaskQuote",
+      "UploadQuote",
       "TaskSummary",
       "TaskList",
       "TaskMetrics",
@@ -173,6 +175,27 @@ describe("GET /openapi.json", () => {
     const refs = [...JSON.stringify(doc).matchAll(/"\$ref":"([^"]+)"/g)].map((m) => m[1]!);
     assert.ok(refs.includes("#/components/schemas/VerificationResult"));
     assert.ok(refs.includes("#/components/schemas/TaskSummary"));
+  });
+
+  test("no component is named after a built-in type of a common target language (issue 36)", () => {
+    // A generator turns each component into a type of its name: `Error` shadowed TS/JS's own, and
+    // `Task` collides with C#'s System.Threading.Tasks.Task in every async method it generates.
+    const BUILT_INS = new Set([
+      ...["Error", "Date", "Object", "Record", "Response", "Request", "File", "Blob", "Event", "Map"],
+      ...["Set", "Symbol", "Promise", "Array", "String", "Number", "Boolean", "Headers", "URL"],
+      ...["Exception", "Type", "List", "Dict", "Task", "Action", "Func", "Thread", "Class", "Integer"],
+      ...["Long", "Float", "Double", "Byte", "Character", "Void", "Iterator", "Context", "Time"],
+      ...["Duration", "Interface", "Enum", "Decimal", "Optional", "Stream", "Timer", "Uri", "Guid"],
+    ]);
+    const clashes = Object.keys(doc.components.schemas).filter((n) => BUILT_INS.has(n));
+    assert.deepEqual(clashes, []);
+  });
+
+  test("every operation has exactly one 2xx response (issue 36: one success body per operation)", () => {
+    const many = operationsOf(doc.paths)
+      .map(({ where, op }) => [where, Object.keys(op.responses ?? {}).filter((s) => /^2/.test(s))] as const)
+      .filter(([, codes]) => codes.length !== 1);
+    assert.deepEqual(many, []);
   });
 
   test("every 4xx/5xx response is the Error envelope (/plants keeps the sample's flat PlantError)", () => {
@@ -251,17 +274,32 @@ describe("GET /openapi.json", () => {
     );
   });
 
-  test("the upload documents its multipart form with a binary file", () => {
-    const op = doc.paths["/api/v1/tasks/batch/upload"]?.post;
-    const form = op?.requestBody?.content?.["multipart/form-data"]?.schema;
+  test("the upload and its quote document one multipart form: a binary file named .csv, .txt or .xlsx", () => {
+    const formOf = (path: string) =>
+      doc.paths[path]?.post?.requestBody?.content?.["multipart/form-data"]?.schema;
+    const form = formOf("/api/v1/tasks/batch/upload");
     assert.ok(form, "multipart/form-data requestBody");
+    assert.deepEqual(formOf("/api/v1/tasks/batch/upload/quote"), form);
     assert.deepEqual(form.required, ["file"]);
-    assert.deepEqual(form.properties?.file, {
+    const file = form.properties?.file as { description?: string; "x-filename-pattern"?: string };
+    assert.deepEqual(file, {
       type: "string",
       format: "binary",
-      description: (form.properties?.file as { description?: string }).description,
+      description: file.description,
+      "x-filename-pattern": file["x-filename-pattern"],
     });
+    assert.match(String(file.description), /file name ending in \.csv, \.txt or \.xlsx/);
+    const pattern = new RegExp(String(file["x-filename-pattern"]));
+    for (const name of ["a.csv", "b.TXT", "c.Xlsx"]) assert.match(name, pattern);
+    for (const name of ["a.pdf", "csv", "a.csv.zip", "blob"]) assert.doesNotMatch(name, pattern);
     for (const field of ["webhook_url", "email_column", "column"]) assert.ok(form.properties?.[field], field);
+  });
+
+  test("the format of a download is the lower-case enum the server enforces", () => {
+    const format = doc.paths["/api/v1/tasks/{id}/download"]?.get?.parameters?.find(
+      (p) => "name" in p && p.name === "format",
+    ) as { schema?: { enum?: string[] } } | undefined;
+    assert.deepEqual(format?.schema?.enum, ["csv", "txt", "xlsx"]);
   });
 
   test("downloads are binary bodies per media type; their errors stay JSON", () => {

@@ -283,7 +283,7 @@ describe("the lifetime the sign-in form states", () => {
   test("GET /api/v1/auth/session/policy needs no credentials and answers the configured values", async () => {
     const res = await ctx.app.inject({ method: "GET", url: "/api/v1/auth/session/policy" });
     assert.equal(res.statusCode, 200, res.body);
-    assert.deepEqual(res.json(), { lifetime_seconds: 900, max_hours: 12 });
+    assert.deepEqual(res.json(), { lifetime_seconds: 900, max_hours: 12, device_remember_days: 30 });
   });
 
   test("configured values reach the policy, the session reply and the cap", async (t) => {
@@ -291,11 +291,11 @@ describe("the lifetime the sign-in form states", () => {
     const small = await createTestContext({
       clock: localClock,
       db: ctx.db,
-      env: { SESSION_TTL_SECONDS: "1800", SESSION_MAX_HOURS: "1" },
+      env: { SESSION_TTL_SECONDS: "1800", SESSION_MAX_HOURS: "1", DEVICE_REMEMBER_DAYS: "7" },
     });
     t.after(() => small.close());
     const policy = await small.app.inject({ method: "GET", url: "/api/v1/auth/session/policy" });
-    assert.deepEqual(policy.json(), { lifetime_seconds: 1800, max_hours: 1 });
+    assert.deepEqual(policy.json(), { lifetime_seconds: 1800, max_hours: 1, device_remember_days: 7 });
     const created = await small.services.users.create({ email: null, credits: 0 });
     const res = await small.app.inject({
       method: "POST",

@@ -398,14 +398,13 @@ describe(
       const json = await client(["upload", input, "--dry-run", "--json"]);
       assert.equal(json.code, 0, json.stderr);
       assert.deepEqual(
-        (({ dry_run, unique_count, credits_required, balance, has_enough_credits }) => ({
-          dry_run,
+        (({ unique_count, credits_required, balance, has_enough_credits }) => ({
           unique_count,
           credits_required,
           balance,
           has_enough_credits,
         }))(JSON.parse(json.stdout) as Record<string, unknown>),
-        { dry_run: true, unique_count: 3, credits_required: 2, balance, has_enough_credits: true },
+        { unique_count: 3, credits_required: 2, balance, has_enough_credits: true },
       );
 
       // stdin is /dev/null here: nobody to ask, so no upload without --yes.
@@ -416,7 +415,7 @@ describe(
         refused.stderr,
         `mailprobe: ${price}\nmailprobe: not uploaded: stdin is not a terminal, so nobody can confirm the price; pass --yes to upload at this price (--dry-run shows it only)\n`,
       );
-      assert.equal(await balanceNow(), balance, "the dry runs and the refusal spent nothing");
+      assert.equal(await balanceNow(), balance, "the quotes and the refusal spent nothing");
       assert.equal(await taskCount(), tasks, "and created no task");
 
       const yes = await client(["upload", input, "--yes"]);

@@ -126,10 +126,10 @@ describe("credit usage endpoints: the date range is required and checked", () =>
   }
 });
 
-describe("metrics: from/to optional but together, and checked", () => {
+describe("metrics: from/to optional, a series only with both, and checked", () => {
   const cases: Array<[string, string, Array<{ field: string; reason: string }>]> = [
-    ["from without to", `from=${OK_FROM}`, [{ field: "to", reason: "is required when from is given" }]],
-    ["to without from", `to=${OK_TO}`, [{ field: "from", reason: "is required when to is given" }]],
+    ["unparsable from alone", "from=yesterday", [{ field: "from", reason: FORMAT }]],
+    ["unparsable to alone", "to=2026-02-30T00:00:00Z", [{ field: "to", reason: FORMAT }]],
     ["unparsable from", `from=2026-13-01T00:00:00Z&to=${OK_TO}`, [{ field: "from", reason: FORMAT }]],
     ["unparsable to", `from=${OK_FROM}&to=tomorrow`, [{ field: "to", reason: FORMAT }]],
     ["reversed", `from=${OK_TO}&to=${OK_FROM}`, [{ field: "to", reason: "must not be earlier than from" }]],
@@ -145,6 +145,19 @@ describe("metrics: from/to optional but together, and checked", () => {
       assertError(await get(`/api/v1/metrics/verifications?${query}`), 400, "VALIDATION_ERROR", details);
     });
   }
+
+  test("only from, or only to → 200 without a series (spec: series only when both are given)", async () => {
+    for (const query of [
+      `from=${OK_FROM}`,
+      `to=${OK_TO}`,
+      "from=2000-01-01T00:00:00Z",
+      "to=9999-12-31T23:59:59Z",
+    ]) {
+      const res = await get(`/api/v1/metrics/verifications?${query}`);
+      assert.equal(res.statusCode, 200, `${query}: ${res.body}`);
+      assert.equal("series" in res.json(), false, query);
+    }
+  });
 
   test("exactly 90 days → 200 with 91 points", async () => {
     const res = await get("/api/v1/metrics/verifications?from=2026-01-01T00:00:00Z&to=2026-04-01T00:00:00Z");

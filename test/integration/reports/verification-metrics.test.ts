@@ -254,6 +254,30 @@ describe("GET /api/v1/metrics/verifications", () => {
     });
   });
 
+  test("only from, or only to: counters bounded on that side, no series; a row at the instant is from's", async () => {
+    type Body = ReturnType<typeof counters> & { series?: unknown };
+    // late@ was verified at exactly this instant: [at, ∞) has it, (−∞, at) does not.
+    const at = "2026-03-03T19:00:00Z";
+    const since = okJson<Body>(await metrics(m, `?from=${at}`));
+    const before = okJson<Body>(await metrics(m, `?to=${at}`));
+    const whole = okJson<Body>(await metrics(m));
+    assert.equal("series" in since, false);
+    assert.equal("series" in before, false);
+    assert.equal(since.total_verifications, 1);
+    assert.equal(since.verification_status.valid, 1);
+    for (const pick of [
+      (c: Body) => c.total_verifications,
+      (c: Body) => c.total_tasks,
+      (c: Body) => c.job_status.completed + c.job_status.pending + c.job_status.failed,
+      (c: Body) => c.verification_status.valid,
+      (c: Body) => c.total_free_provider_emails,
+    ])
+      assert.equal(pick(since) + pick(before), pick(whole), pick.toString());
+    // One bound is not a series' range: no 90-day limit applies to it.
+    const ancient = okJson<Body>(await metrics(m, "?from=2000-01-01T00:00:00Z"));
+    assert.deepEqual(ancient, whole);
+  });
+
   test("additive counters of the series sum to the totals; unique addresses do not", async () => {
     type Body = ReturnType<typeof counters> & { series: Array<ReturnType<typeof counters>> };
     const body = okJson<Body>(await metrics(m, "?from=2026-03-01T00:00:00Z&to=2026-03-03T18:00:00Z"));

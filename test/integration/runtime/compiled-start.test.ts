@@ -131,7 +131,7 @@ void test("the compiled runtime, without dev dependencies, serves, verifies and 
   const form = new FormData();
   const csv = "name,email\nAda,valid@sandbox.mailprobe.invalid\nBob,invalid@sandbox.mailprobe.invalid\n";
   form.append("file", new Blob([csv], { type: "text/csv" }), "list.csv");
-  const upload = await fetch(`${base}/api/v1/tasks/batch/upload?dry_run=true`, {
+  const upload = await fetch(`${base}/api/v1/tasks/batch/upload/quote`, {
     method: "POST",
     headers: auth,
     body: form,

@@ -7,9 +7,12 @@ import { after, before, describe, test } from "node:test";
 import { createWorkerRole, type WorkerRole } from "../../../src/app/worker-role.ts";
 import {
   createMailprobeClient,
+  isListFilename,
   isMailprobeError,
   MailprobeError,
+  quoteUploadTaskFile,
   unwrap,
+  uploadForm,
   uploadTaskFile,
   waitForTask,
   type MailprobeClient,
@@ -50,15 +53,6 @@ after(async () => {
 });
 
 /** A client for a user's key, recording the credential headers of every request it sends. */
-/**
- * POST /api/v1/tasks answers 201 with the task, or 200 with a price when asked for a dry run; a
- * call without dry_run narrows to the task.
- */
-function createdTask<T>(data: T): Extract<T, { id: string }> {
-  assert.ok(typeof data === "object" && data !== null && "id" in data, "a created task, not a dry run");
-  return data as Extract<T, { id: string }>;
-}
-
 function clientOf(apiKey: string) {
   const sent: Array<{ authorization: string | null; apiKey: string | null }> = [];
   const client = createMailprobeClient({
@@ -240,9 +234,8 @@ describe("errors surface as MailprobeError with the spec's code", () => {
   test("404 NOT_FOUND for another user's task (no existence leak)", async () => {
     const owner = clientOf((await ctx.createUser(2)).apiKey).client;
     const other = clientOf((await ctx.createUser(0)).apiKey).client;
-    const created = createdTask(
-      await unwrap(owner.POST("/api/v1/tasks", { body: { emails: ["alice@acme.test"] } })),
-    );
+    // One success body per operation (issue 36): unwrap gives the task itself, no narrowing.
+    const created = await unwrap(owner.POST("/api/v1/tasks", { body: { emails: ["alice@acme.test"] } }));
     const error = await caught(
       unwrap(other.GET("/api/v1/tasks/{id}", { params: { path: { id: created.id } } })),
     );
@@ -259,13 +252,10 @@ describe("batch tasks", () => {
   });
 
   test("create from JSON, read back, wait, list jobs, download csv and txt", async () => {
-    const created = createdTask(
-      await unwrap(
-        client.POST("/api/v1/tasks", {
-          body: { emails: ["alice@acme.test", "nobody@acme.test", "alice@acme.test"] },
-        }),
-      ),
-    );
+    const body = { emails: ["alice@acme.test", "nobody@acme.test", "alice@acme.test"] };
+    const quote = await unwrap(client.POST("/api/v1/tasks/quote", { body }));
+    assert.deepEqual([quote.unique_count, quote.credits_required, quote.has_enough_credits], [2, 2, true]);
+    const created = await unwrap(client.POST("/api/v1/tasks", { body }));
     assert.equal(created.source, "api_key");
     assert.equal(created.email_count, 3, "email_count is the emails submitted (spec)");
     assert.equal(created.unique_count, 2, "duplicates are queued once");
@@ -370,9 +360,38 @@ describe("batch tasks", () => {
   });
 
   test("an upload refused by the server is a MailprobeError too", async () => {
-    const error = await caught(unwrap(uploadTaskFile(client, new Blob(["a,b\n"]), { filename: "list.pdf" })));
+    const error = await caught(
+      unwrap(uploadTaskFile(client, new Blob(["name,phone\nAlice,+1 555 0100\n"]), { filename: "list.csv" })),
+    );
     assert.equal(error.code, "VALIDATION_ERROR");
     assert.equal(error.status, 400);
+  });
+
+  test("a list's name must end in .csv, .txt or .xlsx: a type error, and a TypeError before any request", async () => {
+    // @ts-expect-error: "list.pdf" is not a ListFilename
+    assert.throws(() => uploadForm("list.pdf", "a@acme.test\n"), TypeError);
+    await assert.rejects(uploadTaskFile(client, new File(["x"], "list.pdf")), TypeError);
+    await assert.rejects(quoteUploadTaskFile(client, new File(["x"], "list")), TypeError);
+    assert.equal(isListFilename("Leads.XLSX"), true);
+    assert.equal(isListFilename("leads.csv.pdf"), false);
+    const form = uploadForm("leads.txt", new TextEncoder().encode("alice@acme.test\n"), {
+      webhook_url: "https://hooks.example.com/x",
+    });
+    assert.deepEqual([...form.keys()], ["webhook_url", "file"]);
+    assert.equal((form.get("file") as File).name, "leads.txt");
+  });
+
+  test("quoteUploadTaskFile prices the list as uploadTaskFile uploads it, creating nothing", async () => {
+    const csv = "email\nalice@acme.test\nALICE@acme.test\nbob@acme.test\n";
+    const list = new Blob([csv]);
+    const quote = await unwrap(quoteUploadTaskFile(client, list, { filename: "q.csv" }));
+    assert.equal(quote.filename, "q.csv");
+    assert.deepEqual([quote.submitted_count, quote.unique_count, quote.credits_required], [3, 2, 2]);
+    assert.equal(quote.email_column, "email");
+    const tasks = await unwrap(client.GET("/api/v1/tasks", { params: { query: { limit: 100, offset: 0 } } }));
+    assert.ok(!tasks.tasks.some((t) => t.file?.filename === "q.csv"), "the quote created no task");
+    const accepted = await unwrap(uploadTaskFile(client, list, { filename: "q.csv" }));
+    assert.equal(accepted.email_count, quote.email_count);
   });
 });
 

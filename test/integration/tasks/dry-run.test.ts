@@ -1,6 +1,7 @@
-// POST /api/v1/tasks?dry_run=true (DESIGN §5: dry runs price a task without creating it): the
-// counts equal the real call's on the same body, nothing is written to any table, too little
-// credit is a 200 with the figures (the real call's 402), and bad input gets the real call's 400.
+// POST /api/v1/tasks/quote (DESIGN §5: a quote prices a task without creating it): the counts
+// equal the real call's on the same body, nothing is written to any table, too little credit is
+// a 200 with the figures (the real call's 402), bad input gets the real call's 400, and `dry_run`
+// on the real call (its former way in) is a 400 naming the quote.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, test } from "node:test";
@@ -9,6 +10,7 @@ import { assertError } from "../../support/assert-error.ts";
 import { waitForTaskFinished } from "../../support/batch.ts";
 import { rowCounts } from "../../support/row-counts.ts";
 import { createTestContext, type TestContext, type TestUser } from "../../support/test-app.ts";
+import type { TaskQuote } from "../../../sdk/src/index.ts";
 
 let ctx: TestContext;
 
@@ -43,48 +45,40 @@ const RUNNABLE = [
   "x y@example.test",
 ];
 
-interface DryRunReply {
-  dry_run: true;
-  email_count: number;
-  submitted_count: number;
-  unique_count: number;
-  duplicate_count: number;
-  domain_count: number;
-  invalid_syntax_count: number;
-  sandbox_count: number;
-  credits_required: number;
-  balance: number;
-  has_enough_credits: boolean;
-}
+/** The 200 of the quote, as the SDK types it from the document. */
+type QuoteReply = TaskQuote;
 
 interface Call {
   body: unknown;
+  /** Appended to the operation's path (a query string). */
+  path?: string;
   key?: string | null;
   headers?: Record<string, string>;
 }
 
-function create(user: TestUser, call: Call, query = "") {
+function create(user: TestUser, call: Call, path = "") {
   const key = call.key === undefined ? user.apiKey : call.key;
   return ctx.app.inject({
     method: "POST",
-    url: `/api/v1/tasks${query}`,
+    url: `/api/v1/tasks${path}${call.path ?? ""}`,
     headers: { ...(key ? ctx.bearer(key) : {}), ...call.headers },
     payload: call.body as Record<string, unknown>,
   });
 }
 
-const dryRun = (user: TestUser, call: Call) => create(user, call, "?dry_run=true");
+const priceOf = (user: TestUser, call: Call) => create(user, call, "/quote");
 
-describe("task dry run", () => {
-  test("counts equal the real call's on the same body, and the dry run creates nothing", async () => {
+describe("task quote", () => {
+  test("counts equal the real call's on the same body, and the quote creates nothing", async () => {
     const user = await ctx.createUser(50);
     const before = await rowCounts(ctx.db);
-    const dry = await dryRun(user, { body: { emails: EMAILS, webhook_url: "https://hooks.example.com/t" } });
-    assert.equal(dry.statusCode, 200, dry.body);
-    const quote = dry.json<DryRunReply>();
+    const priced = await priceOf(user, {
+      body: { emails: EMAILS, webhook_url: "https://hooks.example.com/t" },
+    });
+    assert.equal(priced.statusCode, 200, priced.body);
+    const quote = priced.json<QuoteReply>();
     assert.deepEqual(await rowCounts(ctx.db), before);
     assert.deepEqual(quote, {
-      dry_run: true,
       email_count: 10,
       submitted_count: 10,
       unique_count: 7,
@@ -117,9 +111,9 @@ describe("task dry run", () => {
 
   test("the invalid syntax count is what the task's results report", async () => {
     const user = await ctx.createUser(50);
-    const dry = await dryRun(user, { body: { emails: RUNNABLE } });
-    assert.equal(dry.statusCode, 200, dry.body);
-    const quote = dry.json<DryRunReply>();
+    const priced = await priceOf(user, { body: { emails: RUNNABLE } });
+    assert.equal(priced.statusCode, 200, priced.body);
+    const quote = priced.json<QuoteReply>();
     assert.equal(quote.invalid_syntax_count, 3);
     assert.equal(quote.sandbox_count, 2);
     const real = await create(user, { body: { emails: RUNNABLE } });
@@ -144,9 +138,9 @@ describe("task dry run", () => {
   test("too little credit: 200 with the figures, where the real call is a 402", async () => {
     const user = await ctx.createUser(4);
     const before = await rowCounts(ctx.db);
-    const dry = await dryRun(user, { body: { emails: EMAILS } });
-    assert.equal(dry.statusCode, 200, dry.body);
-    const quote = dry.json<DryRunReply>();
+    const priced = await priceOf(user, { body: { emails: EMAILS } });
+    assert.equal(priced.statusCode, 200, priced.body);
+    const quote = priced.json<QuoteReply>();
     assert.deepEqual([quote.credits_required, quote.balance, quote.has_enough_credits], [5, 4, false]);
     assertError(await create(user, { body: { emails: EMAILS } }), 402, "INSUFFICIENT_CREDITS");
     assert.deepEqual(await rowCounts(ctx.db), before);
@@ -154,9 +148,9 @@ describe("task dry run", () => {
 
   test("a sandbox-only task costs nothing and needs no balance", async () => {
     const user = await ctx.createUser(0);
-    const dry = await dryRun(user, { body: { emails: ["valid@sandbox.mailprobe.invalid"] } });
-    assert.equal(dry.statusCode, 200, dry.body);
-    const quote = dry.json<DryRunReply>();
+    const priced = await priceOf(user, { body: { emails: ["valid@sandbox.mailprobe.invalid"] } });
+    assert.equal(priced.statusCode, 200, priced.body);
+    const quote = priced.json<QuoteReply>();
     assert.deepEqual([quote.credits_required, quote.balance, quote.has_enough_credits], [0, 0, true]);
     assert.equal(
       (await create(user, { body: { emails: ["valid@sandbox.mailprobe.invalid"] } })).statusCode,
@@ -164,11 +158,11 @@ describe("task dry run", () => {
     );
   });
 
-  test("an Idempotency-Key is neither recorded nor replayed by a dry run", async () => {
+  test("an Idempotency-Key is neither recorded nor replayed by a quote", async () => {
     const user = await ctx.createUser(50);
     const headers = { "idempotency-key": `dry-${randomBytes(6).toString("hex")}` };
     const before = await rowCounts(ctx.db);
-    assert.equal((await dryRun(user, { body: { emails: EMAILS }, headers })).statusCode, 200);
+    assert.equal((await priceOf(user, { body: { emails: EMAILS }, headers })).statusCode, 200);
     assert.deepEqual(await rowCounts(ctx.db), before);
     const first = await create(user, { body: { emails: EMAILS }, headers });
     assert.equal(first.statusCode, 201, first.body);
@@ -184,6 +178,7 @@ describe("task dry run", () => {
       ["too many", { body: { emails: Array.from({ length: 10_001 }, (_, i) => `u${i}@example.test`) } }],
       ["unknown property", { body: { emails: ["ann@example.test"], user_id: user.userId } }],
       ["dry_run in the body", { body: { emails: ["ann@example.test"], dry_run: true } }],
+      ["unknown query parameter", { body: { emails: ["ann@example.test"] }, path: "?verbose=1" }],
       ["loopback webhook", { body: { emails: ["ann@example.test"], webhook_url: "http://10.0.0.1/h" } }],
       ["not a URL", { body: { emails: ["ann@example.test"], webhook_url: "ftp://hooks.example.com" } }],
       [
@@ -195,23 +190,57 @@ describe("task dry run", () => {
     const before = await rowCounts(ctx.db);
     for (const [name, call] of cases) {
       const real = await create(user, call);
-      const dry = await dryRun(user, call);
+      const priced = await priceOf(user, call);
       assert.ok(real.statusCode >= 400, `${name}: the real call answered ${real.statusCode}`);
-      assert.equal(dry.statusCode, real.statusCode, `${name}: ${dry.body}`);
-      const errorOf = (res: typeof dry) =>
+      assert.equal(priced.statusCode, real.statusCode, `${name}: ${priced.body}`);
+      const errorOf = (res: typeof priced) =>
         res.json<{ error: { code: string; message: string; details?: unknown } }>().error;
       const { code, message, details } = errorOf(real);
-      assert.deepEqual(errorOf(dry), { code, message, ...(details ? { details } : {}) }, name);
+      assert.deepEqual(errorOf(priced), { code, message, ...(details ? { details } : {}) }, name);
     }
-    assertError(
-      await create(user, { body: { emails: ["ann@example.test"] } }, "?dry_run=maybe"),
-      400,
-      "VALIDATION_ERROR",
-    );
     assert.deepEqual(await rowCounts(ctx.db), before);
   });
 
-  test("integration keys may dry-run as they may create tasks (DESIGN §5 key scopes)", async () => {
+  test("dry_run on POST /api/v1/tasks is a 400 naming the quote, whatever its value; nothing is created", async () => {
+    const user = await ctx.createUser(50);
+    const before = await rowCounts(ctx.db);
+    for (const value of ["true", "false", "maybe", ""]) {
+      assertError(
+        await create(user, { body: { emails: EMAILS } }, `?dry_run=${value}`),
+        400,
+        "VALIDATION_ERROR",
+        [
+          {
+            field: "dry_run",
+            reason:
+              "was replaced by POST /api/v1/tasks/quote (same request, answers the price and creates nothing)",
+          },
+        ],
+      );
+    }
+    assert.deepEqual(await rowCounts(ctx.db), before);
+  });
+
+  test("a quote is rate-limited as any request: it spends the credential's allowance", async () => {
+    const limited = await createTestContext({ env: { RATE_LIMIT_PER_SECOND: "1", RATE_LIMIT_BURST: "2" } });
+    try {
+      const user = await limited.createUser(50);
+      const call = () =>
+        limited.app.inject({
+          method: "POST",
+          url: "/api/v1/tasks/quote",
+          headers: limited.bearer(user.apiKey),
+          payload: { emails: ["ann@example.test"] },
+        });
+      const codes = [];
+      for (let i = 0; i < 4; i++) codes.push((await call()).statusCode);
+      assert.ok(codes.includes(429), `no 429 in ${codes.join(",")}`);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  test("integration keys may ask for a quote as they may create tasks (DESIGN §5 key scopes)", async () => {
     const user = await ctx.createUser(50);
     const created = await ctx.app.inject({
       method: "POST",
@@ -220,8 +249,11 @@ describe("task dry run", () => {
       payload: { name: "zap", purpose: "zapier" },
     });
     assert.equal(created.statusCode, 201, created.body);
-    const dry = await dryRun(user, { body: { emails: EMAILS }, key: created.json<{ key: string }>().key });
-    assert.equal(dry.statusCode, 200, dry.body);
-    assert.equal(dry.json<DryRunReply>().credits_required, 5);
+    const priced = await priceOf(user, {
+      body: { emails: EMAILS },
+      key: created.json<{ key: string }>().key,
+    });
+    assert.equal(priced.statusCode, 200, priced.body);
+    assert.equal(priced.json<QuoteReply>().credits_required, 5);
   });
 });

@@ -29,10 +29,10 @@ interface CreatedTask {
 const TWENTY_ONE = Array.from({ length: 21 }, (_, i) => `user${i}@count${i % 3}.test`);
 const WITH_CASE_DUPLICATE = [...TWENTY_ONE, "USER0@Count0.TEST"];
 
-function post(user: TestUser, emails: string[], query = "", headers: Record<string, string> = {}) {
+function post(user: TestUser, emails: string[], path = "", headers: Record<string, string> = {}) {
   return ctx.app.inject({
     method: "POST",
-    url: `/api/v1/tasks${query}`,
+    url: `/api/v1/tasks${path}`,
     headers: { ...ctx.bearer(user.apiKey), ...headers },
     payload: { emails },
   });
@@ -117,11 +117,11 @@ describe("rule 1: POST /api/v1/tasks email_count is the number of emails submitt
     assert.equal(rows[0]!.n, 0);
   });
 
-  test("the dry run answers the same email_count as the real call", async () => {
+  test("the quote answers the same email_count as the real call", async () => {
     const user = await ctx.createUser(100);
-    const dry = await post(user, WITH_CASE_DUPLICATE, "?dry_run=true");
-    assert.equal(dry.statusCode, 200, dry.body);
-    const quote = dry.json<CreatedTask & { credits_required: number; duplicate_count: number }>();
+    const priced = await post(user, WITH_CASE_DUPLICATE, "/quote");
+    assert.equal(priced.statusCode, 200, priced.body);
+    const quote = priced.json<CreatedTask & { credits_required: number; duplicate_count: number }>();
     assert.deepEqual(
       [quote.email_count, quote.submitted_count, quote.unique_count, quote.duplicate_count],
       [22, 22, 21, 1],

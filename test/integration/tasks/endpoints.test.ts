@@ -1268,7 +1268,7 @@ describe("GET /api/v1/tasks/{id}/series", () => {
     assert.equal((await get(owner, `/api/v1/tasks/${taskId}`)).json().finished_at, D2);
   });
 
-  test("default range: the last 7 days → 8 points, every UTC date from date(now-7d) to date(now), zeros on idle days", async () => {
+  test("default range: the last 7 days → 7 points, today and the 6 UTC dates before it, zeros on idle days", async () => {
     clock.set("2025-06-05T08:00:00Z");
     const res = await seriesOf(owner);
     assert.equal(res.statusCode, 200, res.body);
@@ -1277,19 +1277,10 @@ describe("GET /api/v1/tasks/{id}/series", () => {
     assert.equal(body.source, "api_key");
     assert.deepEqual(
       body.series.map((p: { date: string }) => p.date),
-      [
-        "2025-05-29",
-        "2025-05-30",
-        "2025-05-31",
-        "2025-06-01",
-        "2025-06-02",
-        "2025-06-03",
-        "2025-06-04",
-        "2025-06-05",
-      ],
+      ["2025-05-30", "2025-05-31", "2025-06-01", "2025-06-02", "2025-06-03", "2025-06-04", "2025-06-05"],
     );
     const byDate = new Map<string, unknown>(body.series.map((p: { date: string }) => [p.date, p]));
-    for (const date of ["2025-05-29", "2025-05-30", "2025-05-31", "2025-06-01", "2025-06-03", "2025-06-05"]) {
+    for (const date of ["2025-05-30", "2025-05-31", "2025-06-01", "2025-06-03", "2025-06-05"]) {
       assert.deepEqual(byDate.get(date), emptyPoint(date));
     }
     assert.deepEqual(byDate.get("2025-06-02"), {
@@ -1318,27 +1309,37 @@ describe("GET /api/v1/tasks/{id}/series", () => {
     });
   });
 
-  test("the default window ends now: a day more than 7 days back is left out", async () => {
+  test("the default window ends now: a day more than 6 days back is left out", async () => {
     clock.set("2025-06-10T08:00:00Z");
     const body = (await seriesOf(owner)).json();
     assert.deepEqual(
       body.series.map((p: { date: string }) => p.date),
-      [
-        "2025-06-03",
-        "2025-06-04",
-        "2025-06-05",
-        "2025-06-06",
-        "2025-06-07",
-        "2025-06-08",
-        "2025-06-09",
-        "2025-06-10",
-      ],
+      ["2025-06-04", "2025-06-05", "2025-06-06", "2025-06-07", "2025-06-08", "2025-06-09", "2025-06-10"],
     );
-    assert.equal(body.series[1].total_email_addresses, 1);
+    assert.equal(body.series[0].total_email_addresses, 1);
     assert.equal(
       body.series.filter((p: { total_email_addresses: number }) => p.total_email_addresses > 0).length,
       1,
     );
+  });
+
+  test("the default window's edges: 7 points at the first and the last instant of a UTC day", async () => {
+    type Point = { date: string; total_email_addresses: number };
+    const datesAt = async (now: string): Promise<Array<[string, number]>> => {
+      clock.set(now);
+      const body = (await seriesOf(owner)).json<{ series: Point[] }>();
+      return body.series.map((p) => [p.date, p.total_email_addresses]);
+    };
+    const lastInstant = await datesAt("2025-06-10T23:59:59.999Z");
+    assert.equal(lastInstant.length, 7);
+    assert.deepEqual(lastInstant[0], ["2025-06-04", 1], "the day 6 days back counts whole");
+    // Midnight starts the next day: the window moves by one whole day, 2025-06-04 leaves it.
+    const midnight = await datesAt("2025-06-11T00:00:00.000Z");
+    assert.deepEqual(
+      midnight.map(([date]) => date),
+      ["2025-06-05", "2025-06-06", "2025-06-07", "2025-06-08", "2025-06-09", "2025-06-10", "2025-06-11"],
+    );
+    assert.ok(midnight.every(([, n]) => n === 0));
   });
 
   test("from + to: a point for every UTC day of the range, offsets converted to UTC", async () => {
@@ -1441,8 +1442,8 @@ describe("GET /api/v1/tasks/{id}/series", () => {
     clock.advance(DAY);
     const body = (await seriesOf(user, {}, task.id)).json();
     assert.equal(body.source, "frontend");
-    assert.equal(body.series.length, 8);
-    assert.deepEqual(body.series[6], { date: IDLE.slice(0, 10), ...untouchedMetrics(2, IDLE) });
-    assert.deepEqual(body.series[7], emptyPoint(clock.now().toISOString().slice(0, 10)));
+    assert.equal(body.series.length, 7);
+    assert.deepEqual(body.series[5], { date: IDLE.slice(0, 10), ...untouchedMetrics(2, IDLE) });
+    assert.deepEqual(body.series[6], emptyPoint(clock.now().toISOString().slice(0, 10)));
   });
 });

@@ -1,7 +1,8 @@
-// POST /api/v1/tasks/batch/upload?dry_run=true (DESIGN §5: dry runs price an upload without
-// creating it): the counts equal the real upload's on the same file, nothing is written to any
-// table, too little credit is a 200 with the figures (the real call's 402), bad input gets the
-// real call's 400, and the dry run passes through the same admission and size limits.
+// POST /api/v1/tasks/batch/upload/quote (DESIGN §5: a quote prices an upload without creating
+// it): the counts equal the real upload's on the same file, nothing is written to any table, too
+// little credit is a 200 with the figures (the real call's 402), bad input gets the real call's
+// 400, the quote passes through the same admission and size limits, and `dry_run` on the upload
+// (its former way in, query or form field) is a 400 naming the quote.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { request as httpRequest } from "node:http";
@@ -16,6 +17,7 @@ import { rowCounts } from "../../support/row-counts.ts";
 import { createTestContext, type TestContext, type TestUser } from "../../support/test-app.ts";
 import { multipart, type Part } from "../../support/multipart.ts";
 import { xlsxOf } from "../../unit/files/helpers.ts";
+import type { UploadQuote } from "../../../sdk/src/index.ts";
 
 const UPLOAD_URL = "/api/v1/tasks/batch/upload";
 const MAX_UPLOAD_BYTES = 64 * 1024;
@@ -65,6 +67,8 @@ const LIST_CSV = [
 ].join("\n");
 
 interface Request {
+  /** UPLOAD_URL unless given. */
+  url?: string;
   filename?: string;
   data?: Buffer | string;
   fields?: Record<string, string>;
@@ -80,45 +84,30 @@ function send(user: TestUser | null, r: Request) {
   const key = r.key === undefined ? user?.apiKey : r.key;
   return ctx.app.inject({
     method: "POST",
-    url: `${UPLOAD_URL}${r.query ?? ""}`,
+    url: `${r.url ?? UPLOAD_URL}${r.query ?? ""}`,
     headers: { ...(key ? ctx.bearer(key) : {}), "content-type": contentType, ...r.headers },
     payload,
   });
 }
 
-const dryRun = (user: TestUser | null, r: Request) => send(user, { ...r, query: "?dry_run=true" });
+const QUOTE_URL = `${UPLOAD_URL}/quote`;
+const priceOf = (user: TestUser | null, r: Request) => send(user, { ...r, url: QUOTE_URL });
 
-interface DryRunReply {
-  dry_run: true;
-  filename: string;
-  email_count: number;
-  submitted_count: number;
-  unique_count: number;
-  duplicate_count: number;
-  skipped_count: number;
-  domain_count: number;
-  invalid_syntax_count: number;
-  sandbox_count: number;
-  credits_required: number;
-  balance: number;
-  has_enough_credits: boolean;
-  sheet: string | null;
-  email_column: string;
-}
+/** The 200 of the quote, as the SDK types it from the document. */
+type QuoteReply = UploadQuote;
 
-describe("upload dry run", () => {
-  test("counts equal the real upload's on the same file, and the dry run creates nothing", async () => {
+describe("upload quote", () => {
+  test("counts equal the real upload's on the same file, and the quote creates nothing", async () => {
     const user = await ctx.createUser(100);
     const before = await rowCounts(ctx.db);
-    const dry = await dryRun(user, {
+    const priced = await priceOf(user, {
       data: LIST_CSV,
       fields: { webhook_url: "https://hooks.example.com/x" },
     });
-    assert.equal(dry.statusCode, 200, dry.body);
-    const quote = dry.json<DryRunReply>();
+    assert.equal(priced.statusCode, 200, priced.body);
+    const quote = priced.json<QuoteReply>();
     assert.deepEqual(await rowCounts(ctx.db), before);
     assert.deepEqual(quote, {
-      dry_run: true,
       filename: "list.csv",
       email_count: 7,
       submitted_count: 9,
@@ -177,7 +166,7 @@ describe("upload dry run", () => {
     assert.equal(Number(stored.rows[0]!.domain_count), quote.domain_count);
   });
 
-  test("a workbook: the dry run names the sheet and column; two lists are refused naming them; sheet chooses", async () => {
+  test("a workbook: the quote names the sheet and column; two lists are refused naming them; sheet chooses", async () => {
     const user = await ctx.createUser(100);
     const data = await xlsxOf((wb) => {
       wb.addWorksheet("Read me").addRow(["Questions: help@acme.test"]);
@@ -190,7 +179,7 @@ describe("upload dry run", () => {
       old.addRow(["carol@acme.test"]);
     });
     const before = await rowCounts(ctx.db);
-    const ambiguous = await dryRun(user, { filename: "crm.xlsx", data });
+    const ambiguous = await priceOf(user, { filename: "crm.xlsx", data });
     assertError(ambiguous, 400, "VALIDATION_ERROR", [
       {
         field: "sheet",
@@ -203,20 +192,20 @@ describe("upload dry run", () => {
     assert.equal(real.statusCode, 400, real.body);
     assert.deepEqual(await rowCounts(ctx.db), before);
 
-    const dry = await dryRun(user, { filename: "crm.xlsx", data, fields: { sheet: "Contacts" } });
-    assert.equal(dry.statusCode, 200, dry.body);
-    const quote = dry.json<DryRunReply>();
+    const priced = await priceOf(user, { filename: "crm.xlsx", data, fields: { sheet: "Contacts" } });
+    assert.equal(priced.statusCode, 200, priced.body);
+    const quote = priced.json<QuoteReply>();
     assert.equal(quote.sheet, "Contacts");
     assert.equal(quote.email_column, "E-mail");
     assert.equal(quote.credits_required, 2);
-    const missing = await dryRun(user, { filename: "crm.xlsx", data, fields: { sheet: "Leads" } });
+    const missing = await priceOf(user, { filename: "crm.xlsx", data, fields: { sheet: "Leads" } });
     assertError(missing, 400, "VALIDATION_ERROR", [
       {
         field: "sheet",
         reason: 'The workbook has no sheet named "Leads"; its sheets are "Read me", "Contacts", "Old leads".',
       },
     ]);
-    const csv = await dryRun(user, { data: LIST_CSV, fields: { sheet: "Contacts" } });
+    const csv = await priceOf(user, { data: LIST_CSV, fields: { sheet: "Contacts" } });
     assertError(csv, 400, "VALIDATION_ERROR", [
       {
         field: "sheet",
@@ -228,32 +217,41 @@ describe("upload dry run", () => {
     assert.equal(accepted.json<{ email_count: number }>().email_count, 1);
   });
 
-  test("the dry_run form field is the query parameter's equal; other values are refused", async () => {
+  test("dry_run on the upload, as a query parameter or a form field of any value, is a 400 naming the quote", async () => {
     const user = await ctx.createUser(100);
     const before = await rowCounts(ctx.db);
-    const byField = await send(user, { data: LIST_CSV, fields: { dry_run: "true" } });
-    assert.equal(byField.statusCode, 200, byField.body);
-    assert.equal(byField.json<DryRunReply>().credits_required, 5);
-    assertError(await send(user, { data: LIST_CSV, fields: { dry_run: "yes" } }), 400, "VALIDATION_ERROR", [
-      { field: "dry_run", reason: "must be true or false" },
-    ]);
-    const badQuery = await send(user, { data: LIST_CSV, query: "?dry_run=maybe" });
-    assert.equal(badQuery.statusCode, 400, badQuery.body);
-    assert.equal(
-      badQuery.json<{ error: { details: Array<{ field: string }> } }>().error.details[0]?.field,
-      "dry_run",
-    );
+    const moved = [
+      {
+        field: "dry_run",
+        reason:
+          "was replaced by POST /api/v1/tasks/batch/upload/quote (same request, answers the price and creates nothing)",
+      },
+    ];
+    for (const value of ["true", "false", "yes"]) {
+      assertError(
+        await send(user, { data: LIST_CSV, fields: { dry_run: value } }),
+        400,
+        "VALIDATION_ERROR",
+        moved,
+      );
+      assertError(
+        await send(user, { data: LIST_CSV, query: `?dry_run=${value}` }),
+        400,
+        "VALIDATION_ERROR",
+        moved,
+      );
+    }
     assert.deepEqual(await rowCounts(ctx.db), before);
-    // dry_run=false is an ordinary upload.
-    assert.equal((await send(user, { data: LIST_CSV, query: "?dry_run=false" })).statusCode, 202);
+    // The place the refused uploads held is free again: an ordinary upload goes through.
+    assert.equal((await send(user, { data: LIST_CSV })).statusCode, 202);
   });
 
   test("too little credit: 200 with the figures, where the real upload is a 402", async () => {
     const user = await ctx.createUser(3);
     const before = await rowCounts(ctx.db);
-    const dry = await dryRun(user, { data: LIST_CSV });
-    assert.equal(dry.statusCode, 200, dry.body);
-    const quote = dry.json<DryRunReply>();
+    const priced = await priceOf(user, { data: LIST_CSV });
+    assert.equal(priced.statusCode, 200, priced.body);
+    const quote = priced.json<QuoteReply>();
     assert.equal(quote.credits_required, 5);
     assert.equal(quote.balance, 3);
     assert.equal(quote.has_enough_credits, false);
@@ -262,16 +260,16 @@ describe("upload dry run", () => {
     assert.deepEqual(await rowCounts(ctx.db), before);
   });
 
-  test("an Idempotency-Key is neither recorded nor replayed by a dry run", async () => {
+  test("an Idempotency-Key is neither recorded nor replayed by a quote", async () => {
     const user = await ctx.createUser(100);
     const headers = { "idempotency-key": `dry-${randomBytes(6).toString("hex")}` };
     const before = await rowCounts(ctx.db);
-    assert.equal((await dryRun(user, { data: LIST_CSV, headers })).statusCode, 200);
+    assert.equal((await priceOf(user, { data: LIST_CSV, headers })).statusCode, 200);
     assert.deepEqual(await rowCounts(ctx.db), before);
     // The key is still unused: the real upload with it creates a task.
     assert.equal((await send(user, { data: LIST_CSV, headers })).statusCode, 202);
     assertError(
-      await dryRun(user, { data: LIST_CSV, headers: { "idempotency-key": " " } }),
+      await priceOf(user, { data: LIST_CSV, headers: { "idempotency-key": " " } }),
       400,
       "VALIDATION_ERROR",
     );
@@ -295,18 +293,18 @@ describe("upload dry run", () => {
     const before = await rowCounts(ctx.db);
     for (const [name, r] of cases) {
       const real = await send(user, r);
-      const dry = await dryRun(user, r);
+      const priced = await priceOf(user, r);
       assert.ok(real.statusCode >= 400, `${name}: the real upload answered ${real.statusCode}`);
-      assert.equal(dry.statusCode, real.statusCode, `${name}: ${dry.body}`);
-      const errorOf = (res: typeof dry) =>
+      assert.equal(priced.statusCode, real.statusCode, `${name}: ${priced.body}`);
+      const errorOf = (res: typeof priced) =>
         res.json<{ error: { code: string; message: string; details?: unknown } }>().error;
       const { code, message, details } = errorOf(real);
-      assert.deepEqual(errorOf(dry), { code, message, ...(details ? { details } : {}) }, name);
+      assert.deepEqual(errorOf(priced), { code, message, ...(details ? { details } : {}) }, name);
     }
     assert.deepEqual(await rowCounts(ctx.db), before);
   });
 
-  test("integration keys may dry-run as they may upload (DESIGN §5 key scopes)", async () => {
+  test("integration keys may ask for a quote as they may upload (DESIGN §5 key scopes)", async () => {
     const user = await ctx.createUser(100);
     const created = await ctx.app.inject({
       method: "POST",
@@ -316,12 +314,12 @@ describe("upload dry run", () => {
     });
     assert.equal(created.statusCode, 201, created.body);
     const key = created.json<{ key: string }>().key;
-    const dry = await dryRun(user, { data: LIST_CSV, key });
-    assert.equal(dry.statusCode, 200, dry.body);
-    assert.equal(dry.json<DryRunReply>().balance, 100);
+    const priced = await priceOf(user, { data: LIST_CSV, key });
+    assert.equal(priced.statusCode, 200, priced.body);
+    assert.equal(priced.json<QuoteReply>().balance, 100);
   });
 
-  test("a dry run holds an upload place while its file arrives and is parsed, and frees it", async () => {
+  test("a quote holds an upload place while its file arrives and is parsed, and frees it", async () => {
     const user = await ctx.createUser(100);
     await ctx.app.listen({ port: 0, host: "127.0.0.1" });
     const { port } = ctx.app.server.address() as AddressInfo;
@@ -332,7 +330,7 @@ describe("upload dry run", () => {
       {
         host: "127.0.0.1",
         port,
-        path: `${UPLOAD_URL}?dry_run=true`,
+        path: QUOTE_URL,
         method: "POST",
         headers: {
           ...ctx.bearer(user.apiKey),
@@ -350,12 +348,12 @@ describe("upload dry run", () => {
     slow.write(payload.subarray(0, 40));
     for (let i = 0; i < 200 && ctx.services.uploads.inProgress === 0; i++) await delay(10);
     assert.equal(ctx.services.uploads.inProgress, 1);
-    // UPLOADS_MAX_IN_PROGRESS_PER_USER=1: the place is the dry run's, as a real upload's would be.
-    assertError(await dryRun(user, { data: LIST_CSV }), 429, "RATE_LIMITED");
+    // UPLOADS_MAX_IN_PROGRESS_PER_USER=1: the place is the quote's, as a real upload's would be.
+    assertError(await priceOf(user, { data: LIST_CSV }), 429, "RATE_LIMITED");
     slow.end(payload.subarray(40));
     const done = await answer;
     assert.equal(done.statusCode, 200, done.body);
     assert.equal(ctx.services.uploads.inProgress, 0);
-    assert.equal((await dryRun(user, { data: LIST_CSV })).statusCode, 200);
+    assert.equal((await priceOf(user, { data: LIST_CSV })).statusCode, 200);
   });
 });

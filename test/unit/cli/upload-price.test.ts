@@ -1,17 +1,11 @@
 // `mailprobe client upload`'s price step (src/cli/upload-price.ts): the line it prints from the
-// server's dry run, and when it uploads, asks or stops.
+// server's quote, and when it uploads, asks or stops.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import {
-  confirmQuestion,
-  priceLine,
-  shortMessage,
-  uploadStep,
-  type UploadDryRun,
-} from "../../../src/cli/upload-price.ts";
+import { confirmQuestion, priceLine, shortMessage, uploadStep } from "../../../src/cli/upload-price.ts";
+import type { UploadQuote } from "@mailprobe/client";
 
-const quote = (over: Partial<UploadDryRun> = {}): UploadDryRun => ({
-  dry_run: true,
+const quote = (over: Partial<UploadQuote> = {}): UploadQuote => ({
   filename: "list.csv",
   email_count: 4,
   submitted_count: 4,
@@ -70,7 +64,7 @@ test("a short balance: how short, never a balance below zero", () => {
 
 test("the step: short before anything, then --dry-run, --yes, a terminal to ask on, else refuse", () => {
   const short = quote({ credits_required: 5, balance: 3, has_enough_credits: false });
-  const cases: Array<[UploadDryRun, { dryRun?: boolean; yes?: boolean }, boolean, string]> = [
+  const cases: Array<[UploadQuote, { dryRun?: boolean; yes?: boolean }, boolean, string]> = [
     [short, { yes: true }, true, "short"],
     [short, { dryRun: true }, false, "short"],
     [quote(), { dryRun: true, yes: true }, true, "priced"],

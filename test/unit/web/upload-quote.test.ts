@@ -1,5 +1,5 @@
-// The Lists page's words for the server's dry run of an upload (web/src/lib/upload-quote.ts) and
-// the form it sends.
+// The Lists page's words for the server's quote of an upload (web/src/lib/upload-quote.ts) and
+// the form fields it sends.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
@@ -11,7 +11,7 @@ import {
   startButtonLabel,
   startButtonOf,
   startLabel,
-  uploadFormOf,
+  uploadFieldsOf,
   type UploadQuote,
 } from "../../../web/src/lib/upload-quote.ts";
 
@@ -100,19 +100,19 @@ test("the shortfall is what the balance lacks, or null when it suffices", () => 
   assert.equal(shortfallOf(quote({ balance: 2_000, has_enough_credits: true })), null);
 });
 
-test("the form carries dry_run only for a dry run, and the fields only when set", () => {
+test("the quote and the upload send the same fields, each only when set", () => {
   const file = new File(["email\na@b.test\n"], "leads.csv", { type: "text/csv" });
   const none = { emailColumn: undefined, sheet: undefined };
-  const dry = uploadFormOf(
-    { file, webhookUrl: "https://hooks.example.com/x", emailColumn: "Email", sheet: "Contacts" },
-    true,
+  assert.deepEqual(
+    uploadFieldsOf({
+      file,
+      webhookUrl: "https://hooks.example.com/x",
+      emailColumn: "Email",
+      sheet: "Contacts",
+    }),
+    { webhook_url: "https://hooks.example.com/x", email_column: "Email", sheet: "Contacts" },
   );
-  assert.deepEqual([...dry.keys()], ["webhook_url", "email_column", "sheet", "dry_run", "file"]);
-  assert.equal(dry.get("dry_run"), "true");
-  assert.equal(dry.get("sheet"), "Contacts");
-  const real = uploadFormOf({ file, webhookUrl: "", ...none }, false);
-  assert.deepEqual([...real.keys()], ["file"]);
-  assert.equal((real.get("file") as File).name, "leads.csv");
+  assert.deepEqual(uploadFieldsOf({ file, webhookUrl: "", ...none }), {});
   assert.equal(sameRequest({ file, webhookUrl: "", ...none }, { file, webhookUrl: "", ...none }), true);
   assert.equal(sameRequest({ file, webhookUrl: "", ...none }, { file, webhookUrl: "x", ...none }), false);
   // The webhook URL is checked, not priced: the price stays while a new URL is checked.

@@ -1,7 +1,8 @@
 // Issue 21 item 3 and issue 35 item 3, the price on the button in a real browser (registered by
-// test/web/dashboard.test.ts): choosing a file on the Lists page puts the server's dry run on the
-// primary button ("Verify 7 addresses for 5 credits (balance 50 → 45)"), at 1280 and 390 px,
-// compared with the same dry run fetched outside the browser, and nothing is created; a balance
+// test/web/dashboard.test.ts): choosing a file on the Lists page puts the server's quote
+// (POST /api/v1/tasks/batch/upload/quote, issue 36) on the primary button ("Verify 7 addresses
+// for 5 credits (balance 50 → 45)"), at 1280 and 390 px, compared with the same quote fetched
+// outside the browser, and nothing is created; a balance
 // short of the price disables the button and says how short and where credits come from; a price
 // still being asked disables it, a failed one does not lock the list out but is shown before
 // anything is uploaded; a webhook URL the server refuses is refused before the list is uploaded.
@@ -43,12 +44,12 @@ interface Quote {
   has_enough_credits: boolean;
 }
 
-/** The dry run of the same upload, outside the browser. */
+/** The quote of the same upload, outside the browser. */
 async function dryRun(key: string, fields: Record<string, string> = {}) {
   const form = new FormData();
   for (const [name, value] of Object.entries(fields)) form.append(name, value);
   form.append("file", new Blob([LIST_CSV], { type: "text/csv" }), "contacts.csv");
-  const res = await fetch(`${stack.base}/api/v1/tasks/batch/upload?dry_run=true`, {
+  const res = await fetch(`${stack.base}/api/v1/tasks/batch/upload/quote`, {
     method: "POST",
     headers: { authorization: `Bearer ${key}` },
     body: form,
@@ -185,12 +186,11 @@ export function dryRunPrice(): void {
   test("a price being asked disables Start; a failed one leaves it usable, and pressing it shows the price before uploading", async (t) => {
     const user = await stack.createUser(50);
     const page = await listsPage(t, user, 1280);
-    // The dashboard sends dry_run as a form field: the dry runs are held here, uploads go through.
+    // The dashboard asks POST /api/v1/tasks/batch/upload/quote: the quotes are held here.
     let held: ((route: Route) => void) | null = null;
     const caught = new Promise<Route>((resolve) => (held = resolve));
-    await page.route("**/api/v1/tasks/batch/upload", async (route) => {
-      const isDryRun = route.request().postDataBuffer()?.includes('name="dry_run"') === true;
-      if (isDryRun && held) held(route);
+    await page.route("**/api/v1/tasks/batch/upload/quote", async (route) => {
+      if (held) held(route);
       else await route.continue();
     });
     await chooseList(page);

@@ -14,6 +14,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { after, before, test } from "node:test";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import {
+  assertNoSidewaysScroll,
   axe,
   download,
   heading,
@@ -56,18 +57,6 @@ const PHONE = 390;
 
 /** What must stay on screen at a phone width, per page: it was cut off inside a scrolling table. */
 type Visible = (page: Page) => Array<[string, Locator]>;
-
-async function assertNoSidewaysScroll(page: Page, name: string): Promise<void> {
-  // A string, as the test's tsconfig has no DOM types.
-  const { scrollWidth, clientWidth } = await page.evaluate<{ scrollWidth: number; clientWidth: number }>(
-    "({ scrollWidth: document.scrollingElement.scrollWidth, clientWidth: document.scrollingElement.clientWidth })",
-  );
-  const width = String(page.viewportSize()?.width ?? 0);
-  assert.ok(
-    scrollWidth <= clientWidth,
-    `${name} at ${width} px scrolls sideways: ${String(scrollWidth)} > ${String(clientWidth)} px`,
-  );
-}
 
 async function assertInView(page: Page, what: string, target: Locator): Promise<void> {
   const width = page.viewportSize()?.width ?? 0;
@@ -195,6 +184,8 @@ export function everyPage(): void {
         return th.left >= box.left - 1 && th.right <= box.right + 1;
       });
       assert.ok(shown, `the email column is in view at ${String(width)} px`);
+      // Its caption stays put while the table scrolls to that column.
+      await assertInView(page, "the preview's caption", page.locator("#preview-caption"));
       await checkPage(page, "lists");
     });
 

@@ -71,7 +71,7 @@ export function workbookSheets(): void {
       mimeType: "application/octet-stream",
       buffer: await notesThenList(),
     });
-    const sheet = page.getByLabel("Sheet");
+    const sheet = page.getByLabel("Sheet", { exact: true });
     await sheet.waitFor();
     assert.equal(await sheet.inputValue(), "Contacts");
     assert.match(
@@ -102,7 +102,7 @@ export function workbookSheets(): void {
     assert.equal(await waiting.isDisabled(), true);
     await assertNoSidewaysScroll(page, "lists with two sheets at 390 px");
     await screenshot(page, "lists-sheet");
-    await page.getByLabel("Sheet").selectOption("Old");
+    await page.getByLabel("Sheet", { exact: true }).selectOption("Old");
     const label = "Verify 1 address for 1 credit (balance 50 → 49)";
     await button(page, label).waitFor();
     assert.equal(await startAndCount(page, user, label), 1);

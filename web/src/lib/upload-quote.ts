@@ -1,8 +1,9 @@
-// The price of a list before it is uploaded: the server's dry run of the upload
-// (POST /api/v1/tasks/batch/upload with dry_run) counts the file as the real upload would.
+// The price of a list before it is uploaded: the server's quote of the upload
+// (POST /api/v1/tasks/batch/upload/quote) counts the file as the real upload would.
+import type { UploadFields } from "@mailprobe/client";
 import { formatNumber, plural } from "./format.ts";
 
-/** The dry run's answer (UploadDryRun in the API document). */
+/** The quote's answer (UploadQuote in the API document): the fields this page shows. */
 export interface UploadQuote {
   filename: string;
   submitted_count: number;
@@ -29,7 +30,7 @@ export const sameRequest = (a: UploadRequest, b: UploadRequest): boolean =>
   a.webhookUrl === b.webhookUrl && samePrice(a, b);
 
 /**
- * Whether two requests cost the same: the dry run checks the webhook URL but the price does not
+ * Whether two requests cost the same: the quote checks the webhook URL but the price does not
  * depend on it, so a price stays on the button while a new URL is checked. (The webhook field's
  * change event fires on the mousedown of a click on the button; a button that went back to
  * "Pricing…" and disabled in between lost the click.)
@@ -40,15 +41,16 @@ export function samePrice(a: PricedFor, b: PricedFor): boolean {
 
 type PricedFor = Pick<UploadRequest, "file" | "emailColumn" | "sheet">;
 
-/** The multipart form of the upload; with `dryRun` the server prices it and creates nothing. */
-export function uploadFormOf(r: UploadRequest, dryRun: boolean): FormData {
-  const form = new FormData();
-  if (r.webhookUrl) form.append("webhook_url", r.webhookUrl);
-  if (r.emailColumn !== undefined) form.append("email_column", r.emailColumn);
-  if (r.sheet !== undefined) form.append("sheet", r.sheet);
-  if (dryRun) form.append("dry_run", "true");
-  form.append("file", r.file, r.file.name);
-  return form;
+/**
+ * The form fields of the upload and of its quote besides the file (sent under its own name):
+ * the same for both, so the list is uploaded at the price its quote showed.
+ */
+export function uploadFieldsOf(r: UploadRequest): UploadFields {
+  return {
+    ...(r.webhookUrl ? { webhook_url: r.webhookUrl } : {}),
+    ...(r.emailColumn !== undefined ? { email_column: r.emailColumn } : {}),
+    ...(r.sheet !== undefined ? { sheet: r.sheet } : {}),
+  };
 }
 
 /**
@@ -76,7 +78,7 @@ export const isSameQuote = (shown: UploadQuote | null, now: UploadQuote): boolea
 export type StartButton =
   /** No file yet: the label names the action; pressing it asks for a file. */
   | { kind: "start" }
-  /** A file is chosen and its dry run is under way (or its preview is being made): disabled. */
+  /** A file is chosen and its quote is under way (or its preview is being made): disabled. */
   | { kind: "pricing" }
   /** A workbook with addresses on several sheets: disabled until the user picks one. */
   | { kind: "sheet" }
@@ -84,13 +86,13 @@ export type StartButton =
   /** Disabled: the upload would be refused (402) until the balance covers it. */
   | { kind: "short"; quote: UploadQuote; shortfall: number }
   /**
-   * The dry run failed (its error is shown). Enabled, so a price that cannot be had (the server
+   * The quote failed (its error is shown). Enabled, so a price that cannot be had (the server
    * busy, the network) does not lock the list out; pressing asks for the price again first.
    */
   | { kind: "unpriced" };
 
 /**
- * Where the price of the chosen list stands: nothing chosen, being asked, the dry run failed, or
+ * Where the price of the chosen list stands: nothing chosen, being asked, the quote failed, or
  * not asked until a sheet is chosen.
  */
 export type Pricing = "none" | "pending" | "failed" | "sheet";

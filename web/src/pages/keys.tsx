@@ -1,3 +1,4 @@
+import { Fragment } from "preact";
 import { useState } from "preact/hooks";
 import type { ApiKey, CreatedApiKey, ApiKeyPurpose } from "@mailprobe/client";
 import { client, errorMessage, request } from "../api.ts";
@@ -6,6 +7,7 @@ import { Empty, ErrorMessage, Loading } from "../components/feedback.tsx";
 import { announce, useAction, useApi, useTitle } from "../hooks.ts";
 import { formatDateTime } from "../lib/format.ts";
 import { currentSession } from "../session.ts";
+import { KeyDevicesRow } from "./key-devices.tsx";
 
 const PURPOSES: Array<{ value: ApiKeyPurpose; label: string; help: string }> = [
   { value: "custom", label: "Custom", help: "Your own scripts; may also manage keys and sign in here." },
@@ -203,77 +205,80 @@ function KeyTable({ keys, onRevoked }: { keys: ApiKey[]; onRevoked: (id: string)
               const plain = revealed[k.id];
               const nameId = `key-name-${k.id}`;
               return (
-                <tr key={k.id}>
-                  <th scope="row" id={nameId}>
-                    {k.name}
-                    {k.id === sessionKey && <span class="tag">this session</span>}
-                  </th>
-                  <td data-label="Purpose">{k.purpose}</td>
-                  <td data-label="Key" class="secret">
-                    {plain ? (
-                      <>
-                        <code>{plain}</code>{" "}
-                        <button
-                          type="button"
-                          class="link"
-                          onClick={() => void copy(plain)}
-                          aria-describedby={nameId}
-                        >
-                          Copy
-                        </button>
-                      </>
-                    ) : (
-                      <code>{k.prefix}…</code>
-                    )}
-                  </td>
-                  <td data-label="Status">{k.is_active ? "Active" : <span class="muted">Revoked</span>}</td>
-                  <td data-label="Created">{formatDateTime(k.created_at)}</td>
-                  <td data-label="Last used">
-                    {k.last_used_at ? formatDateTime(k.last_used_at) : <span class="muted">Never</span>}
-                  </td>
-                  <td class="actions">
-                    {k.is_active && (
-                      <>
-                        {plain ? (
+                <Fragment key={k.id}>
+                  <tr>
+                    <th scope="row" id={nameId}>
+                      {k.name}
+                      {k.id === sessionKey && <span class="tag">this session</span>}
+                    </th>
+                    <td data-label="Purpose">{k.purpose}</td>
+                    <td data-label="Key" class="secret">
+                      {plain ? (
+                        <>
+                          <code>{plain}</code>{" "}
                           <button
                             type="button"
-                            class="secondary"
+                            class="link"
+                            onClick={() => void copy(plain)}
                             aria-describedby={nameId}
-                            onClick={() => setRevealed(({ [k.id]: _gone, ...rest }) => rest)}
                           >
-                            Hide
+                            Copy
                           </button>
-                        ) : (
+                        </>
+                      ) : (
+                        <code>{k.prefix}…</code>
+                      )}
+                    </td>
+                    <td data-label="Status">{k.is_active ? "Active" : <span class="muted">Revoked</span>}</td>
+                    <td data-label="Created">{formatDateTime(k.created_at)}</td>
+                    <td data-label="Last used">
+                      {k.last_used_at ? formatDateTime(k.last_used_at) : <span class="muted">Never</span>}
+                    </td>
+                    <td class="actions">
+                      {k.is_active && (
+                        <>
+                          {plain ? (
+                            <button
+                              type="button"
+                              class="secondary"
+                              aria-describedby={nameId}
+                              onClick={() => setRevealed(({ [k.id]: _gone, ...rest }) => rest)}
+                            >
+                              Hide
+                            </button>
+                          ) : (
+                            <button
+                              type="button"
+                              class="secondary"
+                              aria-describedby={nameId}
+                              disabled={revealing === k.id}
+                              onClick={() => void reveal(k)}
+                            >
+                              Reveal
+                            </button>
+                          )}
                           <button
                             type="button"
-                            class="secondary"
+                            class="danger-outline"
                             aria-describedby={nameId}
-                            disabled={revealing === k.id}
-                            onClick={() => void reveal(k)}
+                            onClick={() => {
+                              setRevokeError(null);
+                              setRevoking(k);
+                            }}
                           >
-                            Reveal
+                            Revoke
                           </button>
-                        )}
-                        <button
-                          type="button"
-                          class="danger-outline"
-                          aria-describedby={nameId}
-                          onClick={() => {
-                            setRevokeError(null);
-                            setRevoking(k);
-                          }}
-                        >
-                          Revoke
-                        </button>
-                      </>
-                    )}
-                    {rowError?.id === k.id && (
-                      <p class="error small" role="alert">
-                        {errorMessage(rowError.error)}
-                      </p>
-                    )}
-                  </td>
-                </tr>
+                        </>
+                      )}
+                      {rowError?.id === k.id && (
+                        <p class="error small" role="alert">
+                          {errorMessage(rowError.error)}
+                        </p>
+                      )}
+                    </td>
+                  </tr>
+                  {k.is_active && k.purpose === "custom" && <KeyDevicesRow apiKey={k} nameId={nameId} />}
+                </Fragment>
               );
             })}
           </tbody>

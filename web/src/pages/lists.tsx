@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import { MailprobeError } from "@mailprobe/client";
+import { MailprobeError, quoteUploadTaskFile, uploadTaskFile } from "@mailprobe/client";
 import { client, request } from "../api.ts";
 import { ErrorMessage, Loading } from "../components/feedback.tsx";
 import { setFlash } from "../flash.ts";
@@ -15,7 +15,7 @@ import {
   startButtonLabel,
   startButtonOf,
   startLabel,
-  uploadFormOf,
+  uploadFieldsOf,
   type Pricing,
   type StartButton,
   type UploadQuote,
@@ -106,19 +106,13 @@ const emailColumnOf = (preview: Preview | null, column: string): string | undefi
     ? columnFieldValue(preview.rows, preview.guess, Number(column))
     : undefined;
 
-/** POSTs the upload's form: the list itself, or (dryRun) its price, creating nothing. */
-function postUpload(r: UploadRequest, dryRun: boolean) {
-  // As the SDK's uploadTaskFile does: the document types the multipart fields as strings, which
-  // a FormData is not, so it goes through a pass-through serializer.
-  return request(
-    client.POST("/api/v1/tasks/batch/upload", {
-      body: uploadFormOf(r, dryRun) as never,
-      bodySerializer: (body: unknown) => body as FormData,
-    }),
-  );
-}
+/** Uploads the list: its task is queued and its credits reserved. */
+const postUpload = (r: UploadRequest) => request(uploadTaskFile(client, r.file, uploadFieldsOf(r)));
 
-/** The dry run's answer for one request: its price, or the server's refusal of it. */
+/** The price of the same form (POST /api/v1/tasks/batch/upload/quote): nothing is created. */
+const postQuote = (r: UploadRequest) => request(quoteUploadTaskFile(client, r.file, uploadFieldsOf(r)));
+
+/** The quote's answer for one request: its price, or the server's refusal of it. */
 type Quote =
   | { state: "pending"; for: UploadRequest }
   | ReadyQuote
@@ -127,9 +121,7 @@ type ReadyQuote = { state: "ready"; for: UploadRequest; quote: UploadQuote };
 
 async function quoteOf(r: UploadRequest): Promise<Quote> {
   try {
-    // The SDK types this route's 202 until the document is regenerated with the dry run's 200.
-    const quote = (await postUpload(r, true)) as unknown as UploadQuote;
-    return { state: "ready", for: r, quote };
+    return { state: "ready", for: r, quote: await postQuote(r) };
   } catch (error) {
     return { state: "refused", for: r, error };
   }
@@ -171,14 +163,14 @@ export function ListsPage() {
     setQuote(q);
     if (q.state === "ready") setPriced(q);
   }
-  // This page sends one request at a time: a dry run holds one of the user's upload places on
+  // This page sends one request at a time: a quote holds one of the user's upload places on
   // the server while its file is read (UPLOADS_MAX_IN_PROGRESS_PER_USER, 2 by default), as the
   // upload does, so a price still being computed must not make the upload a 429.
   const queue = useRef<Promise<unknown>>(Promise.resolve());
   const lastQuote = useRef<{ for: UploadRequest; answer: Promise<Quote>; settled: Quote | null } | null>(
     null,
   );
-  /** The dry run of `r`: the last one's answer when it was for the same request, else a new one, queued. */
+  /** The quote of `r`: the last one's answer when it was for the same request, else a new one, queued. */
   function quoteFor(r: UploadRequest): Promise<Quote> {
     const last = lastQuote.current;
     // A refusal other than the request's own 400 (a 429, the network) is asked again.
@@ -294,7 +286,7 @@ export function ListsPage() {
     // The price on the button when it was pressed: the list is uploaded at that price or not at all.
     const shown = price;
     try {
-      // A webhook URL the server refuses is caught by a dry run before the list is uploaded.
+      // A webhook URL the server refuses is caught by the quote before the list is uploaded.
       const checked = await quoteFor(r);
       showQuote(checked);
       setCheckedWebhookUrl(r.webhookUrl);
@@ -312,11 +304,9 @@ export function ListsPage() {
         announce(startLabel(checked.quote));
         return;
       }
-      const upload = queue.current.then(() => postUpload(r, false));
+      const upload = queue.current.then(() => postUpload(r));
       queue.current = upload.catch(() => undefined);
       const accepted = await upload;
-      // One operation, two answers: without dry_run the server accepts the list (202).
-      if (!("task_id" in accepted)) throw new Error("The server sent a price instead of accepting the list.");
       setFlash(`${accepted.filename}: ${accepted.message}.`);
       announce("Upload accepted");
       chosenList.keep(null);
@@ -662,6 +652,11 @@ function PreviewTable({
       {preview.kind === "txt" && (
         <p class="help">A .txt list has one address per line, so there is no column to choose.</p>
       )}
+      {/* The caption stands outside the scroller: inside, it slid sideways with a wide table. */}
+      <p class="table-caption" id="preview-caption">
+        First {plural(body.length, "row", "rows")} of {file.name}
+        {preview.sheetName ? `, sheet “${preview.sheetName}”` : ""}
+      </p>
       <div
         ref={scroller}
         class="table-scroll"
@@ -669,11 +664,7 @@ function PreviewTable({
         role="region"
         aria-label={`Preview of ${file.name}`}
       >
-        <table class="preview">
-          <caption>
-            First {plural(body.length, "row", "rows")} of {file.name}
-            {preview.sheetName ? `, sheet “${preview.sheetName}”` : ""}
-          </caption>
+        <table class="preview" aria-labelledby="preview-caption">
           <thead>
             <tr>
               <th scope="col" class="rownum">

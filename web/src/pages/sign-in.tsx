@@ -34,16 +34,18 @@ export function SignIn({ reason }: { reason: SignedOutReason }) {
   // The text still reads well without it (an old server, a network hiccup): no error shown.
   const policy = useApi((signal) => fetchSessionPolicy(signal), []).data;
   const [key, setKey] = useState("");
+  const [remember, setRemember] = useState(false);
   const {
     busy,
     error,
     run: submit,
   } = useAction(async () => {
-    const session = await openSession(key.trim());
+    const session = await openSession(key.trim(), remember);
     setKey("");
     startSession(session);
     announce("Signed in");
   });
+  const days = policy?.device_remember_days;
 
   if (link.busy)
     return (
@@ -57,7 +59,7 @@ export function SignIn({ reason }: { reason: SignedOutReason }) {
     return (
       <section class="signin">
         <h1 tabIndex={-1}>Sign in</h1>
-        <Loading label="Looking for a session open in another tab…" />
+        <Loading label="Looking for a session open in another tab or a remembered one…" />
       </section>
     );
 
@@ -95,6 +97,22 @@ export function SignIn({ reason }: { reason: SignedOutReason }) {
             </>
           }
         />
+        <div class="check-block">
+          <label class="check">
+            <input
+              type="checkbox"
+              checked={remember}
+              onChange={(e) => setRemember(e.currentTarget.checked)}
+              aria-describedby="remember-help"
+            />
+            Remember this device{days ? ` for ${plural(days, "day", "days")}` : ""}
+          </label>
+          <p id="remember-help" class="help">
+            Only on a computer no one else uses: this browser then signs in without the key, until you sign
+            out here, revoke it on the API keys page, or revoke the key. Showing or creating keys still asks
+            for the key.
+          </p>
+        </div>
         <SubmitRow
           busy={busy}
           error={error}

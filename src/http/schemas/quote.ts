@@ -1,22 +1,43 @@
-// The dry runs of POST /api/v1/tasks and POST /api/v1/tasks/batch/upload (DESIGN §5 "Task
-// lifecycle": dry runs price a task or upload without creating it). The figures come from the
-// same planning code as the real call (tasks/create-task.ts), so the two cannot disagree.
+// The prices of POST /api/v1/tasks and POST /api/v1/tasks/batch/upload, as operations of their
+// own (DESIGN §5 "Task lifecycle": a quote prices a task or upload without creating it). They
+// were a `?dry_run=true` 200 beside the real 201/202 until issue 36: two success bodies on one
+// operation made generated clients type the real answer as the price (or validate it against
+// the price and throw). The figures come from the same planning code as the real call
+// (tasks/create-task.ts), so the two cannot disagree.
 import { Type } from "typebox";
+import { validationError, type AppError } from "../../lib/app-error.ts";
 import type { TaskQuote } from "../../tasks/service.ts";
 import type { UploadQuote } from "../../uploads/service.ts";
 
-const DRY_RUN_DESCRIPTION =
-  "`true`: answer 200 with the counts, the credits required and the balance, and create nothing (no task, jobs, reservation, upload or Idempotency-Key record). Input errors are the same as the real call's; too little credit is not an error here.";
+/** Where each creating operation's price now lives. */
+export const QUOTE_PATH = {
+  task: "POST /api/v1/tasks/quote",
+  upload: "POST /api/v1/tasks/batch/upload/quote",
+} as const;
 
-export const DryRunQuery = Type.Object(
-  {
-    dry_run: Type.Optional(Type.Boolean({ default: false, description: DRY_RUN_DESCRIPTION })),
-  },
+/**
+ * The 400 for `dry_run` on a creating operation. A parameter the server no longer reads must not
+ * be ignored (the call would create and bill what the caller only wanted priced), and the
+ * generic "unknown parameter" would not say where the price went.
+ */
+export const dryRunMoved = (moved: keyof typeof QUOTE_PATH): AppError =>
+  validationError(`dry_run is no longer accepted here: ask ${QUOTE_PATH[moved]} for the price`, [
+    {
+      field: "dry_run",
+      reason: `was replaced by ${QUOTE_PATH[moved]} (same request, answers the price and creates nothing)`,
+    },
+  ]);
+
+/**
+ * The query a creating operation validates: only `dry_run`, so that it can be refused by name
+ * (dryRunMoved); every other parameter is the usual 400. The document shows no parameter.
+ */
+export const CreateQuery = Type.Object(
+  { dry_run: Type.Optional(Type.String()) },
   { additionalProperties: false },
 );
 
 const quoteProperties = {
-  dry_run: Type.Literal(true),
   email_count: Type.Integer({
     description:
       "As the real call's reply: for a JSON task the entries submitted (= submitted_count), for an upload the distinct addresses that would be queued (= unique_count)",
@@ -38,12 +59,12 @@ const quoteProperties = {
   }),
 };
 
-export const TaskDryRunReply = Type.Object(quoteProperties, {
-  $id: "TaskDryRun",
-  description: "What `POST /api/v1/tasks` would create and reserve; nothing was created",
+export const TaskQuoteReply = Type.Object(quoteProperties, {
+  $id: "TaskQuote",
+  description: "What `POST /api/v1/tasks` would create and reserve for the same body; nothing was created",
 });
 
-export const UploadDryRunReply = Type.Object(
+export const UploadQuoteReply = Type.Object(
   {
     ...quoteProperties,
     filename: Type.String({ description: "Original file name" }),
@@ -60,13 +81,13 @@ export const UploadDryRunReply = Type.Object(
     }),
   },
   {
-    $id: "UploadDryRun",
-    description: "What uploading this file would create and reserve; nothing was created or stored",
+    $id: "UploadQuote",
+    description:
+      "What `POST /api/v1/tasks/batch/upload` would create and reserve for the same form; nothing was created or stored",
   },
 );
 
-export const toTaskDryRunReply = (q: TaskQuote) => ({
-  dry_run: true as const,
+export const toTaskQuoteReply = (q: TaskQuote) => ({
   // The same email_count as the real reply: a JSON task's is "emails submitted" (spec).
   email_count: q.submittedCount,
   submitted_count: q.submittedCount,
@@ -80,8 +101,8 @@ export const toTaskDryRunReply = (q: TaskQuote) => ({
   has_enough_credits: q.balance >= q.creditsRequired,
 });
 
-export const toUploadDryRunReply = (filename: string, q: UploadQuote) => ({
-  ...toTaskDryRunReply(q),
+export const toUploadQuoteReply = (filename: string, q: UploadQuote) => ({
+  ...toTaskQuoteReply(q),
   // An upload's email_count is "emails queued" (spec): the distinct addresses.
   email_count: q.uniqueCount,
   filename,
