@@ -30,8 +30,8 @@ const ALLOWED = {
   ratelimit: [...DOMAIN_BASE],
   auth: [...DOMAIN_BASE, "keys"],
   users: [...DOMAIN_BASE, "credits", "keys"],
-  verifications: [...DOMAIN_BASE, "auth", "credits"],
-  tasks: [...DOMAIN_BASE, "auth", "credits", "files", "jobs", "verifications", "webhooks"],
+  realtime: [...DOMAIN_BASE, "auth", "credits"],
+  tasks: [...DOMAIN_BASE, "auth", "credits", "files", "jobs", "realtime", "webhooks"],
   uploads: [...DOMAIN_BASE, "auth", "files", "tasks"],
   // The outbound address guard: a pure function of an address, for webhooks and mail hosts.
   net: ["lib"],
@@ -43,7 +43,7 @@ const ALLOWED = {
   // The domain through HttpDeps (http/deps.ts): never db/, config/, jobs/, app/ or cli/.
   http: [
     ...["lib", "observability", "verify", "auth", "credits", "files", "keys", "ratelimit"],
-    ...["reports", "tasks", "uploads", "users", "verifications", "webhooks"],
+    ...["realtime", "reports", "tasks", "uploads", "users", "webhooks"],
   ],
   // The composition root builds everything; only cli/ (the process entry) imports it.
   app: everythingBut("app", "cli"),

@@ -6,7 +6,7 @@ import { createCreditsService, type CreditsService } from "../credits/service.ts
 import { createListParserPool } from "../files/index.ts";
 import { createInvalidationBus, type InvalidationBus } from "../db/invalidation-bus.ts";
 import { createApiKeysService, type ApiKeysService } from "../keys/service.ts";
-import { createRecentResults } from "../verifications/recent-results.ts";
+import { createRecentResults } from "../realtime/recent-results.ts";
 import { systemClock, type Clock } from "../lib/clock.ts";
 import type { Logger } from "../observability/logger.ts";
 import { noDiskSpaceGuard, type DiskSpaceGuard } from "../observability/disk-space.ts";
@@ -14,7 +14,7 @@ import { createMetrics, type Metrics } from "../observability/metrics.ts";
 import { createRateLimiter, type RateLimiter, type RateLimitStore } from "../ratelimit/limiter.ts";
 import { createUsersService, type UsersService } from "../users/service.ts";
 import { createOperatorService, type OperatorService } from "../users/operator.ts";
-import { createVerificationsService, type VerificationsService } from "../verifications/service.ts";
+import { createVerificationsService, type VerificationsService } from "../realtime/service.ts";
 import { createReportsService, type ReportsService } from "../reports/service.ts";
 import { createTasksService, type TasksService } from "../tasks/service.ts";
 import { createUploadAdmission } from "../uploads/admission.ts";

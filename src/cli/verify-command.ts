@@ -1,6 +1,6 @@
 import { engineOptionsFrom, guardPorts } from "../app/engine-options.ts";
 import type { Config } from "../config/index.ts";
-import { resultJson } from "../verifications/record-of-result.ts";
+import { resultJson } from "../db/verification-record.ts";
 import {
   cellsInOrder,
   createEngine,

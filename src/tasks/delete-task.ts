@@ -33,7 +33,7 @@ export async function deleteTask(
     const task = await lockOwnTask(tx, principal, id);
     if (!task.finishedAt) throw conflict("The task has not finished; cancel it first, then delete it");
     await deleteTaskData(tx, task.id);
-    // Nodes that remember the user's results (verifications/recent-results.ts) forget them.
+    // Nodes that remember the user's results (realtime/recent-results.ts) forget them.
     await announceInvalidation(tx, { kind: "user_results", userId: principal.userId });
   });
   bus?.applyLocally({ kind: "user_results", userId: principal.userId });

@@ -6,7 +6,7 @@ import { insertVerifications } from "../db/queries/verifications.ts";
 import { conflict } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { yieldToEventLoop } from "../lib/sleep.ts";
-import { batchRecordOf } from "../verifications/record-of-result.ts";
+import { batchRecordOf } from "../db/verification-record.ts";
 import {
   allSkippedAfterSyntax,
   isDisposableDomain,

@@ -11,7 +11,7 @@ import { shareLockTasks, type TaskRecord } from "../db/queries/tasks.ts";
 import { insertVerifications, type VerificationRecord } from "../db/queries/verifications.ts";
 import { firstDeferralsOf, rescheduleOf, settleRetryPastEnd, type JobOutcome } from "../jobs/outcomes.ts";
 import { yieldToEventLoop } from "../lib/sleep.ts";
-import { batchRecordOf } from "../verifications/record-of-result.ts";
+import { batchRecordOf } from "../db/verification-record.ts";
 import {
   assertPayersLocked,
   chargeResultsAfterCancel,

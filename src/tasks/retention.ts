@@ -2,7 +2,7 @@ import type { Database } from "../db/client.ts";
 import type { Clock } from "../lib/clock.ts";
 import type { Logger } from "../observability/logger.ts";
 import { purgeChargesBefore } from "../db/queries/address-charges.ts";
-import { FREE_REPEAT_WINDOW_MS } from "../verifications/charge-rules.ts";
+import { FREE_REPEAT_WINDOW_MS } from "../realtime/charge-rules.ts";
 import { purgeTasksFinishedBefore } from "./delete-task.ts";
 
 const DAY_MS = 86_400_000;

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { AppError, dependencyFailed } from "../../lib/app-error.ts";
-import type { RealtimeOutcome } from "../../verifications/service.ts";
+import type { RealtimeOutcome } from "../../realtime/service.ts";
 import type { HttpDeps } from "../deps.ts";
 import { principalOf } from "../plugins/auth.ts";
 import { errorResponses, ref } from "../schemas/common.ts";

@@ -18,7 +18,7 @@ import { insertVerifications } from "../../../src/db/queries/verifications.ts";
 import { chargeLateResults, isBillable, isBillableAddress } from "../../../src/tasks/billing.ts";
 import { settledResultOf } from "../../../src/tasks/finish-now.ts";
 import { finishTaskIfDone } from "../../../src/tasks/finish-task.ts";
-import { batchRecordOf } from "../../../src/verifications/record-of-result.ts";
+import { batchRecordOf } from "../../../src/db/verification-record.ts";
 import { VERIFICATION_STATUSES, type VerificationStatus } from "../../../src/verify/index.ts";
 import { createTestContext, type TestContext } from "../../support/test-app.ts";
 

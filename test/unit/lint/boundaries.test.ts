@@ -42,7 +42,7 @@ const CASES: Case[] = [
   // The old cycle jobs → tasks → webhooks → jobs: the pool gets the task layer as a port.
   { file: "src/jobs/runner.ts", from: "../tasks/finish-task.ts", denied: "not tasks/" },
   // The queue imports no use case: results reach tasks/ through the GroupRecorder port.
-  { file: "src/jobs/runner.ts", from: "../verifications/record-of-result.ts", denied: "not verifications/" },
+  { file: "src/jobs/runner.ts", from: "../realtime/service.ts", denied: "not realtime/" },
   { file: "src/tasks/record-group.ts", from: "../jobs/outcomes.ts", denied: null },
   { file: "src/webhooks/dispatcher.ts", from: "../jobs/backoff.ts", denied: "not jobs/" },
   { file: "src/tasks/finish-task.ts", from: "../webhooks/outbox.ts", denied: null },

@@ -1,5 +1,5 @@
-import type { TaskRecord } from "../db/queries/tasks.ts";
-import type { VerificationRecord } from "../db/queries/verifications.ts";
+import type { TaskRecord } from "./queries/tasks.ts";
+import type { VerificationRecord } from "./queries/verifications.ts";
 import { newId } from "../lib/ids.ts";
 import { pickResultFields, resultFieldsJson, type VerificationResult } from "../verify/index.ts";
 

@@ -5,7 +5,7 @@ import {
   FREE_REPEAT_WINDOW_MS,
   type RealtimeChargeDecision,
   type RealtimeChargeFacts,
-} from "../../../src/verifications/charge-rules.ts";
+} from "../../../src/realtime/charge-rules.ts";
 
 const now = new Date("2026-03-10T12:00:00Z");
 const ago = (ms: number): Date => new Date(now.getTime() - ms);

@@ -18,7 +18,7 @@ import {
 import { decideRealtimeCharge, freeRepeatWindowStart, realtimeChargeKey } from "./charge-rules.ts";
 import { createInFlightLimiter } from "./in-flight.ts";
 import { readRealtimeEmail } from "./realtime-input.ts";
-import { recordOfResult, resultOfRecord } from "./record-of-result.ts";
+import { recordOfResult, resultOfRecord } from "../db/verification-record.ts";
 import { RealtimeMemory } from "./realtime-memory.ts";
 import type { RecentResults } from "./recent-results.ts";
 
@@ -34,7 +34,7 @@ export interface RealtimeVerificationOptions {
   maxInFlightPerUser: number;
   /** Told of fresh results that the server's other answers, not their wording, decided. */
   onEvidenceDecision?: (result: VerificationResult) => void;
-  /** This node's memory of recent results and charges (verifications/recent-results.ts). */
+  /** This node's memory of recent results and charges (realtime/recent-results.ts). */
   recent: RecentResults;
   /**
    * True for the engine's "no free per-host session slot within the wait" (the cluster-wide
