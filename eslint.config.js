@@ -100,6 +100,13 @@ function layerRules(from, { allowDrivers = false } = {}) {
     regex: `^(\\./)?(\\.\\./)+${to}(/|$)`,
     message: `${from}/ may import only ${may} (DESIGN.md §4, allow-list in eslint.config.js); not ${to}/.`,
   }));
+  // verify/ is a library with one entry (DESIGN.md §4): the rest of src/ reaches it through
+  // verify/index.ts only, so the engine's files can move and split without touching a caller.
+  if (from !== "verify" && allowed.includes("verify"))
+    patterns.push({
+      regex: "^(\\./)?(\\.\\./)+verify/(?!index\\.ts$)",
+      message: "Import verify/ only through verify/index.ts, the engine's public API (DESIGN.md §4).",
+    });
   if (!FASTIFY.allowedIn.includes(from))
     patterns.push({ regex: FASTIFY.regex, message: "Only http/ and app/ import Fastify (DESIGN.md §4)." });
   if (!allowDrivers)

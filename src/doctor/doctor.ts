@@ -1,127 +1,36 @@
 // `mailprobe doctor`: is this machine set up to probe mail servers? Five checks, each a verdict
 // (ok / warn / fail) with what to do. Pure diagnostics on ports (DNS, TCP connect); the CLI reads
-// the configuration and prints.
-//
-// The SMTP check goes one step past EHLO: MAIL FROM and one RCPT TO:<postmaster@domain> (RFC 5321
-// §4.5.1: every mail domain must accept it), then QUIT, never DATA. Postfix evaluates
-// smtpd_helo_restrictions at RCPT time by default (smtpd_delay_reject=yes), so a non-FQDN HELO
-// gets "250" to EHLO and "504 5.5.2 <web-1>: Helo command rejected: need fully-qualified hostname"
-// only to the RCPT: checking EHLO alone would pass exactly the set-up this command exists to catch.
+// the configuration and prints. The outbound SMTP check is smtp-check.ts; the vocabulary and
+// the helpers the checks share, report.ts.
 import { isIP, isIPv4, isIPv6 } from "node:net";
-import { classifyHostName, normaliseHostName, type HeloNameSource } from "../lib/host-names.ts";
-import { AbortedError } from "../verify/abort.ts";
+import { classifyHostName, normaliseHostName } from "../lib/host-names.ts";
 import {
   createNodeDns,
   expandIpv6,
+  resolveMailHosts,
+  type AddressPolicy,
   type DnsAnswer,
-  type DnsPort,
   type NodeDnsOptions,
-} from "../verify/dns.ts";
-import type { AddressPolicy } from "../verify/ports.ts";
-import { resolveMailHosts, type DomainResolution } from "../verify/resolve-domain.ts";
-import { ConnectError, type ConnectPort } from "../verify/smtp/connect.ts";
-import { SmtpClosedError, SmtpConnection, SmtpTimeoutError } from "../verify/smtp/connection.ts";
-import { SmtpProtocolError, type SmtpReply } from "../verify/smtp/reply-reader.ts";
-import { classifyReply } from "../verify/smtp/replies.ts";
+} from "../verify/index.ts";
+import {
+  bareIp,
+  check,
+  describeNoMailHost,
+  DOCTOR_LIMITS_MS,
+  SET_HELO,
+  type CheckStatus,
+  type DoctorCheck,
+  type DoctorDnsPort,
+  type DoctorEgress,
+  type DoctorOptions,
+  type DoctorPorts,
+  type DoctorReport,
+  type EgressIp,
+} from "./report.ts";
+import { checkSmtp, type SmtpOutcome } from "./smtp-check.ts";
 
-export type CheckStatus = "ok" | "warn" | "fail";
-
-/** The checks, in the order they are reported. */
-export const DOCTOR_CHECKS = ["dns", "helo_name", "smtp", "fcrdns", "mail_from_domain"] as const;
-export type CheckId = (typeof DOCTOR_CHECKS)[number];
-
-export interface DoctorCheck {
-  id: CheckId;
-  status: CheckStatus;
-  /** What was found. */
-  message: string;
-  /** What to do about it; null when nothing needs doing. */
-  fix: string | null;
-  /** The egress identity (SMTP_EGRESS) an smtp or fcrdns check is about; absent: the only one. */
-  egress?: string;
-}
-
-export interface DoctorReport {
-  /** No check failed (warnings allowed). */
-  ok: boolean;
-  checks: DoctorCheck[];
-  /** The mail host the SMTP check talked to, when one was found. */
-  mx: { host: string; address: string } | null;
-  /** The IP receivers see us as, and how we know it; null when it can't be known. */
-  egress: EgressIp | null;
-  /** With SMTP_EGRESS: each identity and the IP receivers see it as (port 25 and FCrDNS checked per identity). */
-  identities: { name: string; egress: EgressIp | null }[];
-}
-
-export interface EgressIp {
-  ip: string;
-  source: "reported_by_mx" | "local_socket";
-}
-
-/** One egress identity to check: its name, its way out, and whether that is a proxy. */
-export interface DoctorEgress {
-  name: string;
-  connect: ConnectPort;
-  viaProxy: boolean;
-}
-
-/** DNS as the doctor needs it: the engine's port plus AAAA alone (FCrDNS of an IPv6 egress). */
-export interface DoctorDnsPort extends DnsPort {
-  /** AAAA records (DnsPort.addresses returns them only for names without an A record). */
-  addresses6(host: string): Promise<DnsAnswer<string[]>>;
-}
-
-export interface DoctorPorts {
-  dns: DoctorDnsPort;
-  connect: ConnectPort;
-  /** Orders MX hosts of equal preference; default Math.random. */
-  random?: () => number;
-  /**
-   * The outbound guard (the engine's `addressPolicy`): a non-public egress address means NAT, so
-   * FCrDNS failures soften to warnings. Without one, every address is judged as it is.
-   */
-  addressPolicy?: AddressPolicy;
-  /**
-   * SMTP_EGRESS identities: port 25 and FCrDNS are checked through each (`connect` and
-   * `viaProxy` then describe none). Absent or empty: the one way out.
-   */
-  egress?: readonly DoctorEgress[];
-}
-
-export interface DoctorOptions {
-  heloName: string;
-  heloNameSource: HeloNameSource;
-  mailFrom: string;
-  /** Resolvers as configured ("host" or "host:port"); empty = the system's. Only named in messages. */
-  dnsServers: readonly string[];
-  smtpPort: number;
-  /** `--mx`: an IP, a host or a domain (its best MX); null probes the MAIL FROM domain's MX. */
-  mxTarget: string | null;
-  /** SMTP goes through a SOCKS5 proxy: our socket's local address is not what receivers see. */
-  viaProxy: boolean;
-  /** The configured timeouts; the doctor caps each (see DOCTOR_LIMITS_MS). */
-  dnsTimeoutMs: number;
-  smtpConnectTimeoutMs: number;
-  smtpGreetingTimeoutMs: number;
-  smtpCommandTimeoutMs: number;
-}
-
-// Caps on every network step, so that a whole run ends within 30 s. The checks run in parallel
-// lanes; the longest is mail host (MX, then addresses: 2 DNS steps) → connect → SMTP
-// conversation → QUIT → FCrDNS (PTR, then forward: 2 DNS steps) = 4 + 5 + 13 + 1 + 4 = 27 s.
-export const DOCTOR_LIMITS_MS = {
-  dnsStep: 2_000,
-  connect: 5_000,
-  greeting: 8_000,
-  command: 4_000,
-  /** The whole SMTP conversation after connecting. */
-  smtpTotal: 13_000,
-  quit: 1_000,
-} as const;
-
-const SET_HELO =
-  "set SMTP_HELO_NAME to the fully-qualified name your egress IP's PTR record points at, " +
-  "e.g. SMTP_HELO_NAME=mail.example.com";
+// What the CLI and tests name; the rest of the vocabulary is report.ts.
+export type { CheckId, DoctorCheck, DoctorDnsPort, DoctorOptions, DoctorReport } from "./report.ts";
 
 /** Runs every check. Never throws for what it finds: broken set-ups are verdicts. */
 export async function runDoctor(opts: DoctorOptions, ports: DoctorPorts): Promise<DoctorReport> {
@@ -259,277 +168,6 @@ function checkHeloName(opts: DoctorOptions): DoctorCheck {
   }
 }
 
-// ---- 3. outbound SMTP -------------------------------------------------------------------------
-
-interface SmtpOutcome {
-  check: DoctorCheck;
-  /** A TCP connection (direct or through the proxy) was made. */
-  connected: boolean;
-  mx: { host: string; address: string } | null;
-  /** Our socket's local address (meaningless through a proxy). */
-  localAddress: string | null;
-  /** The client address the server printed in its EHLO reply ("… Hello [203.0.113.9]"). */
-  reportedIp: string | null;
-}
-
-async function checkSmtp(
-  dns: DoctorDnsPort,
-  ports: DoctorPorts,
-  opts: DoctorOptions,
-  target: string,
-): Promise<SmtpOutcome> {
-  const none = { connected: false, mx: null, localAddress: null, reportedIp: null };
-  const port = opts.smtpPort;
-  let mx: { host: string; address: string; domain: string | null };
-  if (isIP(bareIp(target))) {
-    mx = { host: bareIp(target), address: bareIp(target), domain: null };
-  } else {
-    const resolution = await resolveMailHosts(target, dns, ports.random ?? Math.random);
-    const best = resolution.kind === "mail_hosts" ? resolution.hosts[0] : undefined;
-    const address = best?.addresses[0];
-    if (best === undefined || address === undefined) {
-      const why = describeNoMailHost(target, resolution);
-      return opts.mxTarget === null
-        ? {
-            ...none,
-            check: check(
-              "smtp",
-              "warn",
-              `not checked: the MAIL FROM domain ${why}`,
-              "pass a domain to try its mail servers, e.g. mailprobe doctor --mx gmail.com",
-            ),
-          }
-        : { ...none, check: check("smtp", "fail", `--mx ${why}`, "pass another host or domain to --mx") };
-    }
-    mx = { host: best.name, address, domain: target };
-  }
-  const where = mx.host === mx.address ? `[${mx.address}]:${port}` : `${mx.host} [${mx.address}]:${port}`;
-  const found = { ...none, mx: { host: mx.host, address: mx.address } };
-
-  const connectMs = Math.min(opts.smtpConnectTimeoutMs, DOCTOR_LIMITS_MS.connect);
-  let connection: SmtpConnection;
-  let localAddress: string | null;
-  try {
-    const socket = await ports.connect.connect(mx.address, port, AbortSignal.timeout(connectMs));
-    localAddress = opts.viaProxy ? null : (socket.localAddress ?? null);
-    connection = new SmtpConnection(socket);
-  } catch (error) {
-    return { ...found, check: connectFailure(error, where, connectMs, opts.viaProxy) };
-  }
-
-  const deadline = Date.now() + DOCTOR_LIMITS_MS.smtpTotal;
-  const within = (capMs: number): number => Math.max(1, Math.min(capMs, deadline - Date.now()));
-  const commandMs = Math.min(opts.smtpCommandTimeoutMs, DOCTOR_LIMITS_MS.command);
-  const ask = async (command: string): Promise<SmtpReply> => {
-    connection.send([command]);
-    return connection.read(within(commandMs));
-  };
-  let reportedIp: string | null = null;
-  const outcome = (c: DoctorCheck): SmtpOutcome => ({
-    ...found,
-    connected: true,
-    localAddress,
-    reportedIp,
-    check: c,
-  });
-  try {
-    const greetingMs = Math.min(opts.smtpGreetingTimeoutMs, DOCTOR_LIMITS_MS.greeting);
-    const banner = await connection.read(within(greetingMs), "greeting");
-    if (banner.code !== 220) {
-      return outcome(
-        check(
-          "smtp",
-          "fail",
-          `${where} greeted with ${quote(banner)} instead of 220`,
-          banner.code === 554 || /block|listed|reputation/i.test(banner.text)
-            ? "your egress IP is refused: check it on blocklists (e.g. https://check.spamhaus.org)"
-            : "try another host with --mx; if every host answers like this, your egress IP is refused",
-        ),
-      );
-    }
-    let hello = await ask(`EHLO ${opts.heloName}`);
-    // RFC 5321 §4.1.1.1: a server that does not know EHLO answers 500/502; HELO is the fallback.
-    if (hello.code === 500 || hello.code === 502) hello = await ask(`HELO ${opts.heloName}`);
-    if (hello.code !== 250) {
-      return outcome(
-        check("smtp", "fail", `${where} rejected EHLO ${opts.heloName}: ${quote(hello)}`, SET_HELO),
-      );
-    }
-    reportedIp = clientIpIn(hello);
-    if (mx.domain === null) {
-      return outcome(
-        check(
-          "smtp",
-          "ok",
-          `${where} answered 220 and accepted EHLO ${opts.heloName} (MAIL FROM and RCPT not tried: pass a domain to --mx to try them)`,
-        ),
-      );
-    }
-    const mail = await ask(`MAIL FROM:<${opts.mailFrom}>`);
-    if (mail.code < 200 || mail.code >= 300) {
-      return outcome(judgeRejection(where, `MAIL FROM:<${opts.mailFrom}>`, mail));
-    }
-    const rcptTo = `RCPT TO:<postmaster@${mx.domain}>`;
-    const rcpt = await ask(rcptTo);
-    return outcome(judgeRcpt(where, opts.heloName, rcptTo, rcpt));
-  } catch (error) {
-    return outcome(conversationFailure(error, where));
-  } finally {
-    await connection.quit(DOCTOR_LIMITS_MS.quit);
-  }
-}
-
-function describeNoMailHost(target: string, resolution: DomainResolution): string {
-  switch (resolution.kind) {
-    case "mail_hosts":
-      return `${target} has no mail host with an address`;
-    case "no_mail":
-      return {
-        nxdomain: `${target} does not exist in DNS`,
-        no_records: `${target} has neither MX nor address records`,
-        null_mx: `${target} publishes a null MX (accepts no mail)`,
-        no_host_address: `${target}'s MX hosts have no address`,
-      }[resolution.cause];
-    case "dns_error":
-      return `${target} could not be resolved (${resolution.code})`;
-    case "dns_timeout":
-      return `${target} could not be resolved (DNS timeout)`;
-  }
-}
-
-function connectFailure(error: unknown, where: string, connectMs: number, viaProxy: boolean): DoctorCheck {
-  const blocked = viaProxy
-    ? "the proxy (SMTP_PROXY) may not reach port 25: try another --mx, or another proxy"
-    : "outbound port 25 is probably blocked (common on cloud networks): ask the provider to open it, or set SMTP_PROXY=socks5://host:port to a host that may send on port 25";
-  if (error instanceof AbortedError) {
-    return check("smtp", "fail", `no TCP connection to ${where} within ${connectMs} ms`, blocked);
-  }
-  if (!(error instanceof ConnectError)) {
-    return check("smtp", "fail", `connecting to ${where} failed: ${errorText(error)}`, blocked);
-  }
-  switch (error.kind) {
-    case "refused":
-      return check(
-        "smtp",
-        "fail",
-        `${where} refused the connection`,
-        "nothing listens there: try another host with --mx (if every host refuses, a firewall rejects outbound port 25)",
-      );
-    case "timeout":
-      return check("smtp", "fail", `no TCP connection to ${where}: ${error.message}`, blocked);
-    case "unreachable":
-      return check("smtp", "fail", `${where} is unreachable: ${error.message}`, blocked);
-    case "dropped":
-      return check("smtp", "fail", `connecting to ${where} failed: ${error.message}`, blocked);
-    case "proxy":
-      return check(
-        "smtp",
-        "fail",
-        `the SOCKS5 proxy failed to connect to ${where}: ${error.message}`,
-        "check SMTP_PROXY (address, credentials) and that the proxy may connect to port 25",
-      );
-  }
-}
-
-function conversationFailure(error: unknown, where: string): DoctorCheck {
-  if (error instanceof SmtpTimeoutError) {
-    return check(
-      "smtp",
-      "fail",
-      `${where} accepted the connection but did not answer in time (${error.step})`,
-      "the host may be tarpitting this IP: try another host with --mx",
-    );
-  }
-  if (error instanceof SmtpClosedError || error instanceof SmtpProtocolError) {
-    return check(
-      "smtp",
-      "fail",
-      `${where} broke off the conversation: ${error.message}`,
-      "a middlebox may intercept port 25, or the host refuses this IP: try another host with --mx",
-    );
-  }
-  return check("smtp", "fail", `talking to ${where} failed: ${errorText(error)}`, null);
-}
-
-const HELO_TEXT = /\b(?:helo|ehlo)\b/i;
-const SENDER_TEXT = /\bsender\b|\bmail from\b/i;
-const RELAY_TEXT = /\brelay/i;
-
-/** A refused MAIL FROM (or RCPT that blames something other than the mailbox). */
-function judgeRejection(where: string, command: string, reply: SmtpReply): DoctorCheck {
-  const status: CheckStatus = reply.code >= 500 ? "fail" : "warn";
-  const said = `${where} answered ${command} with ${quote(reply)}`;
-  if (HELO_TEXT.test(reply.text)) return check("smtp", "fail", said, SET_HELO);
-  if (SENDER_TEXT.test(reply.text)) {
-    return check(
-      "smtp",
-      status,
-      said,
-      "set SMTP_MAIL_FROM to an address of a domain you own that has MX records, e.g. SMTP_MAIL_FROM=verify@example.com",
-    );
-  }
-  const verdict = classifyReply(reply);
-  if (verdict.kind === "unknown" && verdict.reason === "greylisted") {
-    return check("smtp", "warn", said, "greylisted: run the doctor again in a few minutes");
-  }
-  if (verdict.kind === "unknown" && verdict.reason === "ip_blocklisted") {
-    return check(
-      "smtp",
-      "fail",
-      said,
-      "the receiver refuses your egress IP: check it on blocklists (e.g. https://check.spamhaus.org) and its PTR",
-    );
-  }
-  return check(
-    "smtp",
-    status,
-    said,
-    status === "fail" ? "read the reply: the receiver refuses this sender set-up" : "try again later",
-  );
-}
-
-function judgeRcpt(where: string, heloName: string, rcptTo: string, reply: SmtpReply): DoctorCheck {
-  if (reply.code >= 200 && reply.code < 300) {
-    return check(
-      "smtp",
-      "ok",
-      `${where} answered 220 and accepted EHLO ${heloName}, MAIL FROM and ${rcptTo}`,
-    );
-  }
-  if (!HELO_TEXT.test(reply.text) && !SENDER_TEXT.test(reply.text)) {
-    const verdict = classifyReply(reply);
-    // The server judged the mailbox, so it had nothing against our HELO, IP or sender.
-    if (
-      verdict.kind === "mailbox_missing" ||
-      verdict.kind === "mailbox_disabled" ||
-      verdict.kind === "mailbox_full"
-    ) {
-      return check(
-        "smtp",
-        "ok",
-        `${where} answered 220 and accepted EHLO ${heloName} and MAIL FROM (${rcptTo}: ${quote(reply)})`,
-      );
-    }
-    if (RELAY_TEXT.test(reply.text)) {
-      return check(
-        "smtp",
-        "warn",
-        `${where} accepted EHLO ${heloName} and MAIL FROM but is not a mail host of that domain (${quote(reply)})`,
-        "pass a mail domain to --mx, not a host name",
-      );
-    }
-  }
-  return judgeRejection(where, rcptTo, reply);
-}
-
-/** The last "[ip]" of the EHLO reply's first line: Exim, Gmail and Microsoft name the client there. */
-function clientIpIn(reply: SmtpReply): string | null {
-  const firstLine = reply.text.split("\n")[0] ?? "";
-  const found = [...firstLine.matchAll(/\[(?:IPv6:)?([0-9A-Fa-f:.]+)\]/g)].map((m) => m[1] ?? "");
-  const ip = found.reverse().find((candidate) => isIP(candidate) !== 0);
-  return ip ?? null;
-}
-
 // ---- 4. forward-confirmed reverse DNS of the egress IP ------------------------------------------
 
 function egressOf(smtp: SmtpOutcome, viaProxy: boolean): DoctorReport["egress"] {
@@ -665,24 +303,6 @@ async function checkMailFromDomain(
 }
 
 // ---- helpers ----------------------------------------------------------------------------------
-
-function check(id: CheckId, status: CheckStatus, message: string, fix: string | null = null): DoctorCheck {
-  return { id, status, message, fix };
-}
-
-function quote(reply: SmtpReply): string {
-  const text = reply.text.split("\n").join(" ").slice(0, 200);
-  return `"${reply.code} ${text}"`;
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-/** "[192.0.2.1]" → "192.0.2.1"; anything else unchanged. */
-function bareIp(target: string): string {
-  return target.replace(/^\[(?:IPv6:)?(.*)\]$/i, "$1");
-}
 
 function sameIp(a: string, b: string): boolean {
   return isIPv6(a) && isIPv6(b) ? expandIpv6(a) === expandIpv6(b) : a === b;

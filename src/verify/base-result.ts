@@ -1,5 +1,4 @@
-import type { ResultChecks } from "./checks.ts";
-import type { VerificationResult } from "./types.ts";
+import type { ResultChecks, VerificationResult } from "./types.ts";
 
 /**
  * The one shape every engine result starts from: an `unknown` result that learnt nothing about

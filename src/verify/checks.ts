@@ -2,28 +2,13 @@
 // fail, the response includes per-check status"). Five checks, each answering one question; the
 // vocabulary of reasons is docs/checks.md. `has_mx_records: false` alone cannot tell "the domain
 // has no MX" from "the lookup failed"; `checks.dns`/`checks.mx` can.
-import type { VerificationResult } from "./types.ts";
-
-/** The checks in the order they run. */
-export const CHECK_NAMES = ["syntax", "dns", "mx", "reverse_dns", "smtp"] as const;
-export type CheckName = (typeof CHECK_NAMES)[number];
-
-/**
- * - `passed`: the check ran and its answer is yes (the domain exists, it has a mail host, …);
- * - `failed`: the check ran and its answer is a definite no (NXDOMAIN, null MX, mailbox missing);
- * - `error`: the check ran but got no answer (timeout, SERVFAIL, a refused or dropped session);
- * - `skipped`: the check did not run, because an earlier one decided or policy keeps us away.
- */
-export const CHECK_STATUSES = ["passed", "failed", "skipped", "error"] as const;
-export type CheckStatus = (typeof CHECK_STATUSES)[number];
-
-export interface Check {
-  status: CheckStatus;
-  /** Why, as a short snake_case word (docs/checks.md); null when there is nothing to add. */
-  reason: string | null;
-}
-
-export type ResultChecks = Record<CheckName, Check>;
+import {
+  CHECK_NAMES,
+  CHECK_STATUSES,
+  type Check,
+  type ResultChecks,
+  type VerificationResult,
+} from "./types.ts";
 
 export const passed = (reason: string | null = null): Check => ({ status: "passed", reason });
 export const failed = (reason: string): Check => ({ status: "failed", reason });

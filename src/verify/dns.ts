@@ -1,39 +1,8 @@
-// The DNS port and its default implementation on node:dns (c-ares). Answers are values:
-// "no such name" and "no records" are normal outcomes, not exceptions.
+// The default implementation of the DNS port (ports.ts) on node:dns (c-ares). Answers are
+// values: "no such name" and "no records" are normal outcomes, not exceptions.
 import { Resolver } from "node:dns/promises";
 import { isIPv4 } from "node:net";
-
-/** One DNS lookup's outcome. `nodata`: the name exists without records of that type. */
-export type DnsAnswer<T> =
-  | { kind: "found"; records: T }
-  | { kind: "nodata" }
-  | { kind: "nxdomain" }
-  | { kind: "error"; code: string }
-  | { kind: "timeout" };
-
-export interface MxRecord {
-  /** Target host, as published ("" or "." for a null MX, RFC 7505). */
-  exchange: string;
-  priority: number;
-}
-
-/** DNS as the engine needs it. Implementations never throw for DNS outcomes. */
-export interface DnsPort {
-  mx(domain: string): Promise<DnsAnswer<MxRecord[]>>;
-  /** IPv4 addresses, or IPv6 ones when the name has no A record. */
-  addresses(host: string): Promise<DnsAnswer<string[]>>;
-  /** PTR names of an IP address. */
-  reverse(ip: string): Promise<DnsAnswer<string[]>>;
-  /** Whether the resolvers themselves answer (asked after a lookup failed); absent: assume they do. */
-  resolverHealth?(): Promise<ResolverHealth>;
-}
-
-/**
- * Our resolvers, as seen from one question any resolver can answer: `answers` (any reply, even
- * NXDOMAIN or SERVFAIL: the resolver is there), `timeout` (no reply within the tries) or
- * `unavailable` (the port is closed, or the resolver refuses to resolve for us).
- */
-export type ResolverHealth = "answers" | "timeout" | "unavailable";
+import type { DnsAnswer, DnsPort } from "./ports.ts";
 
 export interface NodeDnsOptions {
   /** "host:port" or "host" strings; empty = the system's resolvers. */

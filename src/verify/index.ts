@@ -1,5 +1,11 @@
 // The verification engine's public API. Everything else in verify/ is internal.
-export { createEngine, createIdleConnections, type Engine, type VerifyCallOptions } from "./engine.ts";
+export {
+  createEngine,
+  createIdleConnections,
+  type Engine,
+  type EnginePorts,
+  type VerifyCallOptions,
+} from "./engine.ts";
 export { IdleConnections, type IdleConnection, type ConnectionState } from "./smtp/idle-connections.ts";
 export { KeyedSemaphore, createLocalHostGate } from "./host-limit.ts";
 export { DOMAIN_GROUP_MAX, chunkGroups, groupByDomain, groupDomainOf } from "./group-by-domain.ts";
@@ -10,22 +16,21 @@ export {
   openHostGate,
   type AddressPolicy,
   type AddressVerdict,
+  type ConnectPort,
+  type DnsAnswer,
+  type DnsPort,
   type EgressIdentity,
-  type EnginePorts,
   type HostGate,
   type HostSlot,
+  type MxRecord,
+  type PaceAnswer,
+  type PaceGrant,
+  type PaceUsage,
+  type ProviderPace,
   type RestReason,
   type SlotWish,
 } from "./ports.ts";
-export {
-  PaceRefusal,
-  providerLabel,
-  type PaceAnswer,
-  type PaceGrant,
-  type PacedBy,
-  type PaceUsage,
-  type ProviderPace,
-} from "./pace.ts";
+export { PaceRefusal, providerLabel, type PacedBy } from "./pace.ts";
 export {
   afterRetrip,
   budgetOf,
@@ -35,16 +40,20 @@ export {
   PROBE_RCPTS,
   ratePerMinute,
 } from "./pace-rules.ts";
-export { createNodeDns, type DnsAnswer, type DnsPort, type MxRecord, type NodeDnsOptions } from "./dns.ts";
-export type { DomainResolution, MailHost, MxTarget, NoMailCause } from "./resolve-domain.ts";
-export { DEFAULT_EGRESS, egressIdentities, egressName, isProxySpec, providerOf } from "./smtp/egress.ts";
+export { createNodeDns, expandIpv6, type NodeDnsOptions } from "./dns.ts";
 export {
-  createDirectConnect,
-  directConnect,
-  ConnectError,
-  type ConnectPort,
-  type ConnectFailureKind,
-} from "./smtp/connect.ts";
+  resolveMailHosts,
+  type DomainResolution,
+  type MailHost,
+  type MxTarget,
+  type NoMailCause,
+} from "./resolve-domain.ts";
+// The SMTP client itself, for a diagnostic conversation of one's own (doctor/).
+export { AbortedError } from "./abort.ts";
+export { SmtpClosedError, SmtpConnection, SmtpTimeoutError } from "./smtp/connection.ts";
+export { SmtpProtocolError, type SmtpReply } from "./smtp/reply-reader.ts";
+export { DEFAULT_EGRESS, egressIdentities, egressName, isProxySpec, providerOf } from "./smtp/egress.ts";
+export { createDirectConnect, directConnect, ConnectError, type ConnectFailureKind } from "./smtp/connect.ts";
 export { createSocksConnect, parseSocksUrl } from "./smtp/socks-connect.ts";
 export { checkSyntax, checkDomainSyntax, type SyntaxResult, type SyntaxFailureReason } from "./syntax.ts";
 export { isRoleAccount } from "./lists/role-accounts.ts";
@@ -62,10 +71,16 @@ export { isDisposableDomain } from "./lists/disposable.ts";
 export { classifyReply, type ReplyVerdict } from "./smtp/replies.ts";
 export { detectServerType, PROVIDER_TRAITS, type ServerType, type ProviderTraits } from "./providers.ts";
 export {
+  CHECK_NAMES,
+  CHECK_STATUSES,
   UNKNOWN_REASONS,
   isUnknownReason,
   VERIFICATION_STATUSES,
+  type Check,
+  type CheckName,
+  type CheckStatus,
   type DependencyFailure,
+  type ResultChecks,
   type UnknownReason,
   type VerificationResult,
   type VerificationStatus,
@@ -89,14 +104,4 @@ export {
   type ResultFieldValues,
   type ResultJson,
 } from "./result-fields.ts";
-export {
-  CHECK_NAMES,
-  CHECK_STATUSES,
-  allSkippedAfterSyntax,
-  checksOfLegacyResult,
-  isResultChecks,
-  type Check,
-  type CheckName,
-  type CheckStatus,
-  type ResultChecks,
-} from "./checks.ts";
+export { allSkippedAfterSyntax, checksOfLegacyResult, isResultChecks } from "./checks.ts";

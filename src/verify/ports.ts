@@ -1,9 +1,110 @@
-// The outside world as the engine sees it. Every port has a default; tests replace them.
-import type { Clock } from "../lib/clock.ts";
-import type { DnsPort } from "./dns.ts";
-import type { ProviderPace } from "./pace.ts";
-import type { ConnectPort } from "./smtp/connect.ts";
-import type { IdleConnections } from "./smtp/idle-connections.ts";
+// The outside world as the engine sees it. Every port has a default; tests replace them. The
+// bottom of verify/: the implementations import their port from here, never the other way.
+import type net from "node:net";
+
+// DNS (default: dns.ts on node:dns). Answers are values: "no such name" and "no records" are
+// normal outcomes, not exceptions.
+
+/** One DNS lookup's outcome. `nodata`: the name exists without records of that type. */
+export type DnsAnswer<T> =
+  | { kind: "found"; records: T }
+  | { kind: "nodata" }
+  | { kind: "nxdomain" }
+  | { kind: "error"; code: string }
+  | { kind: "timeout" };
+
+export interface MxRecord {
+  /** Target host, as published ("" or "." for a null MX, RFC 7505). */
+  exchange: string;
+  priority: number;
+}
+
+/** DNS as the engine needs it. Implementations never throw for DNS outcomes. */
+export interface DnsPort {
+  mx(domain: string): Promise<DnsAnswer<MxRecord[]>>;
+  /** IPv4 addresses, or IPv6 ones when the name has no A record. */
+  addresses(host: string): Promise<DnsAnswer<string[]>>;
+  /** PTR names of an IP address. */
+  reverse(ip: string): Promise<DnsAnswer<string[]>>;
+  /** Whether the resolvers themselves answer (asked after a lookup failed); absent: assume they do. */
+  resolverHealth?(): Promise<ResolverHealth>;
+}
+
+/**
+ * Our resolvers, as seen from one question any resolver can answer: `answers` (any reply, even
+ * NXDOMAIN or SERVFAIL: the resolver is there), `timeout` (no reply within the tries) or
+ * `unavailable` (the port is closed, or the resolver refuses to resolve for us).
+ */
+export type ResolverHealth = "answers" | "timeout" | "unavailable";
+
+// TCP to a mail host's port 25 (defaults: smtp/connect.ts direct, smtp/socks-connect.ts SOCKS5).
+
+/** Opens a TCP connection to host:port; rejects with ConnectError, or AbortedError when `signal` aborts. */
+export interface ConnectPort {
+  connect(host: string, port: number, signal: AbortSignal): Promise<net.Socket>;
+  /**
+   * For a port that goes through a dependency of ours (the SOCKS proxy): whether that dependency
+   * itself answers, asked after connections failed. Absent for a direct connection.
+   */
+  dependencyHealth?(): Promise<ProxyHealth>;
+}
+
+/**
+ * Our proxy, as seen from its own greeting: `answers` (it negotiated), `timeout` (no reply),
+ * `unavailable` (closed port, unreachable, or it accepts none of our authentication methods),
+ * `rate_limit` (it accepted the connection and closed it without a word: what proxies do to
+ * clients beyond their connection or rate limits).
+ */
+export type ProxyHealth = "answers" | "timeout" | "unavailable" | "rate_limit";
+
+// A provider's pace (docs/pacing.md): the app plugs in one kept in the database.
+
+/** What a pace lets one session ask. */
+export interface PaceGrant {
+  /** RCPTs the session may send (at least 1); its recipients past them are left unasked. */
+  granted: number;
+  /** The provider refused us and its window is not known yet: this session finds out whether it answers again. */
+  probe: boolean;
+  /** The reservation's handle, lowered to what the session really asked. */
+  spend: string | null;
+}
+
+export type PaceAnswer =
+  /** Not paced: ask freely (the session still reports what it asked). */
+  | { kind: "free" }
+  | { kind: "granted"; grant: PaceGrant }
+  /** No room now: the next RCPT fits at `roomAt`. */
+  | { kind: "no_room"; roomAt: Date };
+
+/** What one session asked of a provider, reported at its end. */
+export interface PaceUsage {
+  provider: string;
+  egress: string;
+  /** When the session took its place at the server (its reservation, when paced). */
+  startedAt: Date;
+  /** RCPT commands sent. */
+  asked: number;
+  /** RCPTs the provider answered (any reply but a volume refusal). */
+  accepted: number;
+  /** A RCPT drew a refusal of our volume (client-scope rate limit: Gmail's 421 4.7.0, [TSS04], 4.7.650). */
+  throttled: boolean;
+  grant: PaceGrant | null;
+}
+
+export interface ProviderPace {
+  /**
+   * No room: "defer" makes the session throw PaceRefusal before connecting (the worker pool puts
+   * the group back, untried); "answer" makes it answer `unknown` (rate_limited) without asking
+   * (a realtime request has no later).
+   */
+  readonly whenNoRoom: "defer" | "answer";
+  /** Whether `provider` is paced for `egress`, from a view at most about a second old: only then is reserve worth a round trip. */
+  isPaced(provider: string, egress: string): Promise<boolean>;
+  /** Reserves up to `want` RCPTs. */
+  reserve(provider: string, egress: string, want: number): Promise<PaceAnswer>;
+  /** Learns from a session (a throttle teaches the pace). When the provider is paced: when it has room again. Never throws. */
+  report(usage: PaceUsage): Promise<Date | null>;
+}
 
 /**
  * One way out to the mail servers (SMTP_EGRESS): a local source address to bind, or a SOCKS5
@@ -67,24 +168,6 @@ export interface AddressVerdict {
  * unless the engine option `smtpAllowPrivateHosts` is set (test worlds, labs).
  */
 export type AddressPolicy = (ip: string) => AddressVerdict;
-
-export interface EnginePorts {
-  dns: DnsPort;
-  /** The single identity's port when `egress` is absent (SMTP_PROXY or a direct connection). */
-  connect: ConnectPort;
-  /** Egress identities (SMTP_EGRESS); absent: built from the smtpEgress option, else `connect` alone. */
-  egress: readonly EgressIdentity[];
-  /** The service's clock (lib/clock.ts): one notion of "now" for tests to move. */
-  clock: Clock;
-  /** Uniform in [0, 1), like Math.random. */
-  random: () => number;
-  hostGate: HostGate;
-  addressPolicy: AddressPolicy;
-  /** Idle connections to share between the engines of one process (realtime and batch). */
-  idleConnections: IdleConnections;
-  /** Providers' paces (docs/pacing.md); absent: no provider is paced. */
-  pace?: ProviderPace;
-}
 
 /**
  * The default guard when none is plugged in: nothing is known to be public, so nothing is

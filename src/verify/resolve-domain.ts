@@ -1,9 +1,10 @@
 // Domain facts: where a domain's mail goes (RFC 5321 §5.1), cached per engine with a TTL.
 import { SharedProbe } from "../lib/shared-probe.ts";
 import { AbortedError, raceSignal } from "./abort.ts";
-import { checkError, dnsCodeReason, failed, passed, type Check } from "./checks.ts";
-import type { DnsAnswer, DnsPort, ResolverHealth } from "./dns.ts";
+import { checkError, dnsCodeReason, failed, passed } from "./checks.ts";
+import type { DnsAnswer, DnsPort, ResolverHealth } from "./ports.ts";
 import { TtlCache } from "./ttl-cache.ts";
+import type { Check } from "./types.ts";
 
 /** An MX target in the order to try. */
 export interface MxTarget {
@@ -18,7 +19,7 @@ export interface MailHost extends MxTarget {
 }
 
 // The MX records considered at all, best preference first; the rest are never looked at. A
-// session tries at most five hosts (smtp/session.ts); the other five stand in for hosts that have
+// session tries at most five hosts (smtp/open-session.ts); the other five stand in for hosts that have
 // no address or only a refused one. Real providers publish five or fewer (Google five, Yahoo
 // three, Microsoft 365 one), while a zone may publish hundreds to make every verifier resolve them.
 export const MAX_MX_TARGETS = 10;

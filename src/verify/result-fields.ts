@@ -1,8 +1,7 @@
 // The one table of a verification result's public fields (the spec's "Email verification
 // result"). The stored record, the JSON result, the API schema, the download columns and the CLI
 // are all made from it: a new field is one line here (plus its column in a migration).
-import { CHECK_NAMES, type CheckName, type ResultChecks } from "./checks.ts";
-import type { VerificationResult } from "./types.ts";
+import { CHECK_NAMES, type CheckName, type ResultChecks, type VerificationResult } from "./types.ts";
 
 /**
  * How a field's value is written. Per kind, not per field: the JSON value, the file cell

@@ -2,11 +2,11 @@
 // that get fixed answers with no DNS and no SMTP, so integrations (n8n, Zapier, Sheets, scripts)
 // can build and test flows against every result shape. `.invalid` is reserved by RFC 2606 §2 and
 // RFC 6761 §6.4: no real mailbox can ever live under it, so answering it without the network
-// cannot misreport anyone's mail. Billing never charges them (verifications/, tasks/, jobs/).
+// cannot misreport anyone's mail. Billing never charges them (realtime/, tasks/).
 import { baseResult } from "./base-result.ts";
-import { allSkippedAfterSyntax, passed, smtpCheckOf, type ResultChecks } from "./checks.ts";
+import { allSkippedAfterSyntax, passed, smtpCheckOf } from "./checks.ts";
 import { isRoleAccount } from "./lists/role-accounts.ts";
-import type { UnknownReason, VerificationResult, VerificationStatus } from "./types.ts";
+import type { ResultChecks, UnknownReason, VerificationResult, VerificationStatus } from "./types.ts";
 
 /** The reserved sandbox domain. Only this exact domain is the sandbox, not its subdomains. */
 export const SANDBOX_DOMAIN = "sandbox.mailprobe.invalid";

@@ -1,7 +1,28 @@
 // Public types of the verification engine. The engine is a pure library: the outside world
 // (DNS, TCP connections, clock, randomness, per-host politeness gate) comes in through ports.
-import type { ResultChecks } from "./checks.ts";
 import type { PacedBy } from "./pace.ts";
+
+// Per-check status of a result (checks.ts builds them; docs/checks.md names the reasons).
+/** The checks in the order they run. */
+export const CHECK_NAMES = ["syntax", "dns", "mx", "reverse_dns", "smtp"] as const;
+export type CheckName = (typeof CHECK_NAMES)[number];
+
+/**
+ * - `passed`: the check ran and its answer is yes (the domain exists, it has a mail host, …);
+ * - `failed`: the check ran and its answer is a definite no (NXDOMAIN, null MX, mailbox missing);
+ * - `error`: the check ran but got no answer (timeout, SERVFAIL, a refused or dropped session);
+ * - `skipped`: the check did not run, because an earlier one decided or policy keeps us away.
+ */
+export const CHECK_STATUSES = ["passed", "failed", "skipped", "error"] as const;
+export type CheckStatus = (typeof CHECK_STATUSES)[number];
+
+export interface Check {
+  status: CheckStatus;
+  /** Why, as a short snake_case word (docs/checks.md); null when there is nothing to add. */
+  reason: string | null;
+}
+
+export type ResultChecks = Record<CheckName, Check>;
 
 /** The spec's result statuses, in its order (the API schema's enum follows it). */
 export const VERIFICATION_STATUSES = [

@@ -1,36 +1,50 @@
 // The pipeline of one domain after syntax: disposable list → DNS → (PTR ∥ SMTP) → classification,
 // cheapest first, returning as soon as a stage decides. A plain function over the engine's ports
 // and caches (DomainRun); engine.ts owns their lifetime, batching and deadlines.
+//
+// Each stage returns what it found; only verifyDomain writes it into the caller's `Progress`
+// (what a caller whose deadline runs out is told), right after the stage, so that a deadline
+// between two stages sees every fact learnt before it. Results are put together in
+// assemble-result.ts.
 import type { Clock } from "../lib/clock.ts";
 import { AbortedError, raceSignal } from "./abort.ts";
-import { baseResult } from "./base-result.ts";
 import {
-  checkError,
-  dnsCodeReason,
-  failed,
-  passed,
-  skipped,
-  smtpCheckOf,
-  type Check,
-  type ResultChecks,
-} from "./checks.ts";
+  abortReason,
+  domainSkipped,
+  sameForAll,
+  settledResult,
+  type DomainChecks,
+  type Progress,
+  type SameAnswer,
+} from "./assemble-result.ts";
+import { checkError, dnsCodeReason, failed, passed, skipped } from "./checks.ts";
 import { settleAddress, type CatchAllVerdict } from "./classify.ts";
-import { decideReply, serverEvidenceOf, sessionRecipients, type KnownDomainAnswers } from "./evidence.ts";
+import {
+  decideReply,
+  serverEvidenceOf,
+  sessionRecipients,
+  type KnownDomainAnswers,
+  type ServerEvidence,
+} from "./evidence.ts";
 import { refusalEvidence, vetEach, type RefusedAddress } from "./host-policy.ts";
 import { isDisposableDomain } from "./lists/disposable.ts";
-import { isRoleAccount } from "./lists/role-accounts.ts";
 import type { RecipientSource } from "./micro-batch.ts";
-import { providerLabel, type PacedBy } from "./pace.ts";
-import type { AddressPolicy } from "./ports.ts";
-import { detectServerType, isFreeProviderDomain, providerTraits, type ServerType } from "./providers.ts";
-import { DomainResolver, MX_LIMIT_CODE, type DomainResolution, type NoMailCause } from "./resolve-domain.ts";
-import type { ConnectPort } from "./smtp/connect.ts";
+import type { AddressPolicy, ConnectPort } from "./ports.ts";
+import { detectServerType, providerTraits, type ServerType } from "./providers.ts";
+import {
+  DomainResolver,
+  MX_LIMIT_CODE,
+  type DomainResolution,
+  type MailHost,
+  type MailHostsResolution,
+  type NoMailCause,
+} from "./resolve-domain.ts";
 import type { SmtpReply } from "./smtp/reply-reader.ts";
 import type { ReplyVerdict } from "./smtp/replies.ts";
-import { runSession, type SessionConfig, type SessionDeps, type SessionReport } from "./smtp/session.ts";
-import { suggestAddress, type DeadDomainCause } from "./suggest.ts";
+import { runSession } from "./smtp/session.ts";
+import type { SessionConfig, SessionDeps, SessionReport } from "./smtp/session-types.ts";
 import type { TtlCache } from "./ttl-cache.ts";
-import type { DependencyFailure, UnknownReason, VerificationResult } from "./types.ts";
+import type { Check, DependencyFailure, UnknownReason, VerificationResult } from "./types.ts";
 
 /** What verifyDomain works with: the engine's ports, settings and caches, and its closing signal. */
 export interface DomainRun {
@@ -52,12 +66,6 @@ export interface DomainRun {
   track(done: Promise<void>): void;
 }
 
-// The deadline ran out (caller) or the engine is closing: name the step, or say cancelled.
-export const abortReason = (
-  run: Pick<DomainRun, "closing">,
-  step: "timeout_dns" | "timeout_smtp",
-): UnknownReason => (run.closing.aborted ? "cancelled" : step);
-
 const PROBE_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
 const PROBE_LENGTH = 20;
 
@@ -73,29 +81,6 @@ function probeAddress(domain: string, random: () => number): string {
 export interface DomainFacts extends KnownDomainAnswers {
   catchAll: Exclude<CatchAllVerdict, "undecided">;
 }
-
-/** The checks a domain's addresses share (syntax passed, and smtp is per address). */
-export type DomainChecks = Pick<ResultChecks, "dns" | "mx" | "reverse_dns">;
-
-/** How far a domain's verification got: what a caller whose deadline ran out is told. */
-export interface Progress {
-  stage: "dns" | "smtp";
-  facts: {
-    hasMxRecords: boolean;
-    hasReverseDns: boolean;
-    hostName: string;
-    hostAddress: string;
-    serverType: string;
-  };
-  checks: DomainChecks;
-}
-
-/** dns, mx and reverse_dns skipped for one reason; smtp goes with them. */
-export const domainSkipped = (reason: string): DomainChecks => ({
-  dns: skipped(reason),
-  mx: skipped(reason),
-  reverse_dns: skipped(reason),
-});
 
 /** What the domain lookup says of the dns and mx checks (reverse_dns waits for a host). */
 function lookupChecks(resolution: DomainResolution, failureReason: string | null): DomainChecks {
@@ -152,30 +137,6 @@ const NO_MAIL_EVIDENCE: Readonly<Record<NoMailCause, string>> = {
   no_host_address: "dns: no MX host has an address",
 };
 
-export function resultOf(
-  run: Pick<DomainRun, "clock">,
-  address: string,
-  domain: string,
-  progress: Progress,
-  c: Pick<
-    VerificationResult,
-    "status" | "unknownReason" | "isCatchall" | "needsPhysicalVerify" | "evidence" | "retryAfterMs"
-  > &
-    Partial<Pick<VerificationResult, "didYouMean" | "isFreeProvider" | "dependencyFailure" | "pacedBy">> & {
-      smtp: Check;
-    },
-): VerificationResult {
-  const { smtp, ...rest } = c;
-  return {
-    ...baseResult(address, domain, run.clock.now(), { syntax: passed(), ...progress.checks, smtp }),
-    isRoleBased: isRoleAccount(address.slice(0, address.lastIndexOf("@"))),
-    isDisposable: isDisposableDomain(domain),
-    ...progress.facts,
-    isFreeProvider: isFreeProviderDomain(domain),
-    ...rest,
-  };
-}
-
 /** Verifies unique canonical addresses of one syntactically valid domain: the pipeline after syntax. */
 export async function verifyDomain(
   run: DomainRun,
@@ -184,141 +145,186 @@ export async function verifyDomain(
   signal: AbortSignal,
   progress: Progress,
 ): Promise<Map<string, VerificationResult>> {
-  const results = new Map<string, VerificationResult>();
   const facts = progress.facts;
-  const finishAll = (
-    status: VerificationResult["status"],
-    unknownReason: UnknownReason | null,
-    evidence: string,
-    smtp: Check,
-    dead: DeadDomainCause | null = null,
-    dependencyFailure: DependencyFailure | null = null,
-  ): Map<string, VerificationResult> => {
-    for (const a of source.take())
-      results.set(
-        a,
-        resultOf(run, a, domain, progress, {
-          status,
-          unknownReason,
-          isCatchall: false,
-          needsPhysicalVerify: false,
-          evidence,
-          smtp,
-          ...(dependencyFailure === null ? {} : { dependencyFailure }),
-          // A domain that takes no mail is nobody's mailbox provider, whatever a list says.
-          ...(dead === null ? {} : { didYouMean: suggestAddress(a, domain, dead), isFreeProvider: false }),
-        }),
-      );
-    return results;
-  };
+  const answerAll = (answer: SameAnswer): Map<string, VerificationResult> =>
+    sameForAll(run, domain, source.take(), progress, answer);
 
   if (isDisposableDomain(domain)) {
     progress.checks = domainSkipped("disposable_domain");
-    return finishAll(
-      "disposable_domain",
-      null,
-      "list: disposable domain",
-      skipped("disposable_domain"),
-      "disposable",
-    );
+    return answerAll({
+      status: "disposable_domain",
+      unknownReason: null,
+      evidence: "list: disposable domain",
+      smtp: skipped("disposable_domain"),
+      dead: "disposable",
+    });
   }
 
-  let resolution: DomainResolution;
-  try {
-    resolution = await raceSignal(run.resolver.resolve(domain), signal);
-  } catch (error) {
-    if (error instanceof AbortedError) {
-      progress.checks = { ...domainSkipped("deadline"), dns: checkError("deadline") };
-      return finishAll(
-        "unknown",
-        abortReason(run, "timeout_dns"),
-        "dns: deadline reached",
-        skipped("deadline"),
-      );
-    }
-    throw error;
+  const resolution = await lookUp(run, domain, signal);
+  if (resolution === null) {
+    progress.checks = { ...domainSkipped("deadline"), dns: checkError("deadline") };
+    return answerAll(dnsDeadline(run));
   }
   facts.hasMxRecords = resolution.hasMxRecords;
   // A failure that could be our resolvers' own: ask them whether they answer at all.
-  const resolverDown =
-    resolution.kind === "dns_timeout" ||
-    (resolution.kind === "dns_error" &&
-      (resolution.code === "ECONNREFUSED" || resolution.code === "EREFUSED"))
-      ? dependencyKindOf(await run.resolver.resolverHealth())
-      : null;
+  const resolverDown = mayBeOurResolvers(resolution)
+    ? dependencyKindOf(await run.resolver.resolverHealth())
+    : null;
   progress.checks = lookupChecks(resolution, resolverDown === null ? null : `resolver_${resolverDown}`);
-  const resolverFailure: DependencyFailure | null =
-    resolverDown === null
-      ? null
-      : {
-          dependency: "dns_resolver",
-          kind: resolverDown,
-          detail:
-            resolverDown === "timeout"
-              ? "our DNS resolvers did not answer (DNS_SERVERS, after DNS_TRIES tries)"
-              : "our DNS resolvers refused the query or could not be reached (DNS_SERVERS)",
-        };
+  if (resolution.kind !== "mail_hosts")
+    return answerAll(noMailAnswer(resolution, resolverFailureOf(resolverDown)));
+
+  const reached = await firstHost(run, resolution, signal);
+  if (reached.kind === "none") {
+    progress.checks.reverse_dns = reached.reverseDns;
+    return answerAll(reached.answer);
+  }
+  progress.stage = "smtp";
+  const ptr = startReverseDns(run, reached.first);
+  const probed = await probeDomain(run, domain, source, reached, signal);
+  const { report } = probed;
+  facts.hostName = report.hostName ?? "";
+  facts.hostAddress = report.hostAddress ?? "";
+  const serverType = serverTypeOf(report, resolution);
+  facts.serverType = serverType;
+  const judged = judgeReplies(run, domain, probed);
+
+  progress.checks.reverse_dns = await reverseDnsOf(run, report, ptr, signal);
+  facts.hasReverseDns = progress.checks.reverse_dns.status === "passed";
+  return settleEach(run, domain, progress, probed, judged, serverType);
+}
+
+/** The domain's mail hosts, or why it has none; null when the deadline came first. */
+async function lookUp(run: DomainRun, domain: string, signal: AbortSignal): Promise<DomainResolution | null> {
+  try {
+    return await raceSignal(run.resolver.resolve(domain), signal);
+  } catch (error) {
+    if (error instanceof AbortedError) return null;
+    throw error;
+  }
+}
+
+const dnsDeadline = (run: DomainRun): SameAnswer => ({
+  status: "unknown",
+  unknownReason: abortReason(run, "timeout_dns"),
+  evidence: "dns: deadline reached",
+  smtp: skipped("deadline"),
+});
+
+/** A timeout, or a refusal to resolve for us: our resolvers may be the ones down. */
+const mayBeOurResolvers = (resolution: DomainResolution): boolean =>
+  resolution.kind === "dns_timeout" ||
+  (resolution.kind === "dns_error" && (resolution.code === "ECONNREFUSED" || resolution.code === "EREFUSED"));
+
+function resolverFailureOf(resolverDown: DependencyFailure["kind"] | null): DependencyFailure | null {
+  return resolverDown === null
+    ? null
+    : {
+        dependency: "dns_resolver",
+        kind: resolverDown,
+        detail:
+          resolverDown === "timeout"
+            ? "our DNS resolvers did not answer (DNS_SERVERS, after DNS_TRIES tries)"
+            : "our DNS resolvers refused the query or could not be reached (DNS_SERVERS)",
+      };
+}
+
+/** The answer for every address of a domain the lookup found no mail host for. */
+function noMailAnswer(
+  resolution: Exclude<DomainResolution, { kind: "mail_hosts" }>,
+  resolverFailure: DependencyFailure | null,
+): SameAnswer {
+  const ours = resolverFailure === null ? "" : `; ${resolverFailure.detail}`;
   switch (resolution.kind) {
     case "no_mail": {
       const skip = skipped(resolution.cause === "nxdomain" ? "nxdomain" : "no_mail_host");
-      return finishAll("invalid", null, NO_MAIL_EVIDENCE[resolution.cause], skip, resolution.cause);
+      const evidence = NO_MAIL_EVIDENCE[resolution.cause];
+      return { status: "invalid", unknownReason: null, evidence, smtp: skip, dead: resolution.cause };
     }
     case "dns_error":
-      return finishAll(
-        "unknown",
-        "dns_error",
-        `dns: lookup failed (${resolution.code})${resolverFailure === null ? "" : `; ${resolverFailure.detail}`}`,
-        skipped("dns_error"),
-        null,
-        resolverFailure,
-      );
+      return {
+        status: "unknown",
+        unknownReason: "dns_error",
+        evidence: `dns: lookup failed (${resolution.code})${ours}`,
+        smtp: skipped("dns_error"),
+        dependencyFailure: resolverFailure,
+      };
     case "dns_timeout":
-      return finishAll(
-        "unknown",
-        "dns_timeout",
-        `dns: lookup timed out${resolverFailure === null ? "" : `; ${resolverFailure.detail}`}`,
-        skipped("dns_error"),
-        null,
-        resolverFailure,
-      );
-    case "mail_hosts":
-      break;
+      return {
+        status: "unknown",
+        unknownReason: "dns_timeout",
+        evidence: `dns: lookup timed out${ours}`,
+        smtp: skipped("dns_error"),
+        dependencyFailure: resolverFailure,
+      };
   }
-  // Hosts are looked up one at a time, as far as the session falls back; only hosts with a
-  // public address are probed (unless allowed: test worlds, labs).
+}
+
+type Reached =
+  | { kind: "host"; first: MailHost; hosts: AsyncGenerator<MailHost> }
+  /** No host to probe: the reverse_dns check and the answer for every address. */
+  | { kind: "none"; reverseDns: Check; answer: SameAnswer };
+
+/**
+ * The first mail host worth probing. Hosts are looked up one at a time, as far as the session
+ * falls back; only hosts with a public address are probed (unless allowed: test worlds, labs).
+ */
+async function firstHost(
+  run: DomainRun,
+  resolution: MailHostsResolution,
+  signal: AbortSignal,
+): Promise<Reached> {
   const refused: RefusedAddress[] = [];
   const candidates = run.resolver.mailHosts(resolution, signal);
   const hosts = run.allowPrivateHosts ? candidates : vetEach(candidates, run.addressPolicy, refused);
   const first = await hosts.next();
-  if (first.done === true) {
-    if (signal.aborted) {
-      progress.checks.reverse_dns = skipped("deadline");
-      return finishAll(
-        "unknown",
-        abortReason(run, "timeout_dns"),
-        "dns: deadline reached",
-        skipped("deadline"),
-      );
-    }
-    progress.checks.reverse_dns = skipped("private_host_refused");
-    return finishAll(
-      "unknown",
-      "private_host_refused",
-      refusalEvidence(refused),
-      skipped("private_host_refused"),
-    );
-  }
-  progress.stage = "smtp";
+  if (first.done !== true) return { kind: "host", first: first.value, hosts };
+  if (signal.aborted) return { kind: "none", reverseDns: skipped("deadline"), answer: dnsDeadline(run) };
+  return {
+    kind: "none",
+    reverseDns: skipped("private_host_refused"),
+    answer: {
+      status: "unknown",
+      unknownReason: "private_host_refused",
+      evidence: refusalEvidence(refused),
+      smtp: skipped("private_host_refused"),
+    },
+  };
+}
 
-  const firstAddress = first.value.addresses[0];
-  // PTR runs alongside SMTP: it never changes the verdict, so it shouldn't cost a round trip.
-  const firstPtr: Promise<Check> =
-    firstAddress === undefined
-      ? Promise.resolve(skipped("no_address"))
-      : run.resolver.reverseDns(firstAddress);
-  const ptrSeen: { value?: Check } = {};
-  firstPtr.then((v) => (ptrSeen.value = v)).catch(() => undefined);
+/** The PTR of the first host, looked up while the session runs: `seen` once it is in. */
+interface FirstPtr {
+  address: string | undefined;
+  lookup: Promise<Check>;
+  seen?: Check;
+}
 
+// PTR runs alongside SMTP: it never changes the verdict, so it shouldn't cost a round trip.
+function startReverseDns(run: DomainRun, first: MailHost): FirstPtr {
+  const address = first.addresses[0];
+  const lookup: Promise<Check> =
+    address === undefined ? Promise.resolve(skipped("no_address")) : run.resolver.reverseDns(address);
+  const ptr: FirstPtr = { address, lookup };
+  lookup.then((v) => (ptr.seen = v)).catch(() => undefined);
+  return ptr;
+}
+
+/** What the session asked and heard: the domain's addresses, the postmaster control and the catch-all probe. */
+interface Probed {
+  report: SessionReport;
+  canonicals: readonly string[];
+  control: string;
+  probe: string | null;
+  known: DomainFacts | undefined;
+}
+
+async function probeDomain(
+  run: DomainRun,
+  domain: string,
+  source: RecipientSource,
+  reached: Extract<Reached, { kind: "host" }>,
+  signal: AbortSignal,
+): Promise<Probed> {
   const known = run.domainFacts.get(domain);
   const probe = known === undefined ? probeAddress(domain, run.random) : null;
   const control = `postmaster@${domain}`;
@@ -328,15 +334,16 @@ export async function verifyDomain(
     return sessionRecipients(canonicals, control, probe, known?.control != null);
   };
   const report = await runSession(
-    { hosts: prepend(first.value, hosts), recipients, signal },
+    { hosts: prepend(reached.first, reached.hosts), recipients, signal },
     run.sessionConfig,
     run.session,
   );
   run.track(report.done);
+  return { report, canonicals, control, probe, known };
+}
 
-  facts.hostName = report.hostName ?? "";
-  facts.hostAddress = report.hostAddress ?? "";
-  const serverType: ServerType = detectServerType(
+function serverTypeOf(report: SessionReport, resolution: MailHostsResolution): ServerType {
+  return detectServerType(
     [
       ...(report.hostName === null ? [] : [report.hostName]),
       ...[...resolution.hosts, ...resolution.fallbacks].map((h) => h.name),
@@ -344,10 +351,18 @@ export async function verifyDomain(
     [report.greeting, report.ehlo],
     [...report.replies.values()].map((r) => r.text),
   );
-  facts.serverType = serverType;
+}
 
+type DecidedAnswer = { verdict: ReplyVerdict; evidence: string; reply: SmtpReply };
+
+/** Each reply's verdict in the light of the server's other answers, and whether the domain is catch-all. */
+function judgeReplies(
+  run: DomainRun,
+  domain: string,
+  { report, canonicals, control, probe, known }: Probed,
+): { decided: Map<string, DecidedAnswer>; catchAll: CatchAllVerdict } {
   const host = report.hostName;
-  const server = serverEvidenceOf({
+  const server: ServerEvidence = serverEvidenceOf({
     replies: report.replies,
     control,
     probe,
@@ -355,7 +370,7 @@ export async function verifyDomain(
     hostAcceptedRecently: host !== null && run.hostAccepts.get(host) === true,
   });
   if (server.acceptedOrdinary === "session" && host !== null) run.hostAccepts.set(host, true);
-  const decided = new Map<string, { verdict: ReplyVerdict; evidence: string; reply: SmtpReply }>();
+  const decided = new Map<string, DecidedAnswer>();
   for (const [address, reply] of report.replies) {
     decided.set(address, { ...decideReply(address, reply, server), reply });
   }
@@ -368,52 +383,30 @@ export async function verifyDomain(
   if (known === undefined && catchAll !== "undecided") {
     run.domainFacts.set(domain, { catchAll, control: server.control, probeRejection: server.probeRejection });
   }
+  return { decided, catchAll };
+}
 
-  progress.checks.reverse_dns = await reverseDnsOf(
-    run,
-    report,
-    firstAddress,
-    firstPtr,
-    signal,
-    ptrSeen.value,
-  );
-  facts.hasReverseDns = progress.checks.reverse_dns.status === "passed";
+/** Each address's answer from its reply, or from the session's failure (and our proxy's health). */
+async function settleEach(
+  run: DomainRun,
+  domain: string,
+  progress: Progress,
+  { report, canonicals }: Probed,
+  { decided, catchAll }: { decided: Map<string, DecidedAnswer>; catchAll: CatchAllVerdict },
+  serverType: ServerType,
+): Promise<Map<string, VerificationResult>> {
   const failure =
     report.failure === null ? null : { ...report.failure, reason: relabelAbort(run, report.failure.reason) };
   const provider = providerTraits(serverType);
   const proxyFailure = await proxyFailureOf(run.session.connect, report, failure?.reason);
+  const results = new Map<string, VerificationResult>();
   for (const address of canonicals) {
-    const settled = settleAddress({ decided: decided.get(address), failure, catchAll, provider });
-    const verdict = decided.get(address)?.verdict.kind;
-    const smtp = smtpCheckOf(settled.status, settled.unknownReason, verdict);
-    const dependencyFailure = settled.status === "unknown" && verdict === undefined ? proxyFailure : null;
-    const pacedBy = settled.unknownReason === "rate_limited" ? pacedByOf(report.paced, address) : null;
-    results.set(
-      address,
-      resultOf(run, address, domain, progress, {
-        ...settled,
-        ...(pacedBy === null ? {} : { pacedBy, evidence: pacedEvidence(pacedBy, settled.evidence) }),
-        smtp: dependencyFailure === null ? smtp : checkError(`proxy_${dependencyFailure.kind}`),
-        ...(dependencyFailure === null ? {} : { dependencyFailure }),
-      }),
-    );
+    const own = decided.get(address);
+    const settled = settleAddress({ decided: own, failure, catchAll, provider });
+    const answer = { settled, verdictKind: own?.verdict.kind };
+    results.set(address, settledResult(run, address, domain, progress, answer, proxyFailure, report.paced));
   }
   return results;
-}
-
-/** Why `address` is unknown because of its provider's pace, when it is. */
-function pacedByOf(paced: SessionReport["paced"], address: string): PacedBy | null {
-  if (paced === null) return null;
-  return { provider: paced.provider, retryAt: paced.retryAt, unasked: paced.unasked.includes(address) };
-}
-
-/** The evidence of a paced address: what the provider said, or that the pace left it unasked. */
-function pacedEvidence(paced: PacedBy, said: string): string {
-  const until = paced.retryAt === null ? "" : ` until ${paced.retryAt.toISOString()}`;
-  const label = providerLabel(paced.provider);
-  return paced.unasked
-    ? `not asked: ${label} asked us to slow down, and its pace has no room${until}`
-    : `${said}; ${label} asked us to slow down: paced${until}`;
 }
 
 /**
@@ -445,33 +438,19 @@ function relabelAbort(run: DomainRun, reason: UnknownReason): UnknownReason {
 async function reverseDnsOf(
   run: DomainRun,
   report: SessionReport,
-  firstAddress: string | undefined,
-  firstPtr: Promise<Check>,
+  ptr: FirstPtr,
   signal: AbortSignal,
-  firstPtrSeen: Check | undefined,
 ): Promise<Check> {
   const used = report.hostAddress;
-  const sameHost = used === null || used === firstAddress;
-  if (signal.aborted) return (sameHost ? firstPtrSeen : undefined) ?? skipped("deadline");
+  const sameHost = used === null || used === ptr.address;
+  if (signal.aborted) return (sameHost ? ptr.seen : undefined) ?? skipped("deadline");
   try {
-    return await raceSignal(sameHost ? firstPtr : run.resolver.reverseDns(used), signal);
+    return await raceSignal(sameHost ? ptr.lookup : run.resolver.reverseDns(used), signal);
   } catch (error) {
     if (error instanceof AbortedError) return skipped("deadline");
     return checkError("lookup_failed");
   }
 }
-
-export const newProgress = (): Progress => ({
-  stage: "dns",
-  facts: {
-    hasMxRecords: false,
-    hasReverseDns: false,
-    hostName: "",
-    hostAddress: "",
-    serverType: "unknown",
-  },
-  checks: domainSkipped("not_reached"),
-});
 
 async function* prepend<T>(first: T, rest: AsyncIterable<T>): AsyncGenerator<T> {
   yield first;

@@ -1,24 +1,7 @@
-// How we reach a mail host's port 25: the ConnectPort and its direct (net.connect) default.
+// How we reach a mail host's port 25: the direct (net.connect) default of the ConnectPort (ports.ts).
 import net from "node:net";
 import { AbortedError } from "../abort.ts";
-
-/** Opens a TCP connection to host:port; rejects with ConnectError, or AbortedError when `signal` aborts. */
-export interface ConnectPort {
-  connect(host: string, port: number, signal: AbortSignal): Promise<net.Socket>;
-  /**
-   * For a port that goes through a dependency of ours (the SOCKS proxy): whether that dependency
-   * itself answers, asked after connections failed. Absent for a direct connection.
-   */
-  dependencyHealth?(): Promise<ProxyHealth>;
-}
-
-/**
- * Our proxy, as seen from its own greeting: `answers` (it negotiated), `timeout` (no reply),
- * `unavailable` (closed port, unreachable, or it accepts none of our authentication methods),
- * `rate_limit` (it accepted the connection and closed it without a word: what proxies do to
- * clients beyond their connection or rate limits).
- */
-export type ProxyHealth = "answers" | "timeout" | "unavailable" | "rate_limit";
+import type { ConnectPort } from "../ports.ts";
 
 /** Why a connection attempt failed; `proxy`: our SOCKS proxy failed, not the mail host. */
 export type ConnectFailureKind = "refused" | "timeout" | "unreachable" | "dropped" | "proxy";

@@ -4,8 +4,8 @@
 // each identity keeps its own slots and steps aside where it is blocked or throttled.
 import { getDomain } from "tldts";
 import { detectServerType } from "../providers.ts";
-import type { EgressIdentity, RestReason } from "../ports.ts";
-import { createDirectConnect, type ConnectPort } from "./connect.ts";
+import type { ConnectPort, EgressIdentity, RestReason } from "../ports.ts";
+import { createDirectConnect } from "./connect.ts";
 import { limitScope } from "./limit-scope.ts";
 import { classifyReply } from "./replies.ts";
 import type { SmtpReply } from "./reply-reader.ts";

@@ -2,7 +2,8 @@
 // for its recipients under the pace of the server's provider (or none, and why); at its end, what
 // it asked and whether the provider refused our volume, which is how a pace is learnt.
 import type { Clock } from "../../lib/clock.ts";
-import { PaceRefusal, type PaceGrant, type ProviderPace } from "../pace.ts";
+import { PaceRefusal } from "../pace.ts";
+import type { PaceGrant, ProviderPace } from "../ports.ts";
 import { restReasonOf } from "./egress.ts";
 import type { SmtpReply } from "./reply-reader.ts";
 

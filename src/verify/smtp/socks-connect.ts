@@ -4,7 +4,8 @@ import net from "node:net";
 import { SocksClient } from "socks";
 import { SharedProbe } from "../../lib/shared-probe.ts";
 import { AbortedError } from "../abort.ts";
-import { ConnectError, type ConnectPort, type ConnectFailureKind, type ProxyHealth } from "./connect.ts";
+import type { ConnectPort, ProxyHealth } from "../ports.ts";
+import { ConnectError, type ConnectFailureKind } from "./connect.ts";
 
 export interface SocksProxyConfig {
   host: string;

@@ -1,4 +1,4 @@
-// Issue 11 item 4: realtime verification as a hammer. A user with a balance of 1 could keep 60
+// Realtime verification as a hammer. A user with a balance of 1 could keep 60
 // verifications in the engine at once (their results unknown, so free). Fresh verifications are
 // now capped per user (VERIFY_MAX_IN_FLIGHT_PER_USER, default 10, per process): beyond the cap
 // 429 RATE_LIMITED with Retry-After, in the spec's envelope. Cached answers never reach the engine
@@ -8,7 +8,7 @@
 // state the test controls, not a race against a timer.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import type { DnsAnswer, MxRecord } from "../../../src/verify/dns.ts";
+import type { DnsAnswer, MxRecord } from "../../../src/verify/ports.ts";
 import { assertError } from "../../support/assert-error.ts";
 import { createTestContext, type TestContext, type TestUser } from "../../support/test-app.ts";
 

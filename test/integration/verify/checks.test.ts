@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import dgram from "node:dgram";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
-import type { ResultChecks } from "../../../src/verify/checks.ts";
+import type { ResultChecks } from "../../../src/verify/types.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
 import { engineFor } from "./helpers.ts";
 

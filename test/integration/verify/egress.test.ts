@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import net from "node:net";
 import { after, before, test } from "node:test";
 import { SMTPServer } from "smtp-server";
-import type { DnsPort } from "../../../src/verify/dns.ts";
+import type { DnsPort } from "../../../src/verify/ports.ts";
 import { createEngine } from "../../../src/verify/engine.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
 import { engineFor, expected, facts } from "./helpers.ts";

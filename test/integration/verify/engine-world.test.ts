@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { AbortedError } from "../../../src/verify/abort.ts";
 import type { Engine } from "../../../src/verify/engine.ts";
-import type { ConnectPort } from "../../../src/verify/smtp/connect.ts";
+import type { ConnectPort } from "../../../src/verify/ports.ts";
 import { startMailWorld, type DomainSpec, type MailWorld } from "../../support/mail-world/index.ts";
 import { engineFor, expected, facts } from "./helpers.ts";
 

@@ -1,6 +1,6 @@
 // Shared set-up for the engine's integration tests against the mail-world simulator.
 import type { EngineOptions } from "../../../src/verify/options.ts";
-import type { EnginePorts } from "../../../src/verify/ports.ts";
+import type { EnginePorts } from "../../../src/verify/engine.ts";
 import { createEngine, type Engine } from "../../../src/verify/engine.ts";
 import type { VerificationResult } from "../../../src/verify/types.ts";
 import type { MailWorld } from "../../support/mail-world/index.ts";

@@ -16,7 +16,7 @@ const RECORDS = 500;
 // dns2 takes about a second to serialise 500 MX records, once for UDP (then truncated: TC) and
 // again for TCP; the helpers' 500 ms DNS timeout is for ordinary answers.
 const OPTIONS = { dnsTimeoutMs: 10_000 };
-// The session's own bound on hosts tried (smtp/session.ts MAX_HOSTS_TRIED).
+// The session's own bound on hosts tried (smtp/session-types.ts MAX_HOSTS_TRIED).
 const MAX_HOSTS_TRIED = 5;
 
 /** 500 MX hosts at preferences 0…499 (no ties: the order is fixed); `answering` listen, the others refuse. */

@@ -8,7 +8,7 @@ import { after, before, beforeEach, test } from "node:test";
 import type { Database } from "../../../src/db/client.ts";
 import { createPgProviderPace } from "../../../src/hostslots/provider-pace.ts";
 import { systemClock } from "../../../src/lib/clock.ts";
-import type { DnsPort } from "../../../src/verify/dns.ts";
+import type { DnsPort } from "../../../src/verify/ports.ts";
 import { createEngine } from "../../../src/verify/engine.ts";
 import { startScripted } from "../../support/scripted-smtp.ts";
 import { openTestDatabase } from "../../support/test-db.ts";

@@ -3,10 +3,9 @@
 // must, and a second domain on the same server IP continues on the connection left idle.
 import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
-import type { DnsPort } from "../../../src/verify/dns.ts";
 import { createEngine } from "../../../src/verify/engine.ts";
 import type { EngineOptions } from "../../../src/verify/options.ts";
-import type { HostGate } from "../../../src/verify/ports.ts";
+import type { DnsPort, HostGate } from "../../../src/verify/ports.ts";
 import { startScripted, type Scripted } from "../../support/scripted-smtp.ts";
 
 // Every domain's MX is one host on 127.0.0.1: one server IP for all of them.

@@ -2,7 +2,7 @@
 // scripted SMTP server that records exactly what the client sent, and how it was batched.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { DnsPort } from "../../../src/verify/dns.ts";
+import type { DnsPort } from "../../../src/verify/ports.ts";
 import { createEngine } from "../../../src/verify/engine.ts";
 import { HANG_UP, startScripted } from "../../support/scripted-smtp.ts";
 

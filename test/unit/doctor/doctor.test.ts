@@ -2,7 +2,8 @@
 // simulator can't stage (a public egress IP named by the MX, IPv6, a proxy, odd replies).
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
-import { reverseName, type DnsAnswer, type MxRecord } from "../../../src/verify/dns.ts";
+import { reverseName } from "../../../src/verify/dns.ts";
+import type { ConnectPort, DnsAnswer, MxRecord } from "../../../src/verify/ports.ts";
 import {
   runDoctor,
   type CheckId,
@@ -11,7 +12,7 @@ import {
   type DoctorOptions,
   type DoctorReport,
 } from "../../../src/doctor/doctor.ts";
-import { ConnectError, directConnect, type ConnectPort } from "../../../src/verify/smtp/connect.ts";
+import { ConnectError, directConnect } from "../../../src/verify/smtp/connect.ts";
 import { classifyAddress } from "../../../src/net/address-policy.ts";
 import { closeScriptedSmtp, doctorOptions, found, NX, scriptedSmtp } from "./fixture.ts";
 

@@ -2,7 +2,7 @@
 // the options of a run.
 import net from "node:net";
 import type { DoctorOptions } from "../../../src/doctor/doctor.ts";
-import type { DnsAnswer } from "../../../src/verify/dns.ts";
+import type { DnsAnswer } from "../../../src/verify/ports.ts";
 
 const servers: net.Server[] = [];
 

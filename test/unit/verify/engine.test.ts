@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { DnsPort } from "../../../src/verify/dns.ts";
+import type { ConnectPort, DnsPort } from "../../../src/verify/ports.ts";
 import { createEngine } from "../../../src/verify/engine.ts";
-import type { ConnectPort } from "../../../src/verify/smtp/connect.ts";
 import { parseSocksUrl } from "../../../src/verify/smtp/socks-connect.ts";
 
 const noConnect: ConnectPort = {

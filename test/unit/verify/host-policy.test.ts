@@ -2,10 +2,10 @@
 // others tried in MX order; a domain whose every host is refused is never connected to.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { DnsAnswer, DnsPort, MxRecord } from "../../../src/verify/dns.ts";
+import type { ConnectPort, DnsAnswer, DnsPort, MxRecord } from "../../../src/verify/ports.ts";
 import { createEngine } from "../../../src/verify/engine.ts";
 import { refusalEvidence, vetMailHosts } from "../../../src/verify/host-policy.ts";
-import { ConnectError, type ConnectPort } from "../../../src/verify/smtp/connect.ts";
+import { ConnectError } from "../../../src/verify/smtp/connect.ts";
 import { classifyAddress } from "../../../src/net/address-policy.ts";
 
 // 93.184.216.34 and 2606:2800:220:1::1 are ordinary public unicast; nothing is ever reached here.

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parseEnhancedCode, ReplyReader, SmtpProtocolError } from "../../../src/verify/smtp/reply-reader.ts";
-import { parseEhloKeywords } from "../../../src/verify/smtp/session.ts";
+import { parseEhloKeywords } from "../../../src/verify/smtp/greeting.ts";
 
 void test("a single-line reply with an enhanced code", () => {
   const reader = new ReplyReader();

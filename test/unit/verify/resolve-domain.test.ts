@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { DnsAnswer, DnsPort, MxRecord } from "../../../src/verify/dns.ts";
+import type { DnsAnswer, DnsPort, MxRecord } from "../../../src/verify/ports.ts";
 import { toAnswer } from "../../../src/verify/dns.ts";
 import {
   DomainResolver,

@@ -2,16 +2,14 @@
 // DNS and no SMTP, through verifyOne, verifyGroup and resolveDomain; plus the pure table.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { DnsPort } from "../../../src/verify/dns.ts";
 import { createEngine } from "../../../src/verify/engine.ts";
-import type { HostGate } from "../../../src/verify/ports.ts";
+import type { ConnectPort, DnsPort, HostGate } from "../../../src/verify/ports.ts";
 import {
   isSandboxAddress,
   SANDBOX_DOMAIN,
   SANDBOX_MAILBOXES,
   sandboxResult,
 } from "../../../src/verify/sandbox.ts";
-import type { ConnectPort } from "../../../src/verify/smtp/connect.ts";
 import type { VerificationResult } from "../../../src/verify/types.ts";
 
 const at = new Date("2026-01-02T03:04:05Z");
