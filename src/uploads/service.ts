@@ -123,6 +123,52 @@ function requestHashOf(input: UploadInput): string {
   return hash.update(input.data).digest("hex");
 }
 
+interface StoredUpload {
+  principal: Principal;
+  input: UploadInput;
+  list: PackedList;
+  submitted: readonly string[];
+  skippedCount: number;
+  created: { id: string; emailCount: number; createdAt: Date };
+  /** UPLOAD_STORAGE_PER_USER_MB in bytes. */
+  budget: number;
+}
+
+/**
+ * In the transaction that creates the task, the upload's original rows are kept so results can be
+ * written back beside them on download, and a workbook itself, so its xlsx download is that
+ * workbook (docs/api.md, "An xlsx upload comes back as your workbook").
+ */
+async function storeUpload(tx: Queryable, u: StoredUpload): Promise<UploadRecord> {
+  const { principal, input, list, created } = u;
+  const workbook = workbookOf(list, input);
+  const storedBytes = list.storedBytes + (workbook?.data.byteLength ?? 0);
+  // Under the user's lock (createTask took it): two uploads at once cannot both fit.
+  await assertStorageRoom(tx, principal.userId, storedBytes, u.budget);
+  const upload = await insertUpload(tx, {
+    id: newId(),
+    userId: principal.userId,
+    taskId: created.id,
+    filename: input.filename,
+    format: list.format,
+    emailCount: created.emailCount,
+    submittedCount: u.submitted.length,
+    skippedCount: u.skippedCount,
+    header: list.header,
+    emailColumn: list.emailColumn,
+    columnCount: list.columnCount,
+    createdAt: created.createdAt,
+    storedBytes,
+  });
+  if (workbook) await insertUploadWorkbook(tx, upload.id, workbook);
+  // One short statement per block, the event loop free in between (pack-list.ts).
+  for (const block of list.blocks) {
+    await insertUploadRowBlock(tx, upload.id, block);
+    await yieldToEventLoop();
+  }
+  return upload;
+}
+
 export interface UploadsServiceOptions {
   admission: UploadAdmission;
   /** MAX_UPLOAD_BYTES: the text a file may hold is bounded in proportion. */
@@ -199,31 +245,16 @@ export function createUploadsService(
         // The original rows are kept so results can be written back beside them on download,
         // and a workbook itself, so its xlsx download is that workbook (docs/api.md, "An xlsx upload comes back as your workbook").
         attach: async (tx, created) => {
-          const workbook = workbookOf(list, input);
-          const storedBytes = list.storedBytes + (workbook?.data.byteLength ?? 0);
-          // Under the user's lock (createTask took it): two uploads at once cannot both fit.
-          await assertStorageRoom(tx, principal.userId, storedBytes, options.storagePerUserBytes);
-          upload = await insertUpload(tx, {
-            id: newId(),
-            userId: principal.userId,
-            taskId: created.id,
-            filename: input.filename,
-            format: list.format,
-            emailCount: created.emailCount,
-            submittedCount: submitted.length,
+          const budget = options.storagePerUserBytes;
+          upload = await storeUpload(tx, {
+            principal,
+            input,
+            list,
+            submitted,
             skippedCount,
-            header: list.header,
-            emailColumn: list.emailColumn,
-            columnCount: list.columnCount,
-            createdAt: created.createdAt,
-            storedBytes,
+            created,
+            budget,
           });
-          if (workbook) await insertUploadWorkbook(tx, upload.id, workbook);
-          // One short statement per block, the event loop free in between (pack-list.ts).
-          for (const block of list.blocks) {
-            await insertUploadRowBlock(tx, upload.id, block);
-            await yieldToEventLoop();
-          }
         },
       });
       if (replayed) {
