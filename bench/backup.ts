@@ -1,7 +1,7 @@
 // `npm run bench backup`: `mailprobe backup` of a running server whose embedded database holds
 // BENCH_BACKUP_MB (1024) MB more than a fresh one, while the server answers a balance read every
 // 100 ms and a ledger write every 50 ms; then `mailprobe restore` of the file. Prints the
-// server's RSS growth and slowest request during the backup (issue 34: ≤ 256 MB, ≤ 2 s), the
+// server's RSS growth and slowest request during the backup (bounds: ≤ 256 MB, ≤ 2 s), the
 // CLI's and the restore's peak RSS, and the backup's time ÷ the time to read the same
 // directory once from disk (its floor: every byte must be read). Named-only: it writes ~3 GB.
 import { spawnSync } from "node:child_process";

@@ -24,8 +24,8 @@
 // Temporary failures (greylisting, refused hosts, SERVFAIL, drops, a busy mailbox, a recipient
 // that closes the connection) are left out of this world: their retries wait on
 // VERIFY_RETRY_DELAYS (minutes), which no wall-clock figure should hide.
-// `--old-world` also leaves out the overlays added with issue 20 (per-user sender blocks, the
-// 50-name multi-tenant front end): the world the figures before it were measured on.
+// `--old-world` also leaves out two overlays (per-user sender blocks, the 50-name multi-tenant
+// front end): the world without them, to compare with figures measured on it.
 //
 // The retry world (`--retries`, also run by default after the plain one): the same 10,000
 // addresses, but 15 domains spread over the list greylist every recipient for longer than the
@@ -106,7 +106,7 @@ function retryWorldSpec(): { spec: typeof generated.spec; deferring: Set<string>
 }
 
 /**
- * `polite`: under the error budget (today's engine); otherwise the bound of issue 4 (k RCPTs a
+ * `polite`: under the error budget (today's engine); otherwise the pipelined bound (k RCPTs a
  * write, one connection). `host` is the server the session talks to (a front end's label for
  * its tenants: one IP); `setupMs` the part of `ms` a reused idle connection saves.
  */
@@ -383,7 +383,7 @@ async function onBothEngines(
 
 async function plainWorld(): Promise<void> {
   console.log(
-    `\nbatch: 10,000 addresses, 300 domains${OLD_WORLD ? " (the world before issue 20's overlays)" : ""}, ` +
+    `\nbatch: 10,000 addresses, 300 domains${OLD_WORLD ? " (no sender-block or front-end overlays)" : ""}, ` +
       `${LATENCY_MS} ms per reply, ${CONCURRENCY} sessions, ${PER_HOST} per server IP`,
   );
   const unbudgeted = lowerBoundMs(false).boundMs;

@@ -1,8 +1,8 @@
-// The engine against a simulated world with every stock behaviour of issue 9 switched on:
+// The engine against a simulated world with every stock behaviour it models switched on:
 // Postfix error limits, per-connection recipient caps, STARTTLS offered and required, greylisting
 // (generic, with a hint, postgrey's wording), RBLs that exempt postmaster, stock unknown-user
 // wordings (Exim, OpenSMTPD, IronPort), plus the classic mix (catch-all, null MX, refused hosts…)
-// and issue 20's overlays: per-user sender blocks, a recipient whose RCPT gets a 421 or a drop,
+// and the overlays: per-user sender blocks, a recipient whose RCPT gets a 421 or a drop,
 // Gmail's per-recipient 450 4.2.1, and tenant domains on one multi-tenant front-end IP.
 // Prints accuracy against the world's ground truth, the unknown rate (and how much of it the
 // world makes unknowable), real mailboxes called invalid, connections per address and the most

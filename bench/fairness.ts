@@ -202,7 +202,7 @@ export async function benchFairness(): Promise<void> {
           await done();
         }
       };
-      // A alone first: B alone is the denominator of the ratio the issue is about, so it should
+      // A alone first: B alone is the denominator of the ratio this bench is about, so it should
       // not be the run that pays for a cold process (JIT, first connections).
       const bigAlone = await once({ big: true, small: null });
       for (const shape of ["own", "provider"] as const) {

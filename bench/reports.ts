@@ -73,7 +73,7 @@ async function timed<T>(label: string, fn: () => Promise<T>): Promise<T> {
  * Bulk-load style: secondary indexes are dropped first and rebuilt after (a sorted build beats
  * a million random insertions), and a superuser skips the per-row foreign-key triggers.
  */
-export async function seedReportHistory(db: Database, end: Date): Promise<void> {
+async function seedReportHistory(db: Database, end: Date): Promise<void> {
   await db.transaction(async (tx) => {
     const { rows } = await tx.query<{ su: string }>("select current_setting('is_superuser') as su");
     if (rows[0]?.su === "on") await tx.query("set local session_replication_role = replica");

@@ -10,9 +10,9 @@
 // The world: generateMixedWorld with NO_HOLDUPS_MIX (nothing else holds a domain back) on a seed
 // no other bench or test uses, 300 domains of 30-37 addresses, the first 10,000 addresses. Its
 // Google-hosted domains are kept on Google, in list order, until about THROTTLED_TARGET addresses
-// (the size of the provider in the issue's measurement); the later ones move to a Postfix server
-// of their own (same mailboxes, so the same truth), so the provider's share stays what the issue
-// measured on.
+// (the provider's size in the real measurement this world reproduces); the later ones move to a
+// Postfix server of their own (same mailboxes, so the same truth), so the provider's share stays
+// what was measured.
 //
 // The quota bound: the provider's addresses ÷ its allowed rate (maxRcpts per windowMs). A
 // verifier that answers every one of them needs at least that long, and longer for the RCPTs it

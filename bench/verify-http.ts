@@ -1,4 +1,4 @@
-// The realtime verify path over HTTP (issue 14): what a cached answer costs next to the cheapest
+// The realtime verify path over HTTP: what a cached answer costs next to the cheapest
 // route, and how many database round trips it takes. One server per engine (PGlite in memory, and
 // PostgreSQL when BENCH_DATABASE_URL is set), built in this process with buildServices + buildApp,
 // on loopback, with the mail-world simulator behind it (only the warm-up verification uses SMTP).

@@ -20,7 +20,7 @@
 import { createExpectation, type DomainSpec, type WorldSpec } from "../../test/support/mail-world/index.ts";
 
 /** smtp-server's early-talker pause before each banner. */
-export const BANNER_PAUSE_MS = 100;
+const BANNER_PAUSE_MS = 100;
 const ERROR_BUDGET = 9;
 const MAX_RCPT = 50;
 const SETTLE_MS = 50;

@@ -48,7 +48,7 @@ export interface SessionClaims {
 }
 
 /** The private claim binding a session to the key that opened it (it dies with that key). */
-export const SESSION_KEY_CLAIM = "api_key_id";
+const SESSION_KEY_CLAIM = "api_key_id";
 
 export interface JwtService {
   /**

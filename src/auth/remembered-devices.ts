@@ -1,4 +1,4 @@
-// Remembered devices (issue 35 item 4; docs/dashboard-session.md, docs/session-threat-model.md):
+// Remembered devices (docs/dashboard-session.md, docs/session-threat-model.md):
 // a browser whose user ticked "Remember this device" at sign-in gets back in without the API key
 // for DEVICE_REMEMBER_DAYS. Its credential is an HttpOnly cookie `<series>.<secret>` (the route
 // sets it); the server keeps the series and the secret's SHA-256 only. Every use replaces the
@@ -78,7 +78,7 @@ export interface RememberedDeviceService {
 }
 
 /** The parts of a cookie's value; null for anything we never issued. */
-export function parseDeviceValue(value: string): { series: string; secret: string } | null {
+function parseDeviceValue(value: string): { series: string; secret: string } | null {
   const m = /^([0-9A-Za-z]+)\.([0-9A-Za-z]+)$/.exec(value);
   if (!m || m[1]!.length !== SERIES_LENGTH || m[2]!.length !== SECRET_LENGTH) return null;
   return { series: m[1]!, secret: m[2]! };

@@ -42,7 +42,7 @@ export interface SessionService {
 }
 
 /** Is a token of `generation` still good for this session row at `now`? */
-export function acceptsGeneration(row: SessionRow, generation: number, now: Date): boolean {
+function acceptsGeneration(row: SessionRow, generation: number, now: Date): boolean {
   if (row.endedAt !== null) return false;
   if (generation === row.generation) return true;
   return (

@@ -1,4 +1,4 @@
-// One-time sign-in links (issue 35 item 4; docs/session-threat-model.md): a way back into the
+// One-time sign-in links (docs/session-threat-model.md): a way back into the
 // dashboard without the API key, for the user whose key sits in a script or was printed once. A
 // link is a random token ("mpl_" + 40 base62 characters), shown once, stored as its SHA-256 only,
 // good for SIGN_IN_LINK_TTL_MS and for one use. It is tied to one key of its user that may open
@@ -20,10 +20,10 @@ import type { IssuedSession } from "./jwt.ts";
 import { canOpenSessions } from "./principal.ts";
 import type { SessionService } from "./sessions.ts";
 
-export const SIGN_IN_LINK_PREFIX = "mpl_";
+const SIGN_IN_LINK_PREFIX = "mpl_";
 const RANDOM_LENGTH = 40;
 /** Long enough to copy a link from a terminal or a message into a browser; short if it leaks. */
-export const SIGN_IN_LINK_TTL_MS = 15 * 60_000;
+const SIGN_IN_LINK_TTL_MS = 15 * 60_000;
 
 /** A link as minted: its token is shown once and never stored. */
 export interface MintedSignInLink {
@@ -55,7 +55,7 @@ export interface SignInLinkService {
 export const signInLinkUrl = (origin: string, token: string): string =>
   `${origin.replace(/\/+$/, "")}/#/sign-in?link=${token}`;
 
-export const looksLikeSignInLinkToken = (token: string): boolean =>
+const looksLikeSignInLinkToken = (token: string): boolean =>
   token.startsWith(SIGN_IN_LINK_PREFIX) &&
   token.length === SIGN_IN_LINK_PREFIX.length + RANDOM_LENGTH &&
   /^[0-9A-Za-z]+$/.test(token.slice(SIGN_IN_LINK_PREFIX.length));

@@ -72,8 +72,6 @@ const cliKeyOf = (r: ApiKeyRecord): CliApiKey => ({
   prefix: r.keyPrefix,
 });
 
-export { CliError };
-
 async function adminCall<T>(endpoint: AdminEndpoint, path: string, body: unknown): Promise<T> {
   const res = await fetch(endpoint.url + path, {
     method: "POST",

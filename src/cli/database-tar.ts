@@ -10,7 +10,7 @@ import { crc32 } from "node:zlib";
 import { extract, type Header } from "tar-stream";
 
 /** A data directory of the embedded engine holds a few thousand files: this is far past any. */
-export const MAX_DATABASE_ENTRIES = 100_000;
+const MAX_DATABASE_ENTRIES = 100_000;
 /** A data directory's names are PostgreSQL's own: digits, letters, `_`, `.` and `-`. */
 const NAME_PART = /^[A-Za-z0-9_.-]{1,255}$/;
 /** The files PostgreSQL cannot start without. */

@@ -48,9 +48,9 @@ import { createProgress, formatDuration } from "./progress.ts";
  * the machine and the mail servers' patience are the operator's own. Rows are bounded by the
  * parser's default for this (addresses + max(addresses, 10,000)), the file size below.
  */
-export const LOCAL_MAX_EMAILS = 100_000;
+const LOCAL_MAX_EMAILS = 100_000;
 /** Largest list file read (the whole file is read into memory, as an upload is). */
-export const LOCAL_MAX_FILE_BYTES = 100 * 1024 * 1024;
+const LOCAL_MAX_FILE_BYTES = 100 * 1024 * 1024;
 /** Status of a row without an address: the download's. */
 export { SKIPPED_STATUS };
 

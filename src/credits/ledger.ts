@@ -68,5 +68,8 @@ export const grantCredits = (q: Queryable, entry: LedgerEntry): Promise<LedgerOu
 /** Removes credits unless that would take the balance below zero (a `deduction` row). */
 export const deductCredits = (q: Queryable, entry: LedgerEntry): Promise<LedgerOutcome> => move(q, entry, -1);
 
-/** Returns credits for work not delivered (e.g. a task's unknown results): a `grant` row. */
+/**
+ * Returns credits for work not delivered (e.g. a task's unknown results): a `grant` row.
+ * @alias grantCredits, named for what the caller does
+ */
 export const refundCredits = grantCredits;

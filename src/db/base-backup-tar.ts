@@ -80,7 +80,7 @@ async function addDirectory(pack: TarPack, name: string): Promise<void> {
  * shrunk file is padded with zeros (pg_basebackup does the same). A file deleted before it is
  * opened is left out (the server dropped it; the WAL says so). Returns false then.
  */
-export async function addFile(pack: TarPack, name: string, path: string): Promise<boolean> {
+async function addFile(pack: TarPack, name: string, path: string): Promise<boolean> {
   const handle = await open(path, "r").catch((e: NodeJS.ErrnoException) => {
     if (e.code === "ENOENT") return null;
     throw e;

@@ -8,7 +8,7 @@ import { join } from "node:path";
 /** The lock file's name in DATA_DIR. */
 export const LOCK_FILE = "mailprobe.lock";
 
-export class DataDirBusyError extends Error {
+class DataDirBusyError extends Error {
   override name = "DataDirBusyError";
   constructor(readonly ownerPid: number) {
     super(`data directory is in use by process ${ownerPid}`);

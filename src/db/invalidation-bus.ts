@@ -6,7 +6,7 @@ import type { Database, Queryable, Subscription } from "./client.ts";
 // connection to PostgreSQL is being re-established) it cannot hear those messages, so its caches
 // are bypassed (`live` false) and emptied once it listens again.
 
-export const INVALIDATION_CHANNEL = "mailprobe_invalidate";
+const INVALIDATION_CHANNEL = "mailprobe_invalidate";
 
 export type Invalidation =
   /** An API key was deactivated: its authenticated entry and its sessions' liveness go. */

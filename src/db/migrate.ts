@@ -2,7 +2,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import type { Database } from "./client.ts";
 
-export const MIGRATIONS_DIR = fileURLToPath(new URL("../../migrations/", import.meta.url));
+const MIGRATIONS_DIR = fileURLToPath(new URL("../../migrations/", import.meta.url));
 
 // Any constant works; it only has to be the same for every mailprobe process on the database.
 const MIGRATION_LOCK_ID = 0x6d61696c; // "mail"

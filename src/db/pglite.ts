@@ -24,7 +24,7 @@ const DISK_FULL = "53100";
  * The embedded engine stopped for good in this process: PostgreSQL PANICked or exited inside the
  * WebAssembly instance. Every statement fails with it at once; a restart recovers from the WAL.
  */
-export class EmbeddedDatabaseStoppedError extends DatabaseUnavailableError {
+class EmbeddedDatabaseStoppedError extends DatabaseUnavailableError {
   override name = "EmbeddedDatabaseStoppedError";
   constructor(cause: unknown) {
     super(cause);

@@ -11,7 +11,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { DeviceCredential } from "../auth/remembered-devices.ts";
 import type { HttpDeps } from "./deps.ts";
 
-export const DEVICE_COOKIE = "mailprobe_device";
+const DEVICE_COOKIE = "mailprobe_device";
 export const DEVICE_PATH = "/api/v1/auth/device";
 
 /** The device cookie's value from a Cookie header; null when absent (or sent twice: ambiguous). */

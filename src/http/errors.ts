@@ -81,7 +81,7 @@ function reasonOf(issue: AjvIssue): string {
 }
 
 /** One detail per bad field (the first problem found for it). */
-export function validationDetails(issues: AjvIssue[], context: string | undefined): FieldError[] {
+function validationDetails(issues: AjvIssue[], context: string | undefined): FieldError[] {
   const seen = new Map<string, FieldError>();
   // A union of literals (purpose, format, source…) fails with one `const` issue per option, the
   // first of which alone reads "must be equal to constant"; name all the options instead.

@@ -6,7 +6,7 @@ import type { ApiKeyRecord } from "../db/queries/api-keys.ts";
  * How long "is the key behind this session still active?" is remembered per key id. A revoked
  * key's sessions stop within this time on every process (at once on the one that revoked it).
  */
-export const SESSION_KEY_CHECK_TTL_MS = 1_000;
+const SESSION_KEY_CHECK_TTL_MS = 1_000;
 
 export interface ApiKeyCacheOptions {
   /** Announces deactivations to every node; without it nothing is cached (one-shot CLI). */

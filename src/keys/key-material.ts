@@ -3,7 +3,7 @@ import { randomToken, sha256Hex } from "../lib/tokens.ts";
 // "mpk_" + 40 base62 characters ≈ 238 bits of entropy. The prefix lets secret scanners and
 // support staff recognise a mailprobe key; the first 12 characters are stored in clear so users
 // can tell their keys apart in listings.
-export const API_KEY_PREFIX = "mpk_";
+const API_KEY_PREFIX = "mpk_";
 const RANDOM_LENGTH = 40;
 const VISIBLE_LENGTH = 12;
 

@@ -26,7 +26,6 @@ export { API_KEY_PURPOSES } from "./purposes.ts";
 /** Most active keys one user may hold (DESIGN §5 "Key scopes"): creating one more → 409 CONFLICT. */
 export const MAX_ACTIVE_KEYS_PER_USER = 50;
 
-export { SESSION_KEY_CHECK_TTL_MS } from "./key-caches.ts";
 export type { ApiKeyPurpose, ApiKeyRecord };
 
 export interface CreatedApiKey {

@@ -61,8 +61,7 @@ export type DiskSpaceEvent =
   { kind: "low" | "recovered"; status: DiskSpaceStatus } | { kind: "unreadable"; error: unknown };
 
 /** At the threshold is enough; one byte less is low. 0 never trips. */
-export const isBelowThreshold = (freeBytes: number, minFreeBytes: number): boolean =>
-  freeBytes < minFreeBytes;
+const isBelowThreshold = (freeBytes: number, minFreeBytes: number): boolean => freeBytes < minFreeBytes;
 
 const mb = (bytes: number): number => Math.floor(bytes / MIB);
 

@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
 
-export const METRIC = {
+const METRIC = {
   httpRequests: "mailprobe_http_requests_total",
   httpDuration: "mailprobe_http_request_duration_seconds",
   deadlockRetries: "mailprobe_db_deadlock_retries_total",

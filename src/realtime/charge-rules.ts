@@ -6,7 +6,7 @@ import { sha256Hex } from "../lib/tokens.ts";
 export const FREE_REPEAT_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 /** Rule 5: concurrent identical requests share one charge per 5-minute UTC window. */
-export const CHARGE_DEDUP_WINDOW_MS = 5 * 60 * 1000;
+const CHARGE_DEDUP_WINDOW_MS = 5 * 60 * 1000;
 
 export const freeRepeatWindowStart = (now: Date): Date => new Date(now.getTime() - FREE_REPEAT_WINDOW_MS);
 

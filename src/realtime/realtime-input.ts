@@ -1,8 +1,6 @@
 import { MAX_EMAIL_INPUT_LENGTH } from "../lib/address-shape.ts";
 import { validationError } from "../lib/app-error.ts";
 
-export { MAX_EMAIL_INPUT_LENGTH };
-
 /**
  * The request-level checks of POST /verify. Only input that is not an address at all is a 400:
  * empty, too long, or without text on both sides of an "@". Anything else goes to the engine,

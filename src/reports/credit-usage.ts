@@ -10,8 +10,7 @@ import { utcDaysOf, windowOf, type DateRangeInput } from "./date-range.ts";
 import { requireRange } from "./validation.ts";
 
 /** The `source` values of GET /credits/usage; `operator` is ours (the spec lists the first three). */
-export const USAGE_SOURCES: readonly UsageSourceFilter[] = ["all", "frontend", "api_key", "operator"];
-export type { UsageSourceFilter };
+const USAGE_SOURCES: readonly UsageSourceFilter[] = ["all", "frontend", "api_key", "operator"];
 
 /** Credits of a period: `netCredits` = used − granted (the spec's sample). */
 export interface UsageTotals {

@@ -131,7 +131,7 @@ export function lastDays(days: number, now: Date): DateRange {
 }
 
 /** The UTC calendar date of an instant, as YYYY-MM-DD. */
-export const utcDateOf = (d: Date): string => d.toISOString().slice(0, 10);
+const utcDateOf = (d: Date): string => d.toISOString().slice(0, 10);
 
 /** Every UTC date from date(from) to date(to), both included: the days of a series, in order. */
 export function utcDaysOf(range: DateRange): string[] {

@@ -7,7 +7,7 @@ import { findCreditTransactionByKey } from "../db/queries/credit-transactions.ts
 import { findOwnersOfCancelledTasks, type TaskRecord } from "../db/queries/tasks.ts";
 import { lockUserBalances } from "../db/queries/users.ts";
 import type { JobOutcome } from "../jobs/outcomes.ts";
-import { AppError, notFound } from "../lib/app-error.ts";
+import { notFound } from "../lib/app-error.ts";
 import { isSandboxAddress, type VerificationStatus } from "../verify/index.ts";
 
 // A task's money, in one place: the reservation at creation, the refund of unknown and failed
@@ -46,7 +46,7 @@ export const TASK_LEDGER_REASON = {
 } as const;
 
 /** The refund is attributed like the reservation it returns (spec: Authentication rule 6). */
-export async function attributionOfTask(tx: Queryable, task: TaskRecord): Promise<Record<string, string>> {
+async function attributionOfTask(tx: Queryable, task: TaskRecord): Promise<Record<string, string>> {
   if (task.source !== "api_key" || !task.apiKeyId) return { source: task.source };
   const purpose = await findApiKeyPurpose(tx, task.apiKeyId);
   return { source: "api_key", api_key_id: task.apiKeyId, ...(purpose ? { api_key_purpose: purpose } : {}) };
@@ -77,9 +77,23 @@ export const creditsToReserve = (jobs: readonly { emailAddress: string }[]): num
   jobs.reduce((n, job) => (isBillableAddress(job.emailAddress) ? n + 1 : n), 0);
 
 /**
- * Reserves `amount` credits for a new task in the creating transaction, or throws
- * INSUFFICIENT_CREDITS (nothing is written then). No amount, no ledger row: a task of only
- * sandbox addresses needs no balance.
+ * A task its owner's balance cannot pay for: an expected denial, answered as a value like
+ * realtime's (the route maps it to 402 INSUFFICIENT_CREDITS).
+ */
+export interface TaskCreditsShort {
+  kind: "insufficient_credits";
+  /** Credits the task would reserve. */
+  needed: number;
+  balance: number;
+}
+
+export const isCreditsShort = (x: object): x is TaskCreditsShort =>
+  "kind" in x && x.kind === "insufficient_credits";
+
+/**
+ * Reserves `amount` credits for a new task in the creating transaction; the denial when the
+ * balance is short (the caller rolls the transaction back: nothing is written then). No amount,
+ * no ledger row: a task of only sandbox addresses needs no balance.
  */
 export async function reserveTaskCredits(
   tx: Queryable,
@@ -87,8 +101,8 @@ export async function reserveTaskCredits(
   taskId: string,
   amount: number,
   at: Date,
-): Promise<void> {
-  if (amount <= 0) return;
+): Promise<TaskCreditsShort | null> {
+  if (amount <= 0) return null;
   const reservation = await deductCredits(tx, {
     userId: principal.userId,
     amount,
@@ -97,13 +111,10 @@ export async function reserveTaskCredits(
     idempotencyKey: taskLedgerKey.reserve(taskId),
     at,
   });
-  if (reservation.kind === "insufficient") {
-    throw new AppError(
-      "INSUFFICIENT_CREDITS",
-      `Insufficient credits: the task needs ${amount}, the balance is ${reservation.balance}`,
-    );
-  }
+  if (reservation.kind === "insufficient")
+    return { kind: "insufficient_credits", needed: amount, balance: reservation.balance };
   if (reservation.kind === "user_not_found") throw notFound("User");
+  return null;
 }
 
 /**
@@ -170,7 +181,7 @@ const isBilled = (o: JobOutcome): boolean =>
   o.kind === "result" && isBillable(o.job.emailAddress, o.result.status);
 
 /** The jobs of `taskId` whose recorded result is billed. */
-export const billedJobIds = (outcomes: readonly JobOutcome[], taskId: string): string[] =>
+const billedJobIds = (outcomes: readonly JobOutcome[], taskId: string): string[] =>
   outcomes.filter((o) => o.job.taskId === taskId && isBilled(o)).map((o) => o.job.id);
 
 /** Tasks with a billed result among `outcomes`. */

@@ -15,7 +15,7 @@ import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
 import { yieldToEventLoop } from "../lib/sleep.ts";
 import { groupDomainOf, isSandboxAddress, type Engine } from "../verify/index.ts";
-import { creditsToReserve, reserveTaskCredits } from "./billing.ts";
+import { creditsToReserve, reserveTaskCredits, type TaskCreditsShort } from "./billing.ts";
 
 /** How long an Idempotency-Key is remembered (Stripe keeps them 24 h too). */
 const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -63,7 +63,7 @@ interface PlannedJobs {
  * One job per distinct canonical address, in first-occurrence order, each with its claim lane:
  * the first CLAIM_FIRST_CHUNK of a domain go before any domain's bulk.
  */
-export function planJobs(engine: Pick<Engine, "checkSyntax">, emails: string[]): PlannedJobs {
+function planJobs(engine: Pick<Engine, "checkSyntax">, emails: string[]): PlannedJobs {
   const seen = new Set<string>();
   /** Jobs so far per group domain ("" for addresses without one, ranked like any other). */
   const perDomain = new Map<string, number>();
@@ -186,73 +186,92 @@ export async function createTask(
   engine: Pick<Engine, "checkSyntax">,
   principal: Principal,
   input: CreateTaskInput,
-): Promise<CreatedTask> {
+): Promise<CreatedTask | TaskCreditsShort> {
   const planned = planJobs(engine, input.emails);
   const scope = input.idempotency?.scope ?? IDEMPOTENCY_SCOPE;
   const requestHash =
     input.idempotency?.requestHash ?? requestHashOf(input.emails, input.webhookUrl, input.retryWindowMinutes);
-  return db.transaction(async (tx) => {
-    const now = clock.now();
-    // The user lock serialises task creation per user, so two retries carrying one
-    // Idempotency-Key cannot both miss the key and both create (and bill) a task.
-    if ((await lockUserBalance(tx, principal.userId)) === null) throw notFound("User");
-    // Authenticated before the body was read and parsed (seconds for an upload): a deactivation
-    // or revocation meanwhile has stopped the user's work (stop-work.ts) and must not miss this.
-    const ended = await endedCredential(
-      tx,
-      principal.userId,
-      principal.apiKeyId ?? principal.sessionKeyId ?? null,
+  try {
+    return await db.transaction((tx) =>
+      createIn(tx, clock, principal, input, planned, { scope, requestHash }),
     );
-    if (ended) throw credentialEnded(ended);
-    if (input.idempotencyKey) {
-      const since = new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS);
-      const prior = await findIdempotentTask(tx, principal.userId, scope, input.idempotencyKey, since);
-      if (prior) {
-        if (prior.requestHash !== requestHash) throw reusedKey();
-        if (prior.taskId === null) throw keyOfDeletedTask();
-        const task = await findTask(tx, prior.taskId);
-        if (task) return { task, replayed: true };
-      }
+  } catch (error) {
+    // Short of credits: the transaction rolled back, so the task and its jobs were never written.
+    if (error instanceof CreditsShort) return error.denial;
+    throw error;
+  }
+}
+
+/** Thrown inside the creating transaction to roll it back; createTask answers its denial. */
+class CreditsShort extends Error {
+  constructor(readonly denial: TaskCreditsShort) {
+    super("insufficient credits");
+  }
+}
+
+async function createIn(
+  tx: Transaction,
+  clock: Clock,
+  principal: Principal,
+  input: CreateTaskInput,
+  planned: PlannedJobs,
+  { scope, requestHash }: { scope: string; requestHash: string },
+): Promise<CreatedTask> {
+  const now = clock.now();
+  // The user lock serialises task creation per user, so two retries carrying one
+  // Idempotency-Key cannot both miss the key and both create (and bill) a task.
+  if ((await lockUserBalance(tx, principal.userId)) === null) throw notFound("User");
+  // Authenticated before the body was read and parsed (seconds for an upload): a deactivation
+  // or revocation meanwhile has stopped the user's work (stop-work.ts) and must not miss this.
+  const ended = await endedCredential(
+    tx,
+    principal.userId,
+    principal.apiKeyId ?? principal.sessionKeyId ?? null,
+  );
+  if (ended) throw credentialEnded(ended);
+  if (input.idempotencyKey) {
+    const since = new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS);
+    const prior = await findIdempotentTask(tx, principal.userId, scope, input.idempotencyKey, since);
+    if (prior) {
+      if (prior.requestHash !== requestHash) throw reusedKey();
+      if (prior.taskId === null) throw keyOfDeletedTask();
+      const task = await findTask(tx, prior.taskId);
+      if (task) return { task, replayed: true };
     }
-    const task = await insertTask(tx, {
-      id: newId(),
-      userId: principal.userId,
-      webhookUrl: input.webhookUrl,
-      source: principal.source,
-      apiKeyId: principal.apiKeyId,
-      emailCount: planned.jobs.length,
-      submittedCount: input.emails.length,
-      domainCount: planned.domainCount,
-      isFileBacked: input.isFileBacked ?? false,
-      createdAt: now,
-      retryWindowMinutes: input.retryWindowMinutes,
-    });
-    // Sandbox addresses (verify/sandbox.ts) are never reserved nor charged; the refund on finish
-    // leaves them out too. A task of only sandbox addresses writes no ledger row.
-    await reserveTaskCredits(tx, principal, task.id, creditsToReserve(planned.jobs), now);
-    // PGlite runs each statement on the server's own thread: 5,000 jobs in one insert held it for
-    // 1.4 s. In steps of JOBS_PER_STATEMENT the event loop answers others in between.
-    for (let from = 0; from < planned.jobs.length; from += JOBS_PER_STATEMENT) {
-      await insertJobs(
-        tx,
-        task.id,
-        principal.userId,
-        planned.jobs.slice(from, from + JOBS_PER_STATEMENT),
-        now,
-      );
-      await yieldToEventLoop();
-    }
-    if (input.attach) await input.attach(tx, task);
-    if (input.idempotencyKey) {
-      await saveIdempotencyKey(tx, {
-        userId: principal.userId,
-        scope,
-        key: input.idempotencyKey,
-        requestHash,
-        taskId: task.id,
-        at: now,
-      });
-    }
-    return { task, replayed: false };
+  }
+  const task = await insertTask(tx, {
+    id: newId(),
+    userId: principal.userId,
+    webhookUrl: input.webhookUrl,
+    source: principal.source,
+    apiKeyId: principal.apiKeyId,
+    emailCount: planned.jobs.length,
+    submittedCount: input.emails.length,
+    domainCount: planned.domainCount,
+    isFileBacked: input.isFileBacked ?? false,
+    createdAt: now,
+    retryWindowMinutes: input.retryWindowMinutes,
   });
+  // Sandbox addresses (verify/sandbox.ts) are never reserved nor charged; the refund on finish
+  // leaves them out too. A task of only sandbox addresses writes no ledger row.
+  const short = await reserveTaskCredits(tx, principal, task.id, creditsToReserve(planned.jobs), now);
+  if (short) throw new CreditsShort(short);
+  // PGlite runs each statement on the server's own thread: 5,000 jobs in one insert held it for
+  // 1.4 s. In steps of JOBS_PER_STATEMENT the event loop answers others in between.
+  for (let from = 0; from < planned.jobs.length; from += JOBS_PER_STATEMENT) {
+    await insertJobs(tx, task.id, principal.userId, planned.jobs.slice(from, from + JOBS_PER_STATEMENT), now);
+    await yieldToEventLoop();
+  }
+  if (input.attach) await input.attach(tx, task);
+  if (input.idempotencyKey) {
+    await saveIdempotencyKey(tx, {
+      userId: principal.userId,
+      scope,
+      key: input.idempotencyKey,
+      requestHash,
+      taskId: task.id,
+      at: now,
+    });
+  }
+  return { task, replayed: false };
 }

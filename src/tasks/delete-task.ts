@@ -11,7 +11,7 @@ import { lockOwnTask } from "./task-locks.ts";
  * deletion destroys paid-for results for good, and those keys live in third-party platforms.
  * `custom` keys and dashboard sessions may delete.
  */
-export const mayDeleteTasks = (p: Principal): boolean =>
+const mayDeleteTasks = (p: Principal): boolean =>
   p.source === "frontend" || (p.apiKeyPurpose !== null && !INTEGRATION_PURPOSES.includes(p.apiKeyPurpose));
 
 /**

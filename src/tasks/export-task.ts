@@ -57,7 +57,7 @@ export interface Download {
 export const SKIPPED_STATUS = "skipped";
 
 /** Status of a row whose job was dropped by a cancel before it ran (not billed). */
-export const CANCELLED_STATUS = "cancelled";
+const CANCELLED_STATUS = "cancelled";
 
 /** The result cells of an address whose verification failed outright: `unknown`, not billed. */
 export const failedCells = (email: string): ResultCells => ({

@@ -8,9 +8,9 @@ import { purgeTasksFinishedBefore } from "./delete-task.ts";
 const DAY_MS = 86_400_000;
 
 /** Tasks purged per batch, each in its own transaction; a tick runs batches up to its cap. */
-export const PURGE_BATCH = 20;
+const PURGE_BATCH = 20;
 /** Most batches one tick runs: a backlog (retention just switched on) drains over several ticks. */
-export const PURGE_MAX_BATCHES_PER_TICK = 10;
+const PURGE_MAX_BATCHES_PER_TICK = 10;
 
 export interface RetentionSweeper {
   start(): void;
@@ -36,7 +36,7 @@ export interface RetentionDeps {
 }
 
 /** The moment before which finished tasks are purged. */
-export const retentionCutoff = (now: Date, days: number): Date => new Date(now.getTime() - days * DAY_MS);
+const retentionCutoff = (now: Date, days: number): Date => new Date(now.getTime() - days * DAY_MS);
 
 /**
  * RESULT_RETENTION_DAYS on a timer, in the worker role beside the webhook dispatcher: finished

@@ -14,6 +14,7 @@ import { findVerificationsByIds, type VerificationRecord } from "../db/queries/v
 import { AppError, notFound } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import type { Engine } from "../verify/index.ts";
+import type { TaskCreditsShort } from "./billing.ts";
 import { cancelTask } from "./cancel-task.ts";
 import { deleteTask } from "./delete-task.ts";
 import {
@@ -53,10 +54,11 @@ export interface JobView {
 }
 
 export interface TasksService {
+  /** The task, or the denial when the balance cannot pay for it (nothing is written then). */
   create(
     principal: Principal,
     input: Omit<CreateTaskInput, "emails"> & { emails: string[] },
-  ): Promise<CreatedTask>;
+  ): Promise<CreatedTask | TaskCreditsShort>;
   /** A dry run of `create`: the same checks and counts, the price and the balance; creates nothing. */
   quote(principal: Principal, emails: string[]): Promise<TaskQuote>;
   list(

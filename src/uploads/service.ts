@@ -17,6 +17,7 @@ import { AppError, notFound, validationError } from "../lib/app-error.ts";
 import type { Clock } from "../lib/clock.ts";
 import { newId } from "../lib/ids.ts";
 import { yieldToEventLoop } from "../lib/sleep.ts";
+import { isCreditsShort, type TaskCreditsShort } from "../tasks/billing.ts";
 import { createTask, findIdempotentReplay, quoteTask, type TaskQuote } from "../tasks/create-task.ts";
 import type { UploadTicket, UploadAdmission } from "./admission.ts";
 import { MAX_TASK_EMAILS } from "../tasks/task-input.ts";
@@ -39,6 +40,13 @@ export interface UploadInput {
   idempotencyKey: string | null;
 }
 
+/** An upload and the task it created (or, replayed, the ones an earlier request created). */
+export interface UploadCreated {
+  upload: UploadRecord;
+  task: TaskRecord;
+  replayed: boolean;
+}
+
 export interface UploadsService {
   /**
    * A place among the uploads in progress, taken before the body is read; throws 429 (this user
@@ -48,10 +56,7 @@ export interface UploadsService {
   /** Uploads holding a place now, this process. */
   readonly inProgress: number;
   /** Parses and validates the file, then creates the task, its jobs, the reservation and the upload in one transaction. */
-  upload(
-    principal: Principal,
-    input: UploadInput,
-  ): Promise<{ upload: UploadRecord; task: TaskRecord; replayed: boolean }>;
+  upload(principal: Principal, input: UploadInput): Promise<UploadCreated | TaskCreditsShort>;
   status(principal: Principal, uploadId: string): Promise<{ upload: UploadRecord; task: TaskRecord }>;
   /**
    * A dry run of `upload`: the same parse, checks and counts, the price and the balance; creates
@@ -235,7 +240,7 @@ export function createUploadsService(
       const list = await parseList(input);
       let upload: UploadRecord | null = null;
       const { submitted, skippedCount } = submittedOf(list);
-      const { task, replayed } = await createTask(db, clock, engine, principal, {
+      const created = await createTask(db, clock, engine, principal, {
         emails: submitted,
         webhookUrl: input.webhookUrl,
         retryWindowMinutes: input.retryWindowMinutes,
@@ -257,6 +262,8 @@ export function createUploadsService(
           });
         },
       });
+      if (isCreditsShort(created)) return created;
+      const { task, replayed } = created;
       if (replayed) {
         const replay = await replayOf(task.id);
         if (replay) return replay;

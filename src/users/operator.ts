@@ -40,9 +40,9 @@ export const toOperatorUserJson = (u: OperatorUser) => ({
 export type OperatorUserJson = ReturnType<typeof toOperatorUserJson>;
 
 /** Usage figures of the console cover this many days back from now. */
-export const USAGE_WINDOW_DAYS = 30;
+const USAGE_WINDOW_DAYS = 30;
 /** Given-up webhook deliveries are counted and listed over this window. */
-export const WEBHOOK_FAILURE_WINDOW_HOURS = 24;
+const WEBHOOK_FAILURE_WINDOW_HOURS = 24;
 /** Largest page of users (listings are bounded; `offset` pages on). */
 export const MAX_USERS_PAGE = 100;
 const WORKERS_SHOWN = 50;

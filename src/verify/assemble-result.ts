@@ -55,7 +55,7 @@ export const abortReason = (
   step: "timeout_dns" | "timeout_smtp",
 ): UnknownReason => (run.closing.aborted ? "cancelled" : step);
 
-export function resultOf(
+function resultOf(
   run: { clock: Clock },
   address: string,
   domain: string,

@@ -16,9 +16,9 @@ import type { SmtpReply } from "./smtp/reply-reader.ts";
 import { classifyReply, matchRule, type ReplyVerdict } from "./smtp/replies.ts";
 
 /** Role mailboxes that configurations commonly exempt from blocklist and policy checks (RFC 2142). */
-export const EXEMPT_LOCAL_PARTS: ReadonlySet<string> = new Set(["postmaster", "abuse", "hostmaster"]);
+const EXEMPT_LOCAL_PARTS: ReadonlySet<string> = new Set(["postmaster", "abuse", "hostmaster"]);
 
-export const isExemptAddress = (address: string): boolean =>
+const isExemptAddress = (address: string): boolean =>
   EXEMPT_LOCAL_PARTS.has(address.slice(0, address.lastIndexOf("@")).toLowerCase());
 
 export interface ServerEvidence {

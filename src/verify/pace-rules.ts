@@ -4,24 +4,24 @@
 // paces; the claim and the task metrics read the budget and rate from here too.
 
 /** The first probe comes no sooner than this after the burst began. */
-export const MIN_PROBE_MS = 1_000;
+const MIN_PROBE_MS = 1_000;
 /**
  * Each refused probe moves the next one this much later (measured from the burst's start): the
  * learnt window is at most this much longer than the provider's, for about log(W/first)/log(1.15)
  * refused probes (a 10 s window first probed 2 s in: 12 probes at most; an hour first probed at
  * 2 min: 25 over the hour).
  */
-export const PROBE_GROWTH = 1.15;
+const PROBE_GROWTH = 1.15;
 /** A provider that has not let a probe through for this long is probed at this interval at most. */
-export const MAX_PROBE_OFFSET_MS = 24 * 3_600_000;
+const MAX_PROBE_OFFSET_MS = 24 * 3_600_000;
 /** A probe asks this many RCPTs: enough to see whether the provider answers again. */
 export const PROBE_RCPTS = 1;
 /** A learnt pace asks for this share of what the provider accepted before it refused. */
-export const BUDGET_SHARE = 0.9;
+const BUDGET_SHARE = 0.9;
 /** A provider that refuses a learnt pace cuts its budget to this share. */
-export const RETRIP_SHARE = 0.75;
+const RETRIP_SHARE = 0.75;
 /** A pace is kept at least this many of its windows after its last refusal. */
-export const QUIET_WINDOWS = 4;
+const QUIET_WINDOWS = 4;
 
 /**
  * When (ms after `episodeStart`) to probe first after a refusal at `trippedAt`: the provider's

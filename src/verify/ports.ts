@@ -174,8 +174,3 @@ export type AddressPolicy = (ip: string) => AddressVerdict;
  * connected to (fail closed; the engine keeps no range table of its own).
  */
 export const noAddressPolicy: AddressPolicy = () => ({ public: false, range: "unclassified" });
-
-/** No limit: every acquire succeeds at once. */
-export const openHostGate: HostGate = {
-  acquire: () => Promise.resolve(() => undefined),
-};

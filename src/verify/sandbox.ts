@@ -15,7 +15,7 @@ export const SANDBOX_DOMAIN = "sandbox.mailprobe.invalid";
 export const SANDBOX_HOST = "mx.sandbox.mailprobe.invalid";
 
 /** `server_type` of every sandbox answer that "reached SMTP": marks the data as sandbox data. */
-export const SANDBOX_SERVER_TYPE = "sandbox";
+const SANDBOX_SERVER_TYPE = "sandbox";
 
 /** One sandbox mailbox: what its answer says beyond the common fields. */
 export interface SandboxMailbox {
@@ -92,7 +92,7 @@ export function isSandboxAddress(address: string): boolean {
 }
 
 /** The sandbox mailbox a local part names (unlisted ones: the no-such-mailbox answer). */
-export function sandboxMailboxOf(local: string): SandboxMailbox {
+function sandboxMailboxOf(local: string): SandboxMailbox {
   const base = local.toLowerCase().split("+")[0] ?? "";
   return Object.hasOwn(SANDBOX_MAILBOXES, base) ? SANDBOX_MAILBOXES[base]! : NO_SUCH_MAILBOX;
 }

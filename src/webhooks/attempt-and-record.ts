@@ -25,7 +25,7 @@ export const noopWebhookMetrics: WebhookMetrics = { attempt: () => {} };
  * Test pings get one attempt (a redelivery is another): whoever sent one is watching the log, and
  * retries of a ping to a dead URL would hold one of the user's few ping slots for a day.
  */
-export const isRetried = (eventType: string): boolean => eventType !== PING_EVENT_TYPE;
+const isRetried = (eventType: string): boolean => eventType !== PING_EVENT_TYPE;
 
 export interface AttemptDeps {
   db: Database;

@@ -27,7 +27,7 @@ export interface WebhookDispatcher {
   runOnce(): Promise<number>;
 }
 
-export { isRetried, noopWebhookMetrics, type WebhookMetrics } from "./attempt-and-record.ts";
+export type { WebhookMetrics } from "./attempt-and-record.ts";
 
 export interface WebhookDispatcherDeps {
   db: Database;

@@ -1,9 +1,5 @@
 import type { TaskMetrics } from "../db/queries/task-metrics.ts";
 
-/** The event types mailprobe sends; stable dotted strings (also the outbox's event_type). */
-export const WEBHOOK_EVENT_TYPES = ["task.completed"] as const;
-export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
-
 /** What the batch pipeline reports when a task finishes. */
 export interface TaskCompletedEvent {
   taskId: string;

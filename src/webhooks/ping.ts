@@ -19,7 +19,7 @@ export interface PingPayload {
   data: Record<string, never>;
 }
 
-export const pingPayload = (at: Date): PingPayload => ({
+const pingPayload = (at: Date): PingPayload => ({
   type: PING_EVENT_TYPE,
   timestamp: at.toISOString(),
   data: {},

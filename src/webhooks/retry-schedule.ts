@@ -15,7 +15,7 @@ export const WEBHOOK_RETRY_DELAYS_MS: readonly number[] = [
 ];
 
 /** Share of the delay that jitter may take off, so receivers recovering at once are not hit in lockstep. */
-export const WEBHOOK_RETRY_JITTER = 0.2;
+const WEBHOOK_RETRY_JITTER = 0.2;
 
 /**
  * Milliseconds to wait after the `attempt`-th failed attempt (1-based). Jitter only shortens the

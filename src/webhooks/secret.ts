@@ -17,8 +17,6 @@ export const DEFAULT_ROTATION_GRACE_SECONDS = 24 * 3600;
 /** Longest grace period: a leaked secret being rotated out must not live on for long. */
 export const MAX_ROTATION_GRACE_SECONDS = 7 * 24 * 3600;
 
-export { newWebhookSecret };
-
 /** The user's signing secret (GET /api/v1/webhooks/secret); NOT_FOUND for an unknown user. */
 export async function webhookSecretOf(
   q: Queryable,

@@ -134,7 +134,7 @@ const SPEC: WorldSpec = {
     },
     { name: "exch.test", hosts: [{ name: "mx.exch.test", kind: "exchange" }], mailboxes: ["a"] },
     { name: "strict.test", hosts: [{ name: "mx.strict.test" }], mailboxes: ["a"] },
-    // Issue 20: per-recipient refusals, recipients that end the connection, front ends.
+    // Overlays: per-recipient refusals, recipients that end the connection, front ends.
     {
       name: "sblock.test",
       hosts: [{ name: "mx.sblock.test", kind: "mimecast" }],
@@ -1086,7 +1086,7 @@ describe("expectation", () => {
       ["abuse@osmtpd.test", "valid", null],
       ["nobody@exch.test", "invalid", null],
       ["abuse@exch.test", "invalid", null],
-      // Issue 20: the mailbox exists but refuses us, or is busy: unknown, and only for it.
+      // Overlays: the mailbox exists but refuses us, or is busy: unknown, and only for it.
       ["bob@sblock.test", "unknown", "recipient_blocks_sender"],
       ["alice@sblock.test", "valid", null],
       ["carol@barracuda.test", "unknown", "recipient_blocks_sender"],
@@ -1207,7 +1207,7 @@ async function rcptThroughMx(
   throw new Error(`no MX host of ${domain} accepted a connection`);
 }
 
-describe("generateMixedWorld overlays (issue 20)", () => {
+describe("generateMixedWorld overlays", () => {
   const OVERLAID = (d: DomainSpec): boolean =>
     d.senderBlockedMailboxes !== undefined ||
     d.busyMailboxes !== undefined ||
@@ -1217,7 +1217,7 @@ describe("generateMixedWorld overlays (issue 20)", () => {
   test("overlays only change the domains they overlay: same addresses, every other domain as before", () => {
     const opts = { seed: 7, domains: 300, addressesPerDomain: [30, 37] as [number, number] };
     const mixed = generateMixedWorld(opts);
-    // The same mix without overlays: their weights back in normal's share, as before issue 20.
+    // The same mix without overlays: their weights back in normal's share.
     const without = generateMixedWorld({
       ...opts,
       mix: {

@@ -1,4 +1,4 @@
-// Issue 12: the dashboard in a real browser (`npm run test:web`; `npm test` leaves test/web/ out,
+// The dashboard in a real browser (`npm run test:web`; `npm test` leaves test/web/ out,
 // as it needs Chromium). First the bundle's size budget, on the build the browser then loads.
 // Then one `mailprobe serve` on a fresh DATA_DIR (embedded PGlite) with the mail-world simulator,
 // and one headless Debian Chromium driven by playwright-core, shared by three suites that run in
@@ -25,7 +25,7 @@ import { wideTables } from "./suites/wide-tables.ts";
 import { sessionSuite } from "./suites/session.ts";
 import { workbookSheets } from "./suites/workbook-sheets.ts";
 
-/** The issue's budget for all the dashboard's JS and CSS, gzipped: 150 kB (SI kilobytes). */
+/** The budget for all the dashboard's JS and CSS, gzipped: 150 kB (SI kilobytes). */
 const BUDGET_GZIP_BYTES = 150_000;
 
 const kb = (n: number): string => `${(n / 1000).toFixed(1)} kB`;

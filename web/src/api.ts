@@ -72,7 +72,7 @@ export const isAbort = (error: unknown): boolean =>
   error instanceof DOMException && error.name === "AbortError";
 
 /** Hands a Blob to the browser as a download. */
-export function saveBlob(blob: Blob, filename: string): void {
+function saveBlob(blob: Blob, filename: string): void {
   const url = URL.createObjectURL(blob);
   const a = document.createElement("a");
   a.href = url;

@@ -2,7 +2,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { parseHash, type Route } from "./lib/route.ts";
 
-export { parseHash, type Route };
+export type { Route };
 
 export const hrefOf = {
   verify: "#/verify",

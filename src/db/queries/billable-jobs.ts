@@ -10,7 +10,7 @@ import type { Queryable } from "../client.ts";
  * input of an RFC-invalid one) and the domain holds no `@`, `%` or `_`, so this LIKE is
  * isSandboxAddress, RFC-invalid addresses included (neither trims).
  */
-export const BILLABLE_ADDRESS_SQL = `j.email_address not like '%@${SANDBOX_DOMAIN}'`;
+const BILLABLE_ADDRESS_SQL = `j.email_address not like '%@${SANDBOX_DOMAIN}'`;
 
 /** isBillable over a job `j` and its result `v`. */
 export const BILLED_RESULT_SQL = `v.status <> 'unknown' and ${BILLABLE_ADDRESS_SQL}`;

@@ -451,10 +451,6 @@ export async function countOpenJobs(q: Queryable, taskId: string): Promise<numbe
   return rows[0]?.n ?? 0;
 }
 
-export interface JobWithResultRow extends JobRow {
-  v_id: string | null;
-}
-
 /**
  * A page of a task's jobs, newest first (position breaks ties: one task's jobs share created_at).
  * `status`, when given, is a job status (pending, processing, completed, failed) or a result

@@ -79,7 +79,7 @@ export type StatusCounts = Record<VerificationStatus, number>;
  * Aggregate columns shared by the per-task and per-day metric queries (j = email_jobs, v = results,
  * t = tasks).
  */
-export const METRICS_COLUMNS = `
+const METRICS_COLUMNS = `
   count(*) as total,
   count(*) filter (where j.status = 'pending') as pending,
   count(*) filter (where j.status = 'processing') as processing,

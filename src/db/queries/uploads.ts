@@ -61,7 +61,7 @@ interface UploadRow {
   updated_at: Date;
 }
 
-export const toUpload = (r: UploadRow): UploadRecord => ({
+const toUpload = (r: UploadRow): UploadRecord => ({
   id: r.id,
   userId: r.user_id,
   taskId: r.task_id,

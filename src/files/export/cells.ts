@@ -40,7 +40,7 @@ export function isFormulaText(text: string): boolean {
 export const neutraliseFormula = (text: string): string => (isFormulaText(text) ? `'${text}` : text);
 
 /** Plain text of a cell for csv/txt. */
-export function cellToText(cell: ExportCell): string {
+function cellToText(cell: ExportCell): string {
   if (cell === null || cell === undefined) return "";
   if (typeof cell === "string") return cell;
   if (typeof cell === "number") return Number.isFinite(cell) ? String(cell) : "";

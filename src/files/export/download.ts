@@ -1,7 +1,7 @@
 // Download metadata: result columns, content types, file names and Content-Disposition.
 import { FILE_COLUMNS, type ResultColumnName } from "../../verify/index.ts";
 
-export { downloadFilename, resultFilename, safeStem } from "./result-filename.ts";
+export { downloadFilename, resultFilename } from "./result-filename.ts";
 
 /** Download formats of a task's results. */
 export const EXPORT_FORMATS = ["csv", "txt", "xlsx"] as const;
@@ -9,7 +9,6 @@ export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
 /** Result columns of a download, in order (DESIGN §5), from the result fields table. */
 export const RESULT_COLUMNS: readonly ResultColumnName[] = FILE_COLUMNS.map((c) => c.name);
-export type ResultColumn = ResultColumnName;
 
 /** The real width of a row: its cells up to the last one that is not blank. */
 export function filledWidth(cells: readonly string[] | null | undefined): number {
@@ -87,7 +86,7 @@ export function joinResultRow<T>(
 }
 
 /** ASCII stand-in for the plain `filename=` parameter: accents dropped, other characters → "_". */
-export function asciiFilename(filename: string): string {
+function asciiFilename(filename: string): string {
   return filename
     .normalize("NFKD")
     .replace(/\p{M}/gu, "")

@@ -46,7 +46,7 @@ export interface WorkbookPatchInput {
 }
 
 /** The stored workbook and the stored rows disagree: the caller writes a plain workbook instead. */
-export class WorkbookMismatch extends Error {}
+class WorkbookMismatch extends Error {}
 
 // Reading back a workbook the upload already read under the same limits; the time limit is the
 // only one that depends on the machine's load, so it gets room.

@@ -26,7 +26,7 @@ function cutToBytes(s: string, maxBytes: number): string {
 }
 
 /** The upload's name without directories and extension, made safe for a download name; may be "". */
-export function safeStem(originalName: string): string {
+function safeStem(originalName: string): string {
   const base = originalName.split(/[/\\]/).pop() ?? "";
   const dot = base.lastIndexOf(".");
   const stem = dot > 0 ? base.slice(0, dot) : base;

@@ -13,7 +13,7 @@ import { columnLetter } from "./cell-refs.ts";
 // Excel refuses (with a "repair" prompt) cells over 32,767 characters and XML-illegal characters,
 // and has 16,384 columns (A…XFD).
 const MAX_CELL_CHARS = 32_767;
-export const MAX_XLSX_COLUMNS = 16_384;
+const MAX_XLSX_COLUMNS = 16_384;
 // XML 1.0 §2.2 Char excludes C0 controls other than TAB, LF, CR; U+FFFE/U+FFFF; lone surrogates.
 const XML_ILLEGAL =
   // eslint-disable-next-line no-control-regex -- matching control characters is the point

@@ -26,12 +26,12 @@ const BUILTIN_DATE_FORMATS = new Set([
 ]);
 
 /** A custom number format shows a date when, outside [..] and "..", it has y m d h s or b (exceljs' rule). */
-export function isDateFormat(code: string): boolean {
+function isDateFormat(code: string): boolean {
   return /[ymdhMsb]/.test(code.replace(/\[[^\]]*]/g, "").replace(/"[^"]*"/g, ""));
 }
 
 /** ST_Xstring escapes: Excel writes a CR as `_x000D_` and a literal `_x` as `_x005F_x`. */
-export const decodeXstring = (s: string): string =>
+const decodeXstring = (s: string): string =>
   s.includes("_x")
     ? s.replace(/_x([0-9A-Fa-f]{4})_/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)))
     : s;

@@ -102,8 +102,6 @@ export interface ParsedTable {
   skipped: SkippedCounts;
 }
 
-export { isEmailHeaderName };
-
 const sameName = (cell: string, name: string): boolean => cell.trim().toLowerCase() === name.toLowerCase();
 
 const isBlank = (cell: string | undefined): boolean => cell === undefined || cell.trim() === "";

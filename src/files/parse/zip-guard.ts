@@ -74,7 +74,7 @@ export class ZipRefusal extends Error {
   }
 }
 
-export const CORRUPT =
+const CORRUPT =
   "The workbook is damaged (its zip structure is unreadable); open it in Excel and save it again.";
 
 /** One entry of the central directory, with the sizes it declares. */

@@ -22,7 +22,7 @@ export interface DashboardOptions {
  * same way. `blob:` in img-src is nothing but the object URLs of downloads, never fetched by the
  * page; `data:` covers the SVG favicon Vite may inline.
  */
-export const DASHBOARD_CSP = [
+const DASHBOARD_CSP = [
   "default-src 'self'",
   "script-src 'self'",
   "style-src 'self'",

@@ -42,7 +42,7 @@ function frameOf(key: string, value: unknown): Frame | null {
  * say it was cut). Iterative and allocation-free for scalars, so a 2.6 M-item array or a 2 M-deep
  * nesting costs linear time and no call stack.
  */
-export function findUnstorableText(root: unknown): AjvIssue[] {
+function findUnstorableText(root: unknown): AjvIssue[] {
   const issues: AjvIssue[] = [];
   const full = (): boolean => issues.length > MAX_ERROR_DETAILS;
   const report = (instancePath: string, message: string): void => {

@@ -10,7 +10,7 @@ import { jsonShapeExcess, type JsonShapeLimits } from "../../lib/json-shape.ts";
  * handful of properties: up to 1,000 per object the schema answers (it names up to 20 unknown
  * ones, then counts them: plugins/validation.ts), beyond that, or 10,000 in all, this does.
  */
-export const JSON_BODY_LIMITS: JsonShapeLimits = {
+const JSON_BODY_LIMITS: JsonShapeLimits = {
   maxDepth: 32,
   maxArrayItems: 100_000,
   maxObjectKeys: 1_000,

@@ -24,7 +24,7 @@ const PARAM = /:[A-Za-z0-9_]+/g;
  * whose paths exist only if a file does, so another method there stays a 404; and regex or
  * multi-parameter segments, which no route of ours uses.
  */
-export function patternOf(url: string): RegExp | null {
+function patternOf(url: string): RegExp | null {
   if (url.includes("*") || url.includes("(") || url.includes("::")) return null;
   const segments = url.split("/");
   if (segments.some((s) => (s.match(PARAM)?.length ?? 0) > 1)) return null;

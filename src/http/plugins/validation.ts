@@ -114,7 +114,7 @@ const escapeKey = (k: string): string => k.replace(/~/g, "~0").replace(/\//g, "~
  * depth is the schema's, not the data's). Objects that forbid unknown properties may carry at
  * most MAX_ERROR_DETAILS of them, so ajv reports at most that many "is not allowed".
  */
-export function checkSizes(schema: unknown, data: unknown, path = ""): AjvIssue | null {
+function checkSizes(schema: unknown, data: unknown, path = ""): AjvIssue | null {
   if (!isSchema(schema) || typeof data !== "object" || data === null) return null;
   const alternatives = [...subSchemas(schema.anyOf), ...subSchemas(schema.oneOf)].filter((s) =>
     jsonTypeMatches(s, data),

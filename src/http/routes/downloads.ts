@@ -63,7 +63,7 @@ export const downloadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = asy
         ]);
       }
       // Exactly the document's enum (the spec lists csv, txt, xlsx): `CSV` is a 400, as a
-      // generated client's validation would refuse it before sending (issue 36).
+      // generated client's validation would refuse it before sending.
       const format = req.query.format ?? "csv";
       if (!(EXPORT_FORMATS as readonly string[]).includes(format)) {
         throw validationError("Invalid format", [

@@ -23,7 +23,7 @@ import {
 
 /** Wrong operator tokens one client address may send per window before it is refused (429). */
 export const OPERATOR_MAX_FAILURES = 10;
-export const OPERATOR_FAILURE_WINDOW_SECONDS = 15 * 60;
+const OPERATOR_FAILURE_WINDOW_SECONDS = 15 * 60;
 
 const PREFIX = "/api/v1/operator";
 

@@ -5,6 +5,7 @@ import { lastDays, parseDateRange, parseRfc3339, utcDaysOf } from "../../reports
 import type { HttpDeps } from "../deps.ts";
 import { idempotencyKeyOf } from "../idempotency-key.ts";
 import { principalOf } from "../plugins/auth.ts";
+import { createdOrRefused } from "../task-denials.ts";
 import { errorResponses, IdParams, NoQuery, ref } from "../schemas/common.ts";
 import { CreateQuery, dryRunMoved, TaskQuoteReply, toTaskQuoteReply } from "../schemas/quote.ts";
 import { documentRequest, TAG } from "../schemas/openapi.ts";
@@ -69,12 +70,13 @@ export const taskRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async (
     async (req, reply) => {
       if (req.query.dry_run !== undefined) throw dryRunMoved("task");
       const webhookUrl = checkWebhookUrl(req.body.webhook_url, settings.allowPrivateWebhooks);
-      const { task } = await tasks.create(principalOf(req), {
+      const created = await tasks.create(principalOf(req), {
         emails: req.body.emails,
         webhookUrl,
         retryWindowMinutes: req.body.retry_window_minutes ?? settings.taskRetryWindowMinutes,
         idempotencyKey: idempotencyKeyOf(req.headers["idempotency-key"]),
       });
+      const { task } = createdOrRefused(created);
       return reply.status(201).send(toCreatedTaskReply(task));
     },
   );

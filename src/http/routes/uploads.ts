@@ -12,6 +12,7 @@ import { principalOf } from "../plugins/auth.ts";
 import { errorResponses, NoQuery, ref } from "../schemas/common.ts";
 import { CreateQuery, dryRunMoved, toUploadQuoteReply, UploadQuoteReply } from "../schemas/quote.ts";
 import { documentRequest, TAG } from "../schemas/openapi.ts";
+import { createdOrRefused } from "../task-denials.ts";
 import { checkWebhookUrl, IdempotencyHeaders } from "../schemas/tasks.ts";
 import {
   toUploadAccepted,
@@ -227,7 +228,8 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
       const quote = await deps.uploads.quote(principal, input, ticket);
       return reply.status(200).send(toUploadQuoteReply(input.filename, quote));
     }
-    return reply.status(202).send(toUploadAccepted(await deps.uploads.upload(principal, input)));
+    const created = createdOrRefused(await deps.uploads.upload(principal, input));
+    return reply.status(202).send(toUploadAccepted(created));
   };
 
   app.get(

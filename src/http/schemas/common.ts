@@ -17,11 +17,11 @@ export function ref<T extends TSchema>(schema: T, description?: string) {
   return Type.Unsafe<Static<T>>({ $ref: `${id}#`, ...(description ? { description } : {}) });
 }
 
-export const FieldErrorSchema = Type.Object({ field: Type.String(), reason: Type.String() });
+const FieldErrorSchema = Type.Object({ field: Type.String(), reason: Type.String() });
 
 /**
  * The spec's error body (`#/components/schemas/ErrorResponse`). Not named `Error`: generators
- * turn a component into a type of its name, and an `Error` shadows the language's own (issue 36).
+ * turn a component into a type of its name, and an `Error` shadows the language's own.
  */
 export const ErrorBodySchema = Type.Object(
   {

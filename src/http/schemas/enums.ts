@@ -28,7 +28,7 @@ export const VerificationStatusSchema = namedEnum(
   "The verdict on an address: `valid`, `invalid` (no such mailbox or no mail host), `catchall` (the domain accepts every address), `invalid_syntax`, `disposable_domain`, or `unknown` (no definitive answer; not billed)",
 );
 
-export const UPLOAD_STATUSES = [
+const UPLOAD_STATUSES = [
   "processing",
   "completed",
   "failed",

@@ -344,7 +344,7 @@ function optionalWhenDefaulted(parameter: Json): Json {
  * The last step (swagger's transformObject): shared headers on every operation, and paths and
  * schemas sorted by name so the document does not depend on plugin registration order.
  */
-export function finishDocument(doc: Json): Json {
+function finishDocument(doc: Json): Json {
   const paths = doc.paths as Record<string, Record<string, unknown>> | undefined;
   const components = doc.components as Json | undefined;
   const finishedPaths = Object.fromEntries(

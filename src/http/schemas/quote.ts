@@ -1,8 +1,8 @@
 // The prices of POST /api/v1/tasks and POST /api/v1/tasks/batch/upload, as operations of their
-// own (DESIGN §5 "Task lifecycle": a quote prices a task or upload without creating it). They
-// were a `?dry_run=true` 200 beside the real 201/202 until issue 36: two success bodies on one
-// operation made generated clients type the real answer as the price (or validate it against
-// the price and throw). The figures come from the same planning code as the real call
+// own (DESIGN §5 "Task lifecycle": a quote prices a task or upload without creating it). Not a
+// `?dry_run=true` 200 beside the real 201/202: two success bodies on one operation make
+// generated clients type the real answer as the price (or validate it against the price and
+// throw). The figures come from the same planning code as the real call
 // (tasks/create-task.ts), so the two cannot disagree.
 import { Type } from "typebox";
 import { validationError, type AppError } from "../../lib/app-error.ts";

@@ -28,7 +28,7 @@ const RetryWindowMinutes = Type.Integer({
 });
 
 const EMAILS_DESCRIPTION = "1 to 10,000 addresses; duplicates are verified and billed once";
-export const WEBHOOK_URL_DESCRIPTION = "Absolute http(s) URL called when the task completes";
+const WEBHOOK_URL_DESCRIPTION = "Absolute http(s) URL called when the task completes";
 
 export const CreateTaskBody = Type.Object(
   {
@@ -324,9 +324,7 @@ export const JobsReply = Type.Object(
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-export { toMetricsReply };
-
-export const toFileReply = (u: UploadRecord | null) =>
+const toFileReply = (u: UploadRecord | null) =>
   u && {
     upload_id: u.id,
     task_id: u.taskId,
@@ -337,7 +335,7 @@ export const toFileReply = (u: UploadRecord | null) =>
     updated_at: u.updatedAt.toISOString(),
   };
 
-export const toTaskCore = (t: TaskRecord) => ({
+const toTaskCore = (t: TaskRecord) => ({
   id: t.id,
   user_id: t.userId,
   webhook_url: t.webhookUrl,
@@ -345,7 +343,7 @@ export const toTaskCore = (t: TaskRecord) => ({
   created_at: t.createdAt.toISOString(),
 });
 
-export const toTaskSummary = (v: TaskView) => ({
+const toTaskSummary = (v: TaskView) => ({
   ...toTaskCore(v.task),
   updated_at: v.task.updatedAt.toISOString(),
   is_file_backed: v.task.isFileBacked,

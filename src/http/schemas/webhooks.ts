@@ -45,7 +45,7 @@ export const RotateWebhookSecretBody = Type.Object(
 );
 
 /** Longest `last_error` the log shows; the attempt log keeps up to 500 characters. */
-export const MAX_LOGGED_ERROR_LENGTH = 200;
+const MAX_LOGGED_ERROR_LENGTH = 200;
 
 export const WebhookDeliverySchema = Type.Object(
   {

@@ -17,7 +17,7 @@ export class ConnectError extends Error {
 }
 
 /** Maps a socket error to the failure kind the engine reports on. */
-export function connectFailureKind(error: unknown): ConnectFailureKind {
+function connectFailureKind(error: unknown): ConnectFailureKind {
   const code = typeof error === "object" && error !== null && "code" in error ? String(error.code) : "";
   switch (code) {
     case "ECONNREFUSED":

@@ -47,7 +47,7 @@ const PROXY_HEALTH_TTL_MS = 1_000;
  * a proxy that takes both is there and would work for us. Nothing is connected through it, so
  * the answer says nothing about any mail host.
  */
-export function probeSocksProxy(proxy: SocksProxyConfig, timeoutMs: number): Promise<ProxyHealth> {
+function probeSocksProxy(proxy: SocksProxyConfig, timeoutMs: number): Promise<ProxyHealth> {
   const methods = proxy.userId === undefined ? [0x00] : [0x00, 0x02];
   let stage: "greeting" | "auth" = "greeting";
   return new Promise<ProxyHealth>((resolve) => {

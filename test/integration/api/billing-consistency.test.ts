@@ -1,4 +1,4 @@
-// Issue 11 items 12, 15, 16, 17: one billing and syntax rule across realtime, JSON tasks and
+// One billing and syntax rule across realtime, JSON tasks and
 // uploads (DESIGN §5 "Syntax, one rule everywhere", "Billing units"), against the real app, a
 // running worker pool and the mail-world simulator.
 //
@@ -143,7 +143,7 @@ async function jobStatuses(taskId: string): Promise<Record<string, string>> {
 
 // ---------------------------------------------------------------------------------------------
 
-describe("item 15: a batch result is a prior charge for the realtime free-repeat window", () => {
+describe("a batch result is a prior charge for the realtime free-repeat window", () => {
   test("batch, then realtime of the same address within 24 h: free, answered by the batch result", async () => {
     const user = await ctx.createUser(10);
     const created = await createTask(user, ["alice@acme.test"]);
@@ -196,7 +196,7 @@ describe("item 15: a batch result is a prior charge for the realtime free-repeat
   });
 });
 
-describe("item 16: one syntax rule for JSON tasks and uploads", () => {
+describe("one syntax rule for JSON tasks and uploads", () => {
   test("address-shaped but RFC-invalid → invalid_syntax job, billed; not an address → 400 / skipped row", async () => {
     const user = await ctx.createUser(20);
 
@@ -280,7 +280,7 @@ describe("item 16: one syntax rule for JSON tasks and uploads", () => {
   });
 });
 
-describe("item 17: submitted and unique counts", () => {
+describe("submitted and unique counts", () => {
   test("a JSON task with duplicates: email_count = submitted_count 3, unique_count = credits reserved 2", async () => {
     const user = await ctx.createUser(5);
     const res = await createTask(user, ["erin@acme.test", " ERIN@acme.test", "fred@acme.test"]);
@@ -294,7 +294,7 @@ describe("item 17: submitted and unique counts", () => {
   });
 });
 
-describe("item 12: stored realtime results and tenants", () => {
+describe("stored realtime results and tenants", () => {
   test("20 identical verifies: one charge, one stored row, the same record every time", async () => {
     const user = await ctx.createUser(5);
     const ids = new Set<string>();

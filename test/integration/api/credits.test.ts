@@ -223,7 +223,7 @@ describe("transactions", () => {
   });
 });
 
-describe("grant bounds (issue 34 item 11)", () => {
+describe("grant bounds", () => {
   test("a grant above 1,000,000,000 (2^53 + 1 above all) is a VALIDATION_ERROR naming amount, nothing written; the bound itself is granted", async () => {
     const user = await ctx.createUser(0);
     for (const amount of [2 ** 53 + 1, 1_000_000_001, 0, 1.5]) {

@@ -219,7 +219,7 @@ describe("server faults", () => {
   });
 });
 
-describe("an embedded engine that stopped for good (issue 34 item 5)", () => {
+describe("an embedded engine that stopped for good", () => {
   // PGlite's backend exits on COPY … FROM STDIN through exec() (upstream electric-sql/pglite#1058),
   // the same death a PANIC on a full disk causes, but on demand. Before, /healthz answered 200
   // for ever while every data request got 503, so no supervisor restarted the process.

@@ -1,18 +1,14 @@
 // Shared assertions for the HTTP tests: the spec's error envelope, and the authentication matrix
 // every protected route must pass (unkey's "security test generator").
 import { test } from "node:test";
-import type { InjectOptions, LightMyRequestResponse } from "fastify";
+import type { InjectOptions } from "fastify";
 import type { TestContext, TestUser } from "../../support/test-app.ts";
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-import { assertError, type FieldDetail } from "../../support/assert-error.ts";
+import { assertError } from "../../support/assert-error.ts";
 
-export { assertError, type FieldDetail };
-
-/** The fields named by an error's details, sorted (for checks that don't care about reasons' order). */
-export const detailFields = (res: LightMyRequestResponse): string[] =>
-  (res.json<{ error: { details?: FieldDetail[] } }>().error.details ?? []).map((d) => d.field).sort();
+export { assertError };
 
 export interface ProtectedRoute {
   method: NonNullable<InjectOptions["method"]>;

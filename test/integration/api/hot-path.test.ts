@@ -1,4 +1,4 @@
-// Issue 14, the realtime hot path: what a cached answer costs the database (counted statement by
+// The realtime hot path: what a cached answer costs the database (counted statement by
 // statement on the real database), that the one-statement charge stays exact under concurrency
 // across nodes, and that the per-node caches never outlive a revocation or a deletion. Two
 // "nodes" are two service graphs (each with its own memory) on one database; on PostgreSQL the

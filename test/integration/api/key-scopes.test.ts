@@ -1,4 +1,4 @@
-// Least privilege for credentials (issue 11 item 10, DESIGN §5 "Key scopes"): integration keys
+// Least privilege for credentials (DESIGN §5 "Key scopes"): integration keys
 // cannot manage keys or open sessions, reveal never shows deactivated keys, sessions die with the
 // key that opened it, the active keys of a user are capped, and the last one cannot be deleted.
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// What generated clients need from /openapi.json (issue 23), checked on the served document and,
+// What generated clients need from /openapi.json, checked on the served document and,
 // where the document states a rule, against the server: one named enum per closed set and no
 // one-value-enum unions; no component a generator would collide with; formats, enums and sizes
 // the server enforces; the ledger's metadata declared; download bodies read as bytes; and 405 with

@@ -177,7 +177,7 @@ describe("GET /openapi.json", () => {
     assert.ok(refs.includes("#/components/schemas/TaskSummary"));
   });
 
-  test("no component is named after a built-in type of a common target language (issue 36)", () => {
+  test("no component is named after a built-in type of a common target language", () => {
     // A generator turns each component into a type of its name: `Error` shadowed TS/JS's own, and
     // `Task` collides with C#'s System.Threading.Tasks.Task in every async method it generates.
     const BUILT_INS = new Set([
@@ -191,7 +191,7 @@ describe("GET /openapi.json", () => {
     assert.deepEqual(clashes, []);
   });
 
-  test("every operation has exactly one 2xx response (issue 36: one success body per operation)", () => {
+  test("every operation has exactly one 2xx response: one success body per operation", () => {
     const many = operationsOf(doc.paths)
       .map(({ where, op }) => [where, Object.keys(op.responses ?? {}).filter((s) => /^2/.test(s))] as const)
       .filter(([, codes]) => codes.length !== 1);

@@ -1,4 +1,4 @@
-// The operator API (issue 22 item 4): disabled without ADMIN_TOKEN, a bearer token compared in
+// The operator API: disabled without ADMIN_TOKEN, a bearer token compared in
 // constant time with failed attempts limited per address, and users, grants, keys and queue
 // health read from the real tables. Runs on PGlite and, with TEST_DATABASE_URL, on PostgreSQL.
 import assert from "node:assert/strict";
@@ -227,7 +227,7 @@ describe("grants", () => {
          from credit_transactions where user_id = $1 and metadata->>'source' = 'operator'`,
       [u.userId],
     );
-    // The opening 10 credits are an operator grant too (issue 23, rule 4).
+    // The opening 10 credits are an operator grant too (spec rule 4).
     assert.deepEqual(rows[0], { n: 2, sum: "50", balance: "50" });
     // The ledger still sums to the balance.
     const sum = await ctx.db.query<{ s: string }>(

@@ -113,7 +113,7 @@ describe("security (flat body)", () => {
   });
 });
 
-// Issue 11 item 11: /plants used to call the authenticator alone, so 100 wrong keys in parallel
+// /plants used to call the authenticator alone, so 100 wrong keys in parallel
 // answered 100 × 401 and never 429. It now goes through the API's admission (auth plugin).
 describe("rate limiting, the same as the API", () => {
   const LIMITS = { RATE_LIMIT_PER_SECOND: "2", RATE_LIMIT_BURST: "3" };

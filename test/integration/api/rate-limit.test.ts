@@ -1,4 +1,4 @@
-// Rate limiting per credential and per user (DESIGN §5 Limits, issue 11), on each counter store:
+// Rate limiting per credential and per user (DESIGN §5 Limits), on each counter store:
 // process memory, Redis (cluster with REDIS_URL) and PostgreSQL (cluster without Redis).
 import assert from "node:assert/strict";
 import { connect } from "node:net";

@@ -1,4 +1,4 @@
-// Issue 35 item 4: the remembered device. A sign-in with `remember_device: true` sets an HttpOnly,
+// The remembered device. A sign-in with `remember_device: true` sets an HttpOnly,
 // SameSite=Strict cookie limited to POST/DELETE /api/v1/auth/device; that route opens a session of
 // the same key from it and replaces it (rotation); a replaced value used again revokes the device
 // (reuse detection); the device ends with its key, its expiry, a revoke from the keys' list or a

@@ -1,4 +1,4 @@
-// Sandbox addresses (issue 13 item 4) through the real app, on both engines: realtime verify,
+// Sandbox addresses (docs/api.md) through the real app, on both engines: realtime verify,
 // JSON tasks and uploads answer every address under sandbox.mailprobe.invalid with its fixed
 // result, charge no credit (no ledger row at all) and open no socket. "No socket" is measured:
 // DNS_SERVERS and SMTP_PORT point at local trap servers that count every DNS packet and TCP

@@ -1,4 +1,4 @@
-// Issue 21 item 4: POST /api/v1/auth/session/refresh renews a live dashboard session (same user,
+// POST /api/v1/auth/session/refresh renews a live dashboard session (same user,
 // same key, the sign-in time carried in `auth_time`) until SESSION_MAX_HOURS after the sign-in;
 // refused once the key is revoked, past the cap, and for anything that is not a session. Time is
 // the test's ManualClock, which both stamps and judges tokens.
@@ -105,7 +105,7 @@ describe("renewing a live session", () => {
   });
 });
 
-describe("server-side sessions (issue 34 item 8)", () => {
+describe("server-side sessions", () => {
   test("a renewal retires the token it replaces: accepted for the 30 s grace (other tabs), refused after", async () => {
     clock.set(SIGN_IN);
     const u = await ctx.createUser();

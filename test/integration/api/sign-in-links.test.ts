@@ -1,4 +1,4 @@
-// Issue 35 item 4: one-time sign-in links. A `custom` key mints one (POST /api/v1/auth/sign-in-links);
+// One-time sign-in links. A `custom` key mints one (POST /api/v1/auth/sign-in-links);
 // redeeming it (POST /api/v1/auth/sign-in-links/redeem, no credentials) opens a session of that key,
 // once, within 15 minutes, only while the key is active; the session dies with the key. Integration
 // keys and sessions cannot mint. Only the token's hash is stored. Time is the test's ManualClock.

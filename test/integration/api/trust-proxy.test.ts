@@ -1,4 +1,4 @@
-// Issue 34 item 6: TRUST_PROXY names the proxies whose X-Forwarded-For is believed. nginx's
+// TRUST_PROXY names the proxies whose X-Forwarded-For is believed. nginx's
 // documented `proxy_add_x_forwarded_for` appends the address it saw to whatever the client sent,
 // so the client's address is the rightmost entry our proxy did not add: a client that writes the
 // operator's address into the header locks out nobody but itself, and rotating that header does

@@ -1,5 +1,5 @@
-// A query parameter an operation does not define is a 400 naming it, never silently ignored
-// (issue 34 item 11): a misspelt filter (`?stauts=valid`, `?formt=xlsx`) otherwise returns the
+// A query parameter an operation does not define is a 400 naming it, never silently ignored:
+// a misspelt filter (`?stauts=valid`, `?formt=xlsx`) otherwise returns the
 // unfiltered answer as if it had been applied.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";

@@ -1,4 +1,4 @@
-// did_you_mean and is_free_provider (issue 13) end to end, against the mail-world simulator and
+// did_you_mean and is_free_provider end to end, against the mail-world simulator and
 // the test database (PGlite, and PostgreSQL with --pg): realtime answers, the stored row, a cached
 // answer, a batch task's jobs and its csv download. The gate: a domain that receives mail never
 // gets a suggestion, typo-looking or not; a dead look-alike of a popular domain does.

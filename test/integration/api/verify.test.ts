@@ -241,7 +241,7 @@ describe("credit rules", () => {
     const before = asked();
     const res = await verify(second, "bob@acme.test");
     assert.equal(res.json().status, "valid");
-    assert.ok(asked() > before, "verified afresh (issue 11 item 12)");
+    assert.ok(asked() > before, "verified afresh");
     assert.equal(await balanceOf(second), 1);
   });
 

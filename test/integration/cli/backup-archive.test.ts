@@ -1,4 +1,4 @@
-// What restore reads before it writes anything (issue 34 item 9): a zip bomb is refused on its
+// What restore reads before it writes anything: a zip bomb is refused on its
 // declared sizes before a byte is inflated (a 1 MB file declaring gigabytes once took 5.36 GB), a
 // malformed secrets file is refused (a bad encryption.key once made every key creation a 500),
 // and a restore that fails leaves DATA_DIR as empty as it found it, so a retry can start.

@@ -1,4 +1,4 @@
-// `mailprobe backup` of a running server whose database is big (issue 34 item 2): the copy
+// `mailprobe backup` of a running server whose database is big: the copy
 // streams from disk between pg_backup_start and pg_backup_stop, so the server's memory stays
 // flat (it once grew from 593 MB to 4,662 MB on a 1 GB database) and requests go on meanwhile
 // (they once waited 29-37 s). Also: a backup whose reader dies ends on the server (no backup
@@ -25,7 +25,7 @@ import {
 } from "../../support/backup-load.ts";
 
 const BALLAST_MB = 128;
-/** The server's growth the issue allows for a 1 GB database; here an eighth of that database. */
+/** The server's growth allowed for a 1 GB database; here an eighth of that database. */
 const MAX_SERVER_GROWTH_MB = 256;
 /** The CLI deflates a stream: its whole peak, node itself included. */
 const MAX_CLI_PEAK_MB = 256;

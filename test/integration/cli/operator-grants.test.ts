@@ -1,4 +1,4 @@
-// Issue 23, spec rule 4, from the command line: `mailprobe users create --credits` and
+// Spec rule 4, from the command line: `mailprobe users create --credits` and
 // `mailprobe credits grant` as real child processes write ledger rows labelled
 // metadata.source = "operator", which GET /credits/usage reports under source=operator and the
 // per-key report leaves out of its unknown bucket. PGlite: the commands open a DATA_DIR directly,

@@ -1,4 +1,5 @@
-// Issue 11: the hostile inputs of items 1–3, three at a time, against a real `mailprobe serve`
+// The hostile inputs of uploads/hostile-files.test.ts and api/hostile-input.test.ts (huge
+// workbooks, wide lists, huge JSON bodies), three at a time, against a real `mailprobe serve`
 // (embedded PGlite: API, workers and dispatcher in the one process that used to die). While they
 // run, a worker thread of this file samples the server's resident memory (VmRSS from /proc,
 // every 25 ms) and polls /healthz (every 50 ms). It asserts that every request gets its answer in the error envelope,

@@ -1,4 +1,4 @@
-// Issue 11 item 7: PostgreSQL restarting under a running task strands nothing. A private
+// PostgreSQL restarting under a running task strands nothing. A private
 // cluster of this file's own (initdb + pg_ctl on a free port; the shared test server is never
 // touched) serves two real processes — `mailprobe serve` (API + workers + webhook dispatcher) and
 // `mailprobe worker` — while a 300-address task runs against the mail-world simulator. The

@@ -1,4 +1,4 @@
-// Issue 23, spec rule 4: operator grants are labelled. Every way an operator grants credits
+// Spec rule 4: operator grants are labelled. Every way an operator grants credits
 // writes metadata.source = "operator" (users create's opening credits, credits grant, the
 // loopback admin API behind both while `serve` runs, the ADMIN_TOKEN console), and the usage
 // reports count those rows under source=operator, never in the per-key report's unknown bucket.

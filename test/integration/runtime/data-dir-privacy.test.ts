@@ -1,4 +1,4 @@
-// Issue 34 item 3: the embedded data directory is its owner's only. A fresh DATA_DIR (the
+// The embedded data directory is its owner's only. A fresh DATA_DIR (the
 // database, its write-ahead log, the generated secrets) has no file another local account can
 // read or write; one an earlier version left open is closed at start; and a backup's partial file
 // is created, never reused, so a file someone else placed at its name cannot receive the backup.

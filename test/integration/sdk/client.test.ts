@@ -234,7 +234,7 @@ describe("errors surface as MailprobeError with the spec's code", () => {
   test("404 NOT_FOUND for another user's task (no existence leak)", async () => {
     const owner = clientOf((await ctx.createUser(2)).apiKey).client;
     const other = clientOf((await ctx.createUser(0)).apiKey).client;
-    // One success body per operation (issue 36): unwrap gives the task itself, no narrowing.
+    // One success body per operation: unwrap gives the task itself, no narrowing.
     const created = await unwrap(owner.POST("/api/v1/tasks", { body: { emails: ["alice@acme.test"] } }));
     const error = await caught(
       unwrap(other.GET("/api/v1/tasks/{id}", { params: { path: { id: created.id } } })),

@@ -1,4 +1,4 @@
-// Issue 13 item 1: cancel and delete a task, and RESULT_RETENTION_DAYS.
+// Cancel and delete a task, and RESULT_RETENTION_DAYS.
 //
 // The worker pool runs with a scripted engine (the verdict is the local part's first letter), so
 // a test decides which group is in flight when the cancel lands: verifyGroup waits on a gate the

@@ -1,5 +1,5 @@
-// Deactivating a user or revoking a key ends the work it started (issue 34 item 4,
-// tasks/stop-work.ts): before, the user's running task went on probing 36–41 addresses and its
+// Deactivating a user or revoking a key ends the work it started (tasks/stop-work.ts):
+// before, the user's running task went on probing 36–41 addresses and its
 // webhook was delivered, and an upload sent just before was accepted seconds later. Real parts:
 // the mail-world simulator (every host waits before its banner, so groups are in flight), the
 // worker role with the real engine and webhook dispatcher, a webhook receiver on loopback.

@@ -1,4 +1,4 @@
-// Issue 23, spec rule 1: task creation's `email_count` is "emails submitted" (spec, task
+// Spec rule 1: task creation's `email_count` is "emails submitted" (spec, task
 // resource), every entry of `emails`; `unique_count` is the distinct count that is queued and
 // billed. An upload's `email_count` ("emails queued") is not this rule: uploads/upload.test.ts.
 //

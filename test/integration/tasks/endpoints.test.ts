@@ -757,13 +757,15 @@ describe("GET /api/v1/tasks", () => {
       apiKeyPurpose: "custom",
       credentialId: user.apiKeyId,
     };
-    const { task: fileTask } = await ctx.services.tasks.create(principal, {
+    const created = await ctx.services.tasks.create(principal, {
       emails: ["file@acme.test"],
       webhookUrl: null,
       retryWindowMinutes: 60,
       idempotencyKey: null,
       isFileBacked: true,
     });
+    assert.ok("task" in created, "the balance pays for it");
+    const fileTask = created.task;
     const filtered = (await get(user, "/api/v1/tasks?is_file_backed=true")).json();
     assert.deepEqual(
       filtered.tasks.map((t: { id: string; is_file_backed: boolean }) => [t.id, t.is_file_backed]),

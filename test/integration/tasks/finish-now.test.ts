@@ -1,4 +1,4 @@
-// Issue 21 item 2: a task finishes when the user wants. `POST /api/v1/tasks/{id}/finish` settles
+// A task finishes when the user wants. `POST /api/v1/tasks/{id}/finish` settles
 // the addresses waiting for a server's retry as unknown (refunded), and a task's retry window
 // settles them by itself. Real parts: the mail-world simulator greylists one domain for an hour
 // (every attempt 451), VERIFY_RETRY_DELAYS keeps retries far away, the worker role runs the real

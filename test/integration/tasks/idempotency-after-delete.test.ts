@@ -1,6 +1,6 @@
 // After a task is deleted, a retry with the Idempotency-Key that created it is refused (409
 // CONFLICT naming the header) for the rest of the key's 24 hours, instead of creating and
-// billing a new task (issue 34 item 11). JSON tasks and uploads alike; a new key still creates.
+// billing a new task. JSON tasks and uploads alike; a new key still creates.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { multipart } from "../../support/multipart.ts";

@@ -1,4 +1,4 @@
-// Issue 11 item 8: a result write that fails must not pin its jobs. Before, the heartbeat renewed
+// A result write that fails must not pin its jobs. Before, the heartbeat renewed
 // every job locked by the worker, so a group whose recordGroup had thrown once stayed
 // `processing` (no finish, no refund, no webhook) until the process restarted. Now the write is
 // retried with backoff, then the jobs go back to the queue, and the heartbeat renews only jobs

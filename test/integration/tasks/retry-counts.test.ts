@@ -1,4 +1,4 @@
-// Issue 11 item 9: re-claims after a crash or an expired lease don't use up greylisting retries.
+// Re-claims after a crash or an expired lease don't use up greylisting retries.
 // `attempts` counts claims; the retry schedule used to be indexed by it, so every crash cut the
 // greylisting schedule (VERIFY_RETRY_DELAYS) one step short. Now it is indexed by the retries of
 // each cause. A worker that "crashes" is simulated exactly as one: it claims the job (attempt

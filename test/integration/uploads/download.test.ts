@@ -365,7 +365,7 @@ describe("csv upload → finished → download as csv, txt, xlsx", () => {
         ...resultText(email ? verdicts.get(email) : undefined, true),
       ]),
     );
-    // Spelled out for the cells the issue names.
+    // Spelled out for the cells at risk: a formula, an address with spaces, a negative number.
     assert.deepEqual(rows[0]!.slice(0, 6), [
       "Alice",
       " Alice@ACME.test ",
@@ -920,7 +920,7 @@ describe("downloads of other tasks", () => {
 });
 
 // =============================================================================================
-// A list as people keep it: phone numbers, its own "Status" and "email" columns (issue 21).
+// A list as people keep it: phone numbers, its own "Status" and "email" columns.
 
 // Written as csv-stringify writes (CRLF, quotes only where needed), so the download can be
 // compared byte for byte: each line must come back as uploaded, then "," and the result cells.

@@ -1,4 +1,4 @@
-// Issue 11 (items 1 and 3): files that any key with 0 credits can upload, through the real app.
+// Files that any key with 0 credits can upload, through the real app.
 // Uploads are refused before a credit is needed, so none of this costs the sender anything;
 // what it may cost the server is bounded per FILE (xlsx: sheets, rows, cells, XML elements,
 // inflated bytes, wall time) and per row (at most 1,000 real columns, in the upload and in every
@@ -83,7 +83,7 @@ async function writtenBy(user: TestUser): Promise<number> {
   return Number(rows[0]!.n);
 }
 
-describe("item 1: xlsx costs are bounded per file, not per sheet", () => {
+describe("xlsx costs are bounded per file, not per sheet", () => {
   test("92 sheets × 19,999 address-less rows (9.5 MB), three at once → 400 naming the per-file row limit", async (t) => {
     const user = await ctx.createUser(0);
     const data = await xlsxOf((wb) => {
@@ -127,7 +127,7 @@ describe("item 1: xlsx costs are bounded per file, not per sheet", () => {
   });
 });
 
-describe("item 3: columns are bounded at upload and downloads are never wider than the real columns", () => {
+describe("columns are bounded at upload and downloads are never wider than the real columns", () => {
   test("a csv row of 1,000,000 empty fields (1 MB) is a blank row: 202, and the downloads are 2 + the result columns wide", async (t) => {
     const user = await ctx.createUser(5);
     const csv = `email,name\nann@example.com,Ann\n${",".repeat(1_000_000)}\nbob@example.com,Bob\n`;
@@ -222,7 +222,7 @@ describe("item 3: columns are bounded at upload and downloads are never wider th
   });
 });
 
-describe("item 3: a download that fails never leaks, never ends as a short file", () => {
+describe("a download that fails never leaks, never ends as a short file", () => {
   async function withFailingDownload(body: () => Readable, run: () => Promise<void>): Promise<void> {
     // Routes reach the tasks service through HttpDeps, which holds this same object.
     const tasks = ctx.services.tasks;

@@ -1,5 +1,5 @@
 // What an upload costs the database is bounded by what was uploaded, and what a user keeps by
-// their storage budget (docs/storage.md). Issue 34 item 1: a 28.6 KB workbook of shared strings,
+// their storage budget (docs/storage.md). Once, a 28.6 KB workbook of shared strings,
 // under every text limit, stored 40.4 MB (1,481× its size), so a user with no credits filled a
 // 400 MB volume in four uploads. Rows are now kept as compressed blocks (files/row-block.ts);
 // what would still cost more than 20 times the file is refused; a user's kept uploads fit

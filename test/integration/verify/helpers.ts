@@ -6,10 +6,7 @@ import type { VerificationResult } from "../../../src/verify/types.ts";
 import type { MailWorld } from "../../support/mail-world/index.ts";
 
 /** Small timeouts: the simulator answers in microseconds unless a test asks otherwise. */
-export function worldOptions(
-  world: MailWorld,
-  overrides: Partial<EngineOptions> = {},
-): Partial<EngineOptions> {
+function worldOptions(world: MailWorld, overrides: Partial<EngineOptions> = {}): Partial<EngineOptions> {
   return {
     dnsServers: [`${world.dns.host}:${world.dns.port.toString()}`],
     smtpPort: world.smtpPort,

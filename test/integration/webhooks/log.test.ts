@@ -1,4 +1,4 @@
-// The webhook log, redelivery, test pings and secret rotation (issue 13 item 5), end to end: the
+// The webhook log, redelivery, test pings and secret rotation, end to end: the
 // HTTP API on the real test database, the dispatcher, and a real receiver on 127.0.0.1. Every
 // delivery a receiver gets is checked with the SDK's verifier (sdk/src/webhooks.ts). Time moves
 // only through a ManualClock shared by the app and the dispatchers.
@@ -93,7 +93,7 @@ async function completedTask(user: TestUser, url: string): Promise<string> {
      values ($1, $2, $3, 'api_key', 1, 1)`,
     [taskId, user.userId, url],
   );
-  // `status` is the completion payload's (issue 13); the cast keeps this file independent of it.
+  // `status` is the completion payload's; the cast keeps this file independent of it.
   const event = { taskId, status: "completed", uploadId: null, metrics: { valid: 1 } } as TaskCompletedEvent;
   await ctx.db.transaction((tx) =>
     enqueueTaskCompleted(tx, { userId: user.userId, url, event, at: clock.now() }),
@@ -570,7 +570,7 @@ describe("scopes", () => {
   );
 });
 
-describe("signing secrets at rest (issue 34 item 7)", () => {
+describe("signing secrets at rest", () => {
   const storedOf = async (userId: string) =>
     (
       await ctx.db.query<{ webhook_secret: string; webhook_secret_previous: string | null }>(

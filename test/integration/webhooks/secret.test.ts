@@ -55,7 +55,7 @@ describe("happy path", () => {
 
 describe("errors", () => {
   // A session is bound to the key that opened it, so one for a user (and key) that does not exist
-  // is refused at authentication (issue 11 item 10; it used to reach the route and answer 404).
+  // is refused at authentication (it used to reach the route and answer 404).
   test("a signed JWT for a user and key that do not exist → 401 UNAUTHORIZED", async () => {
     const jwt = await ctx.services.jwt.issue(
       randomUUID(),

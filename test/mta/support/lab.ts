@@ -35,7 +35,7 @@ export interface Lab {
   opensmtpdTls: LabMta;
 }
 
-export const labDir = (): string => process.env.MTA_LAB_DIR ?? "/tmp/mailprobe-mta-lab";
+const labDir = (): string => process.env.MTA_LAB_DIR ?? "/tmp/mailprobe-mta-lab";
 
 /**
  * The running lab, or the reason there is none. The suite runs only against a lab that is up

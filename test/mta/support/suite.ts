@@ -148,7 +148,7 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
 }
 
 /** "unknown/smtp_timeout ×3, invalid ×1": what the misses got. */
-export function missSummary(results: readonly VerificationResult[], want: (a: string) => string): string {
+function missSummary(results: readonly VerificationResult[], want: (a: string) => string): string {
   const counts = new Map<string, number>();
   for (const r of results) {
     if (r.status === want(r.email)) continue;

@@ -7,7 +7,7 @@
 // the PRNG when chosen, so an existing seed and mix give the same world as before. STOCK_MIX is
 // a mix with every behaviour in it, for benches that want the whole zoo.
 //
-// Overlays (issue 20: sender blocks, busy mailboxes, recipients that end the connection, tenants
+// Overlays (sender blocks, busy mailboxes, recipients that end the connection, tenants
 // of a shared front end) are in DEFAULT_MIX, carved out of `normal`'s share: the main draw sees
 // one bucket "normal + every overlay" where `normal` used to be, so it picks exactly the domains
 // it picked before (DEFAULT_MIX's normal + overlays is the old 52), and a second PRNG stream

@@ -4,7 +4,7 @@ import type { Readable } from "node:stream";
 import { constants, crc32, deflateRawSync } from "node:zlib";
 import { readXlsxBook, type ValueType } from "./xlsx-book.ts";
 
-export { readXlsxBook, streamedXlsxOf, ValueType, xlsxOf, type Book, type BookSheet } from "./xlsx-book.ts";
+export { readXlsxBook, streamedXlsxOf, ValueType, xlsxOf } from "./xlsx-book.ts";
 
 export interface RawEntry {
   name: string;

@@ -352,7 +352,7 @@ void test("rows without addresses are bounded too (too_many_rows)", async (t) =>
   problem(await parse("c.txt", "\n".repeat(200) + "a@example.com", { maxBlankRows: 100 }), "too_many_rows");
 });
 
-// Issue 11 item 3: the width of a list is that of its widest real header or cell, at most
+// The width of a list is that of its widest real header or cell, at most
 // 1,000 columns; trailing empty fields are not columns.
 void test("columns: trailing empty fields are cut; more than maxColumns real columns → too_many_columns", async () => {
   // One row of a million empty fields (1 MB) is a blank row, not a million columns.

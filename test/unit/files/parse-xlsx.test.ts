@@ -575,7 +575,7 @@ void test("10,000 addresses in xlsx pass; 10,001 are refused quickly", async (t)
   t.diagnostic(`refused in ${ms.toFixed(0)} ms`);
 });
 
-// Issue 11 item 1: every budget of an xlsx read is per FILE. A sheet that alone passes a limit
+// Every budget of an xlsx read is per FILE. A sheet that alone passes a limit
 // does not get the limit again for every further sheet of the workbook.
 void test("per-file budgets: sheets read, rows and cells of all sheets together, XML elements, inflated bytes", async () => {
   const noteRow = (r: number): string =>

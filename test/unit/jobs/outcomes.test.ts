@@ -64,7 +64,7 @@ void test("our own resolvers or proxy failing: the patient (deferred) schedule, 
   assert.deepEqual(delayOf(outcomeOfResult(job(1), theirs, now, schedules)), [30_000, "unreachable"]);
 });
 
-void test("the schedule is indexed by the retries of its cause, not by claims (issue 11 item 9)", () => {
+void test("the schedule is indexed by the retries of its cause, not by claims", () => {
   const grey = result({ status: "unknown", unknownReason: "greylisted" });
   const delayOf = (o: ReturnType<typeof outcomeOfResult>) =>
     o.kind === "retry" ? o.runAfter.getTime() - now.getTime() : o.kind;
@@ -113,7 +113,7 @@ void test("a group that could not run: busy hosts keep or delay the queue place,
   assert.deepEqual(last, { kind: "failed", job: job(3), error: "boom" });
 });
 
-void test("a group whose results could not be recorded goes back to the queue (issue 11 item 8)", () => {
+void test("a group whose results could not be recorded goes back to the queue", () => {
   const waiting = { ...job(2, { deferred: 1 }), lastError: "greylisted" };
   // The database was out of reach: at once, the attempt refunded, the last reason kept.
   const [lost] = outcomesOfUnrecorded([waiting], { databaseUnavailable: true, message: "gone" }, now, 3);
@@ -151,7 +151,7 @@ void test("a host whose slot table is unreachable: back soon, the attempt not co
   );
 });
 
-void test("a retry past its task's retries end records the answer it retries; other retries are kept (issue 21)", () => {
+void test("a retry past its task's retries end records the answer it retries; other retries are kept", () => {
   const answer = result({ status: "unknown", unknownReason: "greylisted" });
   const retry = outcomeOfResult(job(1), answer, now, { deferredMs: [300_000], unreachableMs: [] });
   assert.equal(retry.kind, "retry");

@@ -1,4 +1,4 @@
-// Sandbox addresses (issue 13 item 4): fixed answers under sandbox.mailprobe.invalid, with no
+// Sandbox addresses (docs/api.md): fixed answers under sandbox.mailprobe.invalid, with no
 // DNS and no SMTP, through verifyOne, verifyGroup and resolveDomain; plus the pure table.
 import assert from "node:assert/strict";
 import { test } from "node:test";

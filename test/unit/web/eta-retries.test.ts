@@ -1,4 +1,4 @@
-// Issue 21 item 2: the task page's time left with addresses waiting for a server's retry.
+// The task page's time left with addresses waiting for a server's retry.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {

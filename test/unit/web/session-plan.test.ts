@@ -1,6 +1,6 @@
 // When a dashboard tab renews its session (web/src/lib/session-plan.ts): in the last third of the
 // token's own lifetime, after the user was present during it (an interaction, or a poll of a
-// visible page: issue 35 item 4), never at the cap.
+// visible page), never at the cap.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { isRenewable, lastPresence, renewalOpensAt, shouldRenew } from "../../../web/src/lib/session-plan.ts";

@@ -1,9 +1,10 @@
-// Issue 21 item 1 in a real browser (registered by test/web/dashboard.test.ts): a list with a
-// phone-number column, uploaded through the Lists page, comes back from the task page's download
-// buttons as it was uploaded. The csv download holds every uploaded line byte for byte, then ","
-// and the result columns (prefixed, since the list has its own "email" and "Status" columns);
-// with formula escaping on (the default) only the cells a spreadsheet would run get a leading ',
-// phone numbers and negative numbers none; the xlsx holds every cell as uploaded, no apostrophe.
+// A list's data kept intact, in a real browser (registered by test/web/dashboard.test.ts): a list
+// with a phone-number column, uploaded through the Lists page, comes back from the task page's
+// download buttons as it was uploaded. The csv download holds every uploaded line byte for byte,
+// then "," and the result columns (prefixed, since the list has its own "email" and "Status"
+// columns); with formula escaping on (the default) only the cells a spreadsheet would run get a
+// leading ', phone numbers and negative numbers none; the xlsx holds every cell as uploaded, no
+// apostrophe.
 import assert from "node:assert/strict";
 import { before, test } from "node:test";
 import type { Browser } from "playwright-core";

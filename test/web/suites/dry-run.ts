@@ -1,11 +1,10 @@
-// Issue 21 item 3 and issue 35 item 3, the price on the button in a real browser (registered by
-// test/web/dashboard.test.ts): choosing a file on the Lists page puts the server's quote
-// (POST /api/v1/tasks/batch/upload/quote, issue 36) on the primary button ("Verify 7 addresses
-// for 5 credits (balance 50 → 45)"), at 1280 and 390 px, compared with the same quote fetched
-// outside the browser, and nothing is created; a balance
-// short of the price disables the button and says how short and where credits come from; a price
-// still being asked disables it, a failed one does not lock the list out but is shown before
-// anything is uploaded; a webhook URL the server refuses is refused before the list is uploaded.
+// The price on the button in a real browser (registered by test/web/dashboard.test.ts): choosing a
+// file on the Lists page puts the server's quote (POST /api/v1/tasks/batch/upload/quote) on the
+// primary button ("Verify 7 addresses for 5 credits (balance 50 → 45)"), at 1280 and 390 px,
+// compared with the same quote fetched outside the browser, and nothing is created; a balance short
+// of the price disables the button and says how short and where credits come from; a price still
+// being asked disables it, a failed one does not lock the list out but is shown before anything is
+// uploaded; a webhook URL the server refuses is refused before the list is uploaded.
 import assert from "node:assert/strict";
 import { before, test } from "node:test";
 import type { Browser, Page, Route } from "playwright-core";
@@ -34,7 +33,7 @@ const LIST_CSV = [
   "",
 ].join("\n");
 
-/** The widths of issue 35: a laptop (1280 × 800) and a phone. */
+/** The widths checked: a laptop (1280 × 800) and a phone. */
 const PRICE_WIDTHS = [1280, 390] as const;
 
 interface Quote {

@@ -1,8 +1,8 @@
-// Issue 12, error paths in a real browser (registered by test/web/dashboard.test.ts): what the user sees when the key is wrong, when there
-// are no credits (402), when the file is not a list (client check and the server's 400), and
-// when the session ends (the server refuses an expired token, the session's key is revoked, the
-// expiry time passes with the tab open). Every message shown is compared with the API's own
-// answer to the same request, fetched outside the browser.
+// The error paths in a real browser (registered by test/web/dashboard.test.ts): what the user sees
+// when the key is wrong, when there are no credits (402), when the file is not a list (client check
+// and the server's 400), and when the session ends (the server refuses an expired token, the
+// session's key is revoked, the expiry time passes with the tab open). Every message shown is
+// compared with the API's own answer to the same request, fetched outside the browser.
 import assert from "node:assert/strict";
 import { before, test } from "node:test";
 import { SignJWT } from "jose";

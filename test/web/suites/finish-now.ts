@@ -1,4 +1,4 @@
-// Issue 21 item 2 in a real browser (registered by test/web/dashboard.test.ts): a task whose last
+// "Finish now" in a real browser (registered by test/web/dashboard.test.ts): a task whose last
 // address waits for a greylisting server's retry says so with the time its retries end ("1 done;
 // 1 waits for a retry, next try 10:05 AM, settled by 10:25 AM"), and "Finish now" completes it: the waiting address becomes
 // `unknown` (greylisted) and its credit comes back, checked through the API outside the browser.

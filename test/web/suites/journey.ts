@@ -1,4 +1,4 @@
-// Issue 12: the dashboard in a real browser, end to end, as one user's session (registered by
+// The dashboard in a real browser, end to end, as one user's session (registered by
 // test/web/dashboard.test.ts, against its server and Chromium). Sign in → verify an address → upload a csv with extra columns → choose the email column →
 // watch the task reach 100% → download csv, txt and xlsx and read them → the ledger rows and the
 // usage chart's text alternative change → create, reveal and revoke a key → the webhook log, a

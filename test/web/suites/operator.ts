@@ -1,4 +1,4 @@
-// Issue 22 item 4 in a real browser (registered by test/web/dashboard.test.ts): the operator
+// The operator console in a real browser (registered by test/web/dashboard.test.ts): the
 // console at #/operator, signed in with the server's ADMIN_TOKEN (no user session), lists users
 // with balances and usage, grants credits (checked on the user's own ledger through the API), and
 // shows the queue: a greylisted address in the retry backlog with its next attempt. axe-clean at

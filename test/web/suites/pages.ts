@@ -1,9 +1,9 @@
-// Issue 12: every page of the dashboard at a phone width (375 px) and a laptop width (1440 px)
+// Every page of the dashboard at a phone width (375 px) and a laptop width (1440 px)
 // (registered by test/web/dashboard.test.ts),
 // with data on it (a finished list, ledger rows, two keys): axe-core finds no serious or
 // critical violation (the others are printed), and a full-page screenshot goes to
 // docs/screenshots/<page>-<width>.png, the pictures the README shows.
-// Issue 21: no page scrolls sideways, at either width nor at 390 px (each phone-width page is
+// No page scrolls sideways, at either width nor at 390 px (each phone-width page is
 // checked again at 390 px, with axe), and what the tables used to cut off at that width (a task's
 // progress, a key's Reveal and Revoke, the notes of an address) lies inside the viewport. The
 // finished task's page also shows its summary, its cost, a search and the clean-list downloads.
@@ -52,7 +52,7 @@ const LIST = [
   "",
 ].join("\n");
 
-/** The phone width of issue 21, checked on top of the narrow width of WIDTHS. */
+/** A common phone width, checked on top of the narrow width of WIDTHS. */
 const PHONE = 390;
 
 /** What must stay on screen at a phone width, per page: it was cut off inside a scrolling table. */

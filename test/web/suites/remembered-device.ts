@@ -1,5 +1,5 @@
-// Issue 35 item 4 in a real browser (registered by test/web/dashboard.test.ts): "Remember this
-// device" at sign-in leaves an HttpOnly cookie that outlives the tab; a new tab (no
+// The remembered device in a real browser (registered by test/web/dashboard.test.ts): "Remember
+// this device" at sign-in leaves an HttpOnly cookie that outlives the tab; a new tab (no
 // sessionStorage, no other tab to ask) is signed in from it without the key, sees the device under
 // its key, and revoking it there ends the session: a reload asks for the key. Sign out forgets it.
 import assert from "node:assert/strict";

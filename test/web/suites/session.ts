@@ -1,8 +1,8 @@
-// Issue 21 item 4 in a real browser (registered by test/web/dashboard.test.ts): a session shared
-// by two tabs of one browser and renewed past its first expiry while the user is active; an idle
-// session left to end; sign-out in one tab ending both; and a session at its SESSION_MAX_HOURS cap
-// ending with the chosen list and its preview still there after signing in again. Issue 35 item 4:
-// a task page left polling on screen past the token's lifetime stays signed in and updating, the
+// The dashboard session in a real browser (registered by test/web/dashboard.test.ts): a session
+// shared by two tabs of one browser and renewed past its first expiry while the user is active; an
+// idle session left to end; sign-out in one tab ending both; a session at its SESSION_MAX_HOURS cap
+// ending with the chosen list and its preview still there after signing in again. Also: a task
+// page left polling on screen past the token's lifetime stays signed in and updating, the
 // same page in a hidden tab lets the session end, and a one-time sign-in link signs in once.
 //
 // The first token of each test is minted here exactly as the server issues it (HS256 with its

@@ -1,9 +1,9 @@
-// Issue 35 item 6, "tables cut at 1280 px" (registered by test/web/dashboard.test.ts): reproduced
-// on the tasks list, whose last column ("Not verified") sat 64 px past the table's box at 1280
-// (and at 1440: the page is 72rem wide either way), hidden with nothing to say so. The progress
-// bar's own width (10em) was its column's least width. At 1280 px every table of the tasks list,
-// a task's page and the keys page (long file and key names) now fits its box; narrower, a table
-// scrolls inside its own box, which shows a shadow on the edge with columns beyond it.
+// Tables that fit their box at 1280 px (registered by test/web/dashboard.test.ts). The cut was
+// reproduced on the tasks list, whose last column ("Not verified") sat 64 px past the table's box
+// at 1280 (and at 1440: the page is 72rem wide either way), hidden with nothing to say so. The
+// progress bar's own width (10em) was its column's least width. At 1280 px every table of the tasks
+// list, a task's page and the keys page (long file and key names) now fits its box; narrower, a
+// table scrolls inside its own box, which shows a shadow on the edge with columns beyond it.
 import assert from "node:assert/strict";
 import { before, test } from "node:test";
 import type { Browser, Page } from "playwright-core";

@@ -1,4 +1,4 @@
-// Issue 35 item 1 in a real browser (registered by test/web/dashboard.test.ts): a workbook whose
+// Workbook sheets in a real browser (registered by test/web/dashboard.test.ts): a workbook whose
 // list is on its second sheet, behind a notes sheet with a stray address, is previewed, priced
 // and verified on that sheet; a workbook with lists on two sheets chooses neither, keeps Start
 // disabled until one is picked, and verifies the one picked. At 1280 and 390 px.

@@ -18,12 +18,12 @@ import {
 import { ROOT } from "./build.ts";
 import { shrinkPng } from "./png.ts";
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-export const SCREENSHOTS = join(ROOT, "docs", "screenshots");
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const SCREENSHOTS = join(ROOT, "docs", "screenshots");
 /** Upper bound of any single wait on the page (an element, a navigation, a download). */
-export const WAIT_MS = 15_000;
+const WAIT_MS = 15_000;
 
-/** The widths of the issue: a phone and a laptop. */
+/** The widths checked: a phone and a laptop. */
 export const WIDTHS = [375, 1440] as const;
 
 /** A fresh headless Chromium; its background services off (this machine's network is closed). */

@@ -9,7 +9,7 @@ import { join, relative } from "node:path";
 import { gzipSync } from "node:zlib";
 
 export const ROOT = new URL("../../../", import.meta.url).pathname;
-export const DIST = join(ROOT, "web", "dist");
+const DIST = join(ROOT, "web", "dist");
 const INDEX = join(DIST, "index.html");
 const SOURCES = [join(ROOT, "web", "src"), join(ROOT, "web", "index.html"), join(ROOT, "sdk", "src")];
 

@@ -25,7 +25,7 @@ import { startMailWorld, type MailWorld, type WorldSpec } from "../../support/ma
  * greylists (its job waits for a retry). Addresses at mailinator.com are `disposable_domain`
  * before any DNS.
  */
-export const WORLD: WorldSpec = {
+const WORLD: WorldSpec = {
   domains: [
     {
       name: "acme.test",

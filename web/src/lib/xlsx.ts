@@ -17,7 +17,7 @@ interface ZipEntry {
   localHeaderOffset: number;
 }
 
-export class PreviewError extends Error {}
+class PreviewError extends Error {}
 
 function centralDirectory(buf: Uint8Array<ArrayBuffer>): Map<string, ZipEntry> {
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);

@@ -612,7 +612,7 @@ function PreviewTable({
   const chosen = column === "auto" ? (guess?.column ?? -1) : Number(column);
   const scroller = useRef<HTMLDivElement>(null);
   // On a phone the preview scrolls sideways: the email column is brought into view, not left
-  // cut off at the edge (issue 35).
+  // cut off at the edge.
   useEffect(() => {
     if (scroller.current) revealChosenColumn(scroller.current);
   }, [chosen, preview]);
