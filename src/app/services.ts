@@ -123,7 +123,7 @@ export function buildServices(opts: ServiceOptions): Services {
     db,
     clock,
     holder: `realtime:${newWorkerId()}`,
-    slotsPerHost: config.worker.maxConnectionsPerHost,
+    slotsPerHost: config.verify.maxSessionsPerHost,
     // Realtime sessions end within their deadline, so their slots need no heartbeat.
     leaseMs: Math.max(config.worker.leaseMs, config.verify.verifyTimeoutMs + 30_000),
     maxWaitMs: config.verify.verifyTimeoutMs,

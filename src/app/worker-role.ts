@@ -32,7 +32,7 @@ export function createWorkerRole(
     db,
     clock,
     holder: workerId,
-    slotsPerHost: config.worker.maxConnectionsPerHost,
+    slotsPerHost: config.verify.maxSessionsPerHost,
     leaseMs: config.worker.leaseMs,
     // Only another process can hold the slot we wait for (local contenders are refused at
     // once), so a short wait usually ends with the slot; past it, the group is requeued.

@@ -3,7 +3,7 @@
 import { ConfigError, optionalVar, urlVar } from "./env-vars.ts";
 
 /** MAILPROBE_URL when unset: the server's default PORT on this machine. */
-export const DEFAULT_MAILPROBE_URL = "http://127.0.0.1:8080";
+const DEFAULT_MAILPROBE_URL = "http://127.0.0.1:8080";
 
 export interface ClientConfig {
   /** MAILPROBE_URL: the server's base URL, without a trailing slash. */

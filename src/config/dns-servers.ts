@@ -10,7 +10,7 @@ const FORMS = "IPv4, IPv4:port, IPv6, [IPv6] or [IPv6]:port";
  * misuses it: 99999 silently became 34463 (mod 65536), 65536 the default 53, and port 0 aborts
  * the whole process on a C++ assertion in cares_wrap (measured on Node 22.23).
  */
-export function dnsServerProblem(entry: string): string | null {
+function dnsServerProblem(entry: string): string | null {
   if (entry === "") return "is empty";
   if (isIPv6(entry)) return null;
   const bracketed = /^\[([^\]]*)\](?::(.*))?$/.exec(entry);

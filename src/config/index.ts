@@ -1,6 +1,19 @@
 import { hostname as osHostname } from "node:os";
 import { resolve } from "node:path";
-import { boolVar, ConfigError, enumVar, intVar, keyVar, optionalVar, stringVar, urlVar } from "./env-vars.ts";
+import { ConfigError, keyVar, optionalVar } from "./env-vars.ts";
+import {
+  boolSetting,
+  durationMsSetting,
+  enumSetting,
+  intSetting,
+  optionalIntSetting,
+  optionalStringSetting,
+  secondsListSetting,
+  sizeBytesSetting,
+  stringSetting,
+  urlSetting,
+} from "./read-setting.ts";
+import { SETTINGS } from "./settings.ts";
 import type { HeloNameSource } from "../lib/host-names.ts";
 import { dnsServersVar } from "./dns-servers.ts";
 import { checkProxyUrl, parseEgressList } from "./egress.ts";
@@ -14,7 +27,6 @@ export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" |
 
 /** LOG_FORMAT: `auto` is human-readable on a terminal, JSON lines otherwise. */
 export type LogFormat = "auto" | "json" | "pretty";
-export const LOG_FORMATS: readonly LogFormat[] = ["auto", "json", "pretty"];
 
 /** The whole runtime configuration. Built once by loadConfig; nothing else reads process.env. */
 export interface Config {
@@ -123,8 +135,6 @@ export interface HttpServerConfig {
 export interface WorkerConfig {
   /** SMTP sessions (domain groups) one worker process runs at once. */
   concurrency: number;
-  /** Cluster-wide limit of concurrent SMTP sessions to one MX host. */
-  maxConnectionsPerHost: number;
   /** Cluster-wide cap on the groups (SMTP sessions) one user's tasks run at once; 0 = none. */
   maxSessionsPerUser: number;
   /** Delays before re-verifying a greylisted / temporarily failed address, one per retry. */
@@ -174,7 +184,10 @@ export interface VerifyConfig {
   smtpErrorBudget: number;
   /** Use STARTTLS when a mail server offers it. */
   smtpStartTls: boolean;
-  /** SMTP_MAX_CONNECTIONS_PER_HOST, for engines without the cluster-wide gate (CLI). */
+  /**
+   * SMTP_MAX_CONNECTIONS_PER_HOST: concurrent SMTP sessions to one mail server IP per identity;
+   * cluster-wide through the host gate (serve, worker), per process in engines without one (CLI).
+   */
   maxSessionsPerHost: number;
   /** How long a connection stays open, idle, for the next domain on the same server IP. */
   smtpIdleReuseMs: number;
@@ -203,106 +216,89 @@ export interface ConfigHost {
 }
 
 /** DATA_DIR when unset, relative to the working directory. */
-export const DEFAULT_DATA_DIR = "./data";
-
-const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+export const DEFAULT_DATA_DIR: string = SETTINGS.DATA_DIR.default;
 
 export function loadConfig(
   env: Record<string, string | undefined>,
   host: ConfigHost = { hostname: osHostname },
 ): Readonly<Config> {
   const jwtSecret = optionalVar(env, "JWT_SECRET");
-  if (jwtSecret !== null && Buffer.byteLength(jwtSecret) < 32) {
-    throw new ConfigError("JWT_SECRET must be at least 32 bytes long");
+  if (jwtSecret !== null && Buffer.byteLength(jwtSecret) < SETTINGS.JWT_SECRET.minLength) {
+    throw new ConfigError(`JWT_SECRET must be at least ${String(SETTINGS.JWT_SECRET.minLength)} bytes long`);
   }
+  const trustProxy = Object.freeze(parseTrustProxy(env.TRUST_PROXY));
   const smtp = resolveSmtpIdentity({
-    heloName: optionalVar(env, "SMTP_HELO_NAME"),
-    mailFrom: optionalVar(env, "SMTP_MAIL_FROM"),
+    heloName: optionalStringSetting(env, "SMTP_HELO_NAME"),
+    mailFrom: optionalStringSetting(env, "SMTP_MAIL_FROM"),
     hostname: host.hostname(),
   });
   return Object.freeze({
-    port: intVar(env, "PORT", 8080, 0, 65535),
-    host: stringVar(env, "HOST", "0.0.0.0"),
-    dataDir: resolve(stringVar(env, "DATA_DIR", DEFAULT_DATA_DIR)),
+    port: intSetting(env, "PORT"),
+    host: stringSetting(env, "HOST"),
+    dataDir: resolve(stringSetting(env, "DATA_DIR")),
     // PGlite adds WAL 16 MiB at a time and, like PostgreSQL, PANICs when it cannot create the next
     // segment (docs/disk-space.md). A verified 10,000-address list took about 19 MB of tables and
     // 32-48 MB of WAL (measured), so 256 MB leaves room for a few such lists accepted just before
     // the guard trips and for the WAL segments they need.
-    dataDirMinFreeMb: intVar(env, "DATA_DIR_MIN_FREE_MB", 256, 0, 1_048_576),
-    databaseUrl: urlVar(env, "DATABASE_URL", ["postgres:", "postgresql:"]),
-    databasePoolSize: intVar(env, "DATABASE_POOL_SIZE", 10, 1, 1000),
+    dataDirMinFreeMb: intSetting(env, "DATA_DIR_MIN_FREE_MB"),
+    databaseUrl: urlSetting(env, "DATABASE_URL"),
+    databasePoolSize: intSetting(env, "DATABASE_POOL_SIZE"),
     encryptionKey: keyVar(env, "ENCRYPTION_KEY"),
     jwtSecret,
-    jwtJwksUrl: urlVar(env, "JWT_JWKS_URL", ["https:", "http:"]),
-    jwtIssuer: optionalVar(env, "JWT_ISSUER"),
+    jwtJwksUrl: urlSetting(env, "JWT_JWKS_URL"),
+    jwtIssuer: optionalStringSetting(env, "JWT_ISSUER"),
     ...loadSessionConfig(env),
-    rateLimitPerSecond: intVar(env, "RATE_LIMIT_PER_SECOND", 20, 1, 1_000_000),
-    rateLimitBurst: intVar(env, "RATE_LIMIT_BURST", 40, 1, 1_000_000),
+    rateLimitPerSecond: intSetting(env, "RATE_LIMIT_PER_SECOND"),
+    rateLimitBurst: intSetting(env, "RATE_LIMIT_BURST"),
     hotCache: Object.freeze({
-      authTtlMs: intVar(env, "AUTH_CACHE_TTL_MS", 5_000, 0, 3_600_000),
-      resultMaxEntries: intVar(env, "RESULT_CACHE_MAX_ENTRIES", 100_000, 0, 10_000_000),
-      resultMaxBytes: intVar(env, "RESULT_CACHE_MAX_MB", 64, 1, 16_384) * 1024 * 1024,
+      authTtlMs: durationMsSetting(env, "AUTH_CACHE_TTL_MS"),
+      resultMaxEntries: intSetting(env, "RESULT_CACHE_MAX_ENTRIES"),
+      resultMaxBytes: sizeBytesSetting(env, "RESULT_CACHE_MAX_MB"),
     }),
-    redisUrl: urlVar(env, "REDIS_URL", ["redis:", "rediss:"]),
-    bodyLimitBytes: intVar(env, "BODY_LIMIT_BYTES", 5 * 1024 * 1024, 1024),
-    maxUploadBytes: intVar(env, "MAX_UPLOAD_BYTES", 10 * 1024 * 1024, 1024),
-    uploadStoragePerUserBytes: intVar(env, "UPLOAD_STORAGE_PER_USER_MB", 256, 1, 1_048_576) * 1024 * 1024,
+    redisUrl: urlSetting(env, "REDIS_URL"),
+    bodyLimitBytes: sizeBytesSetting(env, "BODY_LIMIT_BYTES"),
+    maxUploadBytes: sizeBytesSetting(env, "MAX_UPLOAD_BYTES"),
+    uploadStoragePerUserBytes: sizeBytesSetting(env, "UPLOAD_STORAGE_PER_USER_MB"),
     uploadParse: Object.freeze({
       // One: a parsing thread may take its whole heap cap, and the server's memory bound
       // (hostile-load suite: < 1 GiB under 20 concurrent 10 MB uploads) leaves room for one.
-      threads: intVar(env, "UPLOAD_PARSE_THREADS", 1, 1, 64),
-      maxMemoryMb: intVar(env, "UPLOAD_PARSE_MEMORY_MB", 256, 64, 16_384),
-      timeoutMs: intVar(env, "UPLOAD_PARSE_TIMEOUT_SECONDS", 60, 1, 3_600) * 1000,
+      threads: intSetting(env, "UPLOAD_PARSE_THREADS"),
+      maxMemoryMb: intSetting(env, "UPLOAD_PARSE_MEMORY_MB"),
+      timeoutMs: durationMsSetting(env, "UPLOAD_PARSE_TIMEOUT_SECONDS"),
     }),
     uploadsInProgress: Object.freeze({
-      perProcess: intVar(env, "UPLOADS_MAX_IN_PROGRESS", 4, 1, 1_000),
-      perUser: intVar(env, "UPLOADS_MAX_IN_PROGRESS_PER_USER", 2, 1, 1_000),
+      perProcess: intSetting(env, "UPLOADS_MAX_IN_PROGRESS"),
+      perUser: intSetting(env, "UPLOADS_MAX_IN_PROGRESS_PER_USER"),
     }),
-    trustProxy: Object.freeze(parseTrustProxy(env.TRUST_PROXY)),
-    httpServer: loadHttpServerConfig(env),
-    metricsToken: optionalVar(env, "METRICS_TOKEN"),
-    operatorToken: operatorTokenVar(env),
-    logLevel: enumVar(env, "LOG_LEVEL", LOG_LEVELS, "info"),
-    logFormat: enumVar(env, "LOG_FORMAT", LOG_FORMATS, "auto"),
-    shutdownTimeoutMs: intVar(env, "SHUTDOWN_TIMEOUT_MS", 30_000, 0, 600_000),
+    trustProxy,
+    httpServer: loadHttpServerConfig(env, trustProxy),
+    metricsToken: optionalStringSetting(env, "METRICS_TOKEN"),
+    // An operator token opens every account: short ones are refused rather than guessed (the
+    // failed attempts limit makes 24 random characters far beyond reach).
+    operatorToken: optionalStringSetting(
+      env,
+      "ADMIN_TOKEN",
+      "ADMIN_TOKEN must be at least 24 characters long (e.g. openssl rand -hex 24)",
+    ),
+    logLevel: enumSetting<LogLevel>(env, "LOG_LEVEL"),
+    logFormat: enumSetting<LogFormat>(env, "LOG_FORMAT"),
+    shutdownTimeoutMs: durationMsSetting(env, "SHUTDOWN_TIMEOUT_MS"),
     verify: loadVerifyConfig(env, smtp),
     worker: loadWorkerConfig(env),
     webhooks: Object.freeze({
-      allowPrivate: boolVar(env, "WEBHOOK_ALLOW_PRIVATE", false),
-      timeoutMs: intVar(env, "WEBHOOK_TIMEOUT_MS", 10_000, 100, 120_000),
-      retryWindowMs: intVar(env, "WEBHOOK_RETRY_HOURS", 24, 0, 24 * 30) * 3_600_000,
-      concurrency: intVar(env, "WEBHOOK_CONCURRENCY", 8, 1, 1000),
-      maxPerHost: intVar(env, "WEBHOOK_MAX_PER_HOST", 2, 1, 1000),
+      allowPrivate: boolSetting(env, "WEBHOOK_ALLOW_PRIVATE"),
+      timeoutMs: durationMsSetting(env, "WEBHOOK_TIMEOUT_MS"),
+      retryWindowMs: durationMsSetting(env, "WEBHOOK_RETRY_HOURS"),
+      concurrency: intSetting(env, "WEBHOOK_CONCURRENCY"),
+      maxPerHost: intSetting(env, "WEBHOOK_MAX_PER_HOST"),
     }),
-    resultRetentionDays:
-      optionalVar(env, "RESULT_RETENTION_DAYS") === null
-        ? null
-        : intVar(env, "RESULT_RETENTION_DAYS", 0, 1, 36_500),
+    resultRetentionDays: optionalIntSetting(env, "RESULT_RETENTION_DAYS"),
     // 60: the default VERIFY_RETRY_DELAYS (5 + 15 + 30 min) fit for an address tried in the
     // task's first 10 minutes; longer lists lose their last retries rather than stay open. The
     // bound is MAX_RETRY_WINDOW_MINUTES (tasks/task-input.ts; config/ imports only lib/).
-    taskRetryWindowMinutes: intVar(env, "TASK_RETRY_WINDOW_MINUTES", 60, 0, 1_440),
+    taskRetryWindowMinutes: intSetting(env, "TASK_RETRY_WINDOW_MINUTES"),
     warnings: Object.freeze(smtp.warnings),
   });
-}
-
-// An operator token opens every account: short ones are refused rather than guessed (the failed
-// attempts limit makes 24 random characters far beyond reach).
-function operatorTokenVar(env: Record<string, string | undefined>): string | null {
-  const token = optionalVar(env, "ADMIN_TOKEN");
-  if (token !== null && token.length < 24)
-    throw new ConfigError("ADMIN_TOKEN must be at least 24 characters long (e.g. openssl rand -hex 24)");
-  return token;
-}
-
-function secondsList(env: Record<string, string | undefined>, name: string, fallback: number[]): number[] {
-  const raw = optionalVar(env, name);
-  if (raw === null) return fallback.map((s) => s * 1000);
-  const items = raw.split(",").map((x) => x.trim());
-  if (items.length === 0 || items.some((x) => !/^\d+(\.\d+)?$/.test(x))) {
-    throw new ConfigError(`${name} must be a comma-separated list of seconds, got "${raw}"`);
-  }
-  return items.map((x) => Math.round(Number(x) * 1000));
 }
 
 function loadSessionConfig(env: Record<string, string | undefined>): {
@@ -311,8 +307,8 @@ function loadSessionConfig(env: Record<string, string | undefined>): {
   sessionReauthSeconds: number;
   deviceRememberDays: number;
 } {
-  const sessionTtlSeconds = intVar(env, "SESSION_TTL_SECONDS", 900, 60, 86_400);
-  const sessionMaxHours = intVar(env, "SESSION_MAX_HOURS", 12, 1, 720);
+  const sessionTtlSeconds = intSetting(env, "SESSION_TTL_SECONDS");
+  const sessionMaxHours = intSetting(env, "SESSION_MAX_HOURS");
   // A cap shorter than one lifetime would cut every session's first token short: refuse the pair
   // rather than silently honour one of them.
   if (sessionMaxHours * 3600 < sessionTtlSeconds)
@@ -320,47 +316,43 @@ function loadSessionConfig(env: Record<string, string | undefined>): {
       `SESSION_MAX_HOURS (${sessionMaxHours} h) must be at least SESSION_TTL_SECONDS (${sessionTtlSeconds} s)`,
     );
   // Seeing or making a key from a session needs a recent sign-in (principal.ts requireRecentSignIn).
-  const sessionReauthSeconds = intVar(env, "SESSION_REAUTH_SECONDS", 600, 60, 86_400);
+  const sessionReauthSeconds = intSetting(env, "SESSION_REAUTH_SECONDS");
   // A remembered device outlives every session it opens; 90 days bounds what a cookie left on a
   // disk can do, as browsers' own "keep me signed in" offers do (30 days is the common choice).
-  const deviceRememberDays = intVar(env, "DEVICE_REMEMBER_DAYS", 30, 1, 90);
+  const deviceRememberDays = intSetting(env, "DEVICE_REMEMBER_DAYS");
   return { sessionTtlSeconds, sessionMaxHours, sessionReauthSeconds, deviceRememberDays };
 }
 
-function loadHttpServerConfig(env: Record<string, string | undefined>): Readonly<HttpServerConfig> {
+function loadHttpServerConfig(
+  env: Record<string, string | undefined>,
+  trustProxy: readonly string[],
+): Readonly<HttpServerConfig> {
   return Object.freeze({
     // Node's own default is 60 s: long enough for 19,900 silent connections from one address to
     // pile up and exhaust 20,000 file descriptors.
-    headersTimeoutMs: intVar(env, "HEADERS_TIMEOUT_MS", 15_000, 1_000, 120_000),
+    headersTimeoutMs: durationMsSetting(env, "HEADERS_TIMEOUT_MS"),
     // A JSON body is at most BODY_LIMIT_BYTES (5 MiB by default): 30 s is ~1.4 Mbit/s.
-    bodyTimeoutMs: intVar(env, "BODY_TIMEOUT_MS", 30_000, 1_000, 120_000),
-    maxConnectionsPerIp: intVar(
-      env,
-      "MAX_CONNECTIONS_PER_IP",
-      parseTrustProxy(env.TRUST_PROXY).length > 0 ? 0 : 256,
-      0,
-      1_000_000,
-    ),
-    maxConnections:
-      optionalVar(env, "MAX_CONNECTIONS") === null ? null : intVar(env, "MAX_CONNECTIONS", 0, 0, 10_000_000),
+    bodyTimeoutMs: durationMsSetting(env, "BODY_TIMEOUT_MS"),
+    // Behind a proxy every client has the proxy's address: no per-address cap unless set.
+    maxConnectionsPerIp: intSetting(env, "MAX_CONNECTIONS_PER_IP", trustProxy.length > 0 ? 0 : undefined),
+    maxConnections: optionalIntSetting(env, "MAX_CONNECTIONS"),
   });
 }
 
 function loadWorkerConfig(env: Record<string, string | undefined>): Readonly<WorkerConfig> {
   return Object.freeze({
-    concurrency: intVar(env, "WORKER_CONCURRENCY", 16, 1, 1000),
-    maxConnectionsPerHost: intVar(env, "SMTP_MAX_CONNECTIONS_PER_HOST", 2, 1, 100),
+    concurrency: intSetting(env, "WORKER_CONCURRENCY"),
     // The fair order already gives a waiting user the next free sessions; a cap also keeps a
     // share free for users who have not arrived yet, at the cost of idle sessions when one is alone.
-    maxSessionsPerUser: intVar(env, "MAX_SESSIONS_PER_USER", 0, 0, 100_000),
+    maxSessionsPerUser: intSetting(env, "MAX_SESSIONS_PER_USER"),
     // Greylisting windows are typically 5-15 minutes; an immediate retry never helps.
-    retryDelaysMs: secondsList(env, "VERIFY_RETRY_DELAYS", [300, 900, 1800]),
+    retryDelaysMs: secondsListSetting(env, "VERIFY_RETRY_DELAYS"),
     // Unreachable hosts and DNS failures: retry soon, give up within minutes (a dead domain must
     // not hold a task open).
-    unreachableRetryDelaysMs: secondsList(env, "VERIFY_UNREACHABLE_RETRY_DELAYS", [30, 120]),
-    leaseMs: intVar(env, "JOB_LEASE_SECONDS", 120, 5, 3600) * 1000,
-    pollIntervalMs: intVar(env, "WORKER_POLL_INTERVAL_MS", 500, 10, 60_000),
-    maxAttempts: intVar(env, "JOB_MAX_ATTEMPTS", 3, 1, 20),
+    unreachableRetryDelaysMs: secondsListSetting(env, "VERIFY_UNREACHABLE_RETRY_DELAYS"),
+    leaseMs: durationMsSetting(env, "JOB_LEASE_SECONDS"),
+    pollIntervalMs: durationMsSetting(env, "WORKER_POLL_INTERVAL_MS"),
+    maxAttempts: intSetting(env, "JOB_MAX_ATTEMPTS"),
   });
 }
 
@@ -368,34 +360,34 @@ function loadVerifyConfig(
   env: Record<string, string | undefined>,
   smtp: { heloName: string; heloNameSource: HeloNameSource; mailFrom: string },
 ): Readonly<VerifyConfig> {
-  const proxyVar = optionalVar(env, "SMTP_PROXY");
+  const proxyVar = optionalVar(env, "SMTP_PROXY"); // checkProxyUrl: its schemes, credentials never printed
   const smtpProxy = proxyVar === null ? null : checkProxyUrl("SMTP_PROXY", proxyVar);
   return Object.freeze({
     dnsServers: dnsServersVar(env, "DNS_SERVERS"),
-    dnsTimeoutMs: intVar(env, "DNS_TIMEOUT_MS", 2_000, 50, 60_000),
-    dnsTries: intVar(env, "DNS_TRIES", 2, 1, 10),
-    dnsCacheTtlMs: intVar(env, "DNS_CACHE_TTL_MS", 300_000, 0, 86_400_000),
-    smtpPort: intVar(env, "SMTP_PORT", 25, 1, 65535),
+    dnsTimeoutMs: durationMsSetting(env, "DNS_TIMEOUT_MS"),
+    dnsTries: intSetting(env, "DNS_TRIES"),
+    dnsCacheTtlMs: durationMsSetting(env, "DNS_CACHE_TTL_MS"),
+    smtpPort: intSetting(env, "SMTP_PORT"),
     smtpHeloName: smtp.heloName,
     smtpHeloNameSource: smtp.heloNameSource,
     smtpMailFrom: smtp.mailFrom,
-    smtpConnectTimeoutMs: intVar(env, "SMTP_CONNECT_TIMEOUT_MS", 10_000, 100, 300_000),
-    smtpGreetingTimeoutMs: intVar(env, "SMTP_GREETING_TIMEOUT_MS", 15_000, 100, 600_000),
-    smtpCommandTimeoutMs: intVar(env, "SMTP_COMMAND_TIMEOUT_MS", 15_000, 100, 600_000),
-    smtpMaxRcpt: intVar(env, "SMTP_MAX_RCPT", 50, 1, 1000),
+    smtpConnectTimeoutMs: durationMsSetting(env, "SMTP_CONNECT_TIMEOUT_MS"),
+    smtpGreetingTimeoutMs: durationMsSetting(env, "SMTP_GREETING_TIMEOUT_MS"),
+    smtpCommandTimeoutMs: durationMsSetting(env, "SMTP_COMMAND_TIMEOUT_MS"),
+    smtpMaxRcpt: intSetting(env, "SMTP_MAX_RCPT"),
     // Postfix slows a client after 10 errors (smtpd_soft_error_limit) and drops it at 20.
-    smtpErrorBudget: intVar(env, "SMTP_ERROR_BUDGET", 9, 1, 1000),
-    smtpStartTls: boolVar(env, "SMTP_STARTTLS", true),
-    maxSessionsPerHost: intVar(env, "SMTP_MAX_CONNECTIONS_PER_HOST", 2, 1, 100),
-    smtpIdleReuseMs: intVar(env, "SMTP_IDLE_REUSE_MS", 1_000, 0, 60_000),
-    catchallCacheTtlMs: intVar(env, "CATCHALL_CACHE_TTL_MS", 3_600_000, 0, 7 * 86_400_000),
+    smtpErrorBudget: intSetting(env, "SMTP_ERROR_BUDGET"),
+    smtpStartTls: boolSetting(env, "SMTP_STARTTLS"),
+    maxSessionsPerHost: intSetting(env, "SMTP_MAX_CONNECTIONS_PER_HOST"),
+    smtpIdleReuseMs: durationMsSetting(env, "SMTP_IDLE_REUSE_MS"),
+    catchallCacheTtlMs: durationMsSetting(env, "CATCHALL_CACHE_TTL_MS"),
     smtpProxy,
     smtpEgress: Object.freeze(parseEgressList(env.SMTP_EGRESS, smtpProxy)),
-    smtpEgressRestMs: intVar(env, "SMTP_EGRESS_REST_SECONDS", 900, 1, 7 * 86_400) * 1000,
-    providerPaceQuietMs: intVar(env, "PROVIDER_PACE_QUIET_SECONDS", 86_400, 1, 30 * 86_400) * 1000,
-    smtpAllowPrivateHosts: boolVar(env, "SMTP_ALLOW_PRIVATE_HOSTS", false),
-    verifyTimeoutMs: intVar(env, "VERIFY_TIMEOUT_MS", 30_000, 100, 600_000),
-    resultCacheTtlMs: intVar(env, "VERIFY_CACHE_TTL_SECONDS", 86_400, 0, 30 * 86_400) * 1000,
-    maxInFlightPerUser: intVar(env, "VERIFY_MAX_IN_FLIGHT_PER_USER", 10, 1, 10_000),
+    smtpEgressRestMs: durationMsSetting(env, "SMTP_EGRESS_REST_SECONDS"),
+    providerPaceQuietMs: durationMsSetting(env, "PROVIDER_PACE_QUIET_SECONDS"),
+    smtpAllowPrivateHosts: boolSetting(env, "SMTP_ALLOW_PRIVATE_HOSTS"),
+    verifyTimeoutMs: durationMsSetting(env, "VERIFY_TIMEOUT_MS"),
+    resultCacheTtlMs: durationMsSetting(env, "VERIFY_CACHE_TTL_SECONDS"),
+    maxInFlightPerUser: intSetting(env, "VERIFY_MAX_IN_FLIGHT_PER_USER"),
   });
 }

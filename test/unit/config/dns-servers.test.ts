@@ -1,4 +1,4 @@
-// DNS_SERVERS is validated at start like every other variable (issue 11 item 14): c-ares takes IP
+// DNS_SERVERS is validated at start like every other variable: c-ares takes IP
 // addresses only and misuses bad ports (99999 → 34463, port 0 aborts the process), so anything
 // else is a ConfigError naming the variable, before any database work.
 import assert from "node:assert/strict";
