@@ -84,7 +84,7 @@ export function errorPaths(): void {
     const wrong = "mp_live_this-key-does-not-exist-0123456789";
     const api = await stack.api(wrong, "POST", "/api/v1/auth/session");
     assert.equal(api.status, 401);
-    await page.getByLabel("API key").fill(wrong);
+    await page.getByLabel("API key", { exact: true }).fill(wrong);
     await page.getByRole("button", { name: "Sign in" }).click();
     const text = await alertText(page, "Could not sign in");
     assert.ok(text.includes(api.json.error!.message), `shown: ${text}; API: ${api.json.error!.message}`);
@@ -99,7 +99,7 @@ export function errorPaths(): void {
     assert.equal(zapier.status, 201);
     const forbidden = await stack.api(zapier.json.key, "POST", "/api/v1/auth/session");
     assert.equal(forbidden.status, 403);
-    await page.getByLabel("API key").fill(zapier.json.key);
+    await page.getByLabel("API key", { exact: true }).fill(zapier.json.key);
     await page.getByRole("button", { name: "Sign in" }).click();
     await until("the 403 message", async () =>
       (await alertText(page, "Could not sign in")).includes(forbidden.json.error!.message),

@@ -180,7 +180,7 @@ export function journey(): void {
   `);
     await open(page, stack.base);
     await heading(page, "Sign in");
-    const field = page.getByLabel("API key");
+    const field = page.getByLabel("API key", { exact: true });
     await field.waitFor();
     assert.equal(await field.getAttribute("type"), "password", "the key is typed into a password field");
     const signInAt = await page.evaluate<number>("window.__signInAt");

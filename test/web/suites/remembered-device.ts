@@ -15,7 +15,7 @@ let user: User;
 
 async function signInRemembered(page: Page): Promise<void> {
   await open(page, stack.base);
-  await page.getByLabel("API key").fill(user.api_key);
+  await page.getByLabel("API key", { exact: true }).fill(user.api_key);
   await page.getByLabel(/^Remember this device for 30 days$/).check();
   await page.getByRole("button", { name: "Sign in" }).click();
   await heading(page, "Verify an address");
@@ -66,11 +66,14 @@ export function rememberedDevice(): void {
 
     await devices.getByRole("button", { name: /^Revoke device / }).click();
     // The device's session ended with it: the next request is refused and the form comes back.
-    await reopened.getByLabel("API key").waitFor();
+    // (exact: the keys page's "API keys table" would match a partial label at once.)
+    await reopened.getByLabel("API key", { exact: true }).waitFor();
+    assert.equal(await storedSession(reopened), null, "the ended session is gone from the tab");
     await reopened.reload({ waitUntil: "domcontentloaded" });
-    await reopened.getByLabel("API key").waitFor();
+    await reopened.getByLabel("API key", { exact: true }).waitFor();
     assert.equal(await storedSession(reopened), null);
-    assert.equal(await deviceCookie(context), undefined, "the refused cookie was cleared");
+    // The reload asked the revoked device first; its refusal cleared the cookie.
+    await until("the refused cookie cleared", async () => (await deviceCookie(context)) === undefined);
   });
 
   test("sign out forgets the device: a new tab asks for the key", async (t) => {
@@ -80,13 +83,13 @@ export function rememberedDevice(): void {
     await signInRemembered(page);
     assert.ok(await deviceCookie(context));
     await page.getByRole("button", { name: "Sign out" }).click();
-    await page.getByLabel("API key").waitFor();
+    await page.getByLabel("API key", { exact: true }).waitFor();
     await until(
       "the cookie cleared by the sign-out",
       async () => (await deviceCookie(context)) === undefined,
     );
     const next = await reopen(context, page);
-    await next.getByLabel("API key").waitFor();
+    await next.getByLabel("API key", { exact: true }).waitFor();
     assert.equal(await storedSession(next), null);
   });
 }

@@ -168,7 +168,7 @@ export function sessionSuite(): void {
     await heading(second, "Sign in");
     await second.getByRole("status").filter({ hasText: "You are signed out." }).waitFor();
     await second.reload({ waitUntil: "domcontentloaded" });
-    await second.getByLabel("API key").waitFor();
+    await second.getByLabel("API key", { exact: true }).waitFor();
     assert.equal(await storedSession(second), null);
   });
 
@@ -303,7 +303,7 @@ export function sessionSuite(): void {
     await second.goto(link, { waitUntil: "domcontentloaded" });
     await second.getByRole("alert").filter({ hasText: "This sign-in link did not work" }).waitFor();
     assert.match(await second.getByRole("alert").first().innerText(), /already used/);
-    await second.getByLabel("API key").waitFor();
+    await second.getByLabel("API key", { exact: true }).waitFor();
     assert.equal(new URL(second.url()).hash, "#/verify");
   });
 }

@@ -74,7 +74,7 @@ export async function open(page: Page, base: string, hash = ""): Promise<void> {
 
 /** The sign-in form, filled and sent; resolves once the signed-in shell (nav) is there. */
 export async function signIn(page: Page, key: string): Promise<void> {
-  await page.getByLabel("API key").fill(key);
+  await page.getByLabel("API key", { exact: true }).fill(key);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("navigation", { name: "Main" }).waitFor();
 }
