@@ -35,10 +35,11 @@ const ALLOWED = {
   uploads: [...DOMAIN_BASE, "auth", "files", "tasks"],
   // The outbound address guard: a pure function of an address, for webhooks and mail hosts.
   net: ["lib"],
-  // The per-MX-host session slots (smtp_host_slots), for the worker pool and realtime alike.
-  hostslots: ["lib", "db", "verify"],
+  // The engine's cluster-wide limits at mail servers, kept in PostgreSQL: per-server-IP session
+  // slots (smtp_host_slots) and providers' paces (provider_paces), for the worker pool and realtime.
+  politeness: ["lib", "db", "verify"],
   // The queue: claims, leases, retry decisions; it hands results to tasks/ through a port.
-  jobs: [...DOMAIN_BASE, "config", "hostslots"],
+  jobs: [...DOMAIN_BASE, "config", "politeness"],
   webhooks: [...DOMAIN_BASE, "config", "net"],
   // The domain through HttpDeps (http/deps.ts): never db/, config/, jobs/, app/ or cli/.
   http: [

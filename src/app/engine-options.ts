@@ -1,6 +1,6 @@
 import type { VerifyConfig } from "../config/index.ts";
 import type { Database } from "../db/client.ts";
-import { createPgProviderPace } from "../hostslots/provider-pace.ts";
+import { createPgProviderPace } from "../politeness/provider-pace.ts";
 import type { Clock } from "../lib/clock.ts";
 import type { Logger } from "../observability/logger.ts";
 import {

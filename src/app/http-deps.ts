@@ -40,7 +40,7 @@ export function httpDepsOf(services: Services): HttpDeps {
     users: services.users,
     operator: services.operator,
     reports: services.reports,
-    verifications: services.verifications,
+    realtime: services.realtime,
     tasks: services.tasks,
     uploads: services.uploads,
     webhooks: services.webhooks,

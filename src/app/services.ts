@@ -14,7 +14,7 @@ import { createMetrics, type Metrics } from "../observability/metrics.ts";
 import { createRateLimiter, type RateLimiter, type RateLimitStore } from "../ratelimit/limiter.ts";
 import { createUsersService, type UsersService } from "../users/service.ts";
 import { createOperatorService, type OperatorService } from "../users/operator.ts";
-import { createVerificationsService, type VerificationsService } from "../realtime/service.ts";
+import { createRealtimeService, type RealtimeService } from "../realtime/service.ts";
 import { createReportsService, type ReportsService } from "../reports/service.ts";
 import { createTasksService, type TasksService } from "../tasks/service.ts";
 import { createUploadAdmission } from "../uploads/admission.ts";
@@ -25,7 +25,7 @@ import { createSignInLinkService, type SignInLinkService } from "../auth/sign-in
 import { createRememberedDeviceService, type RememberedDeviceService } from "../auth/remembered-devices.ts";
 import { stopWorkOf } from "../tasks/stop-work.ts";
 import { createWebhookSecretCipher, type WebhookSecretCipher } from "../webhooks/secret-cipher.ts";
-import { createPgHostGate, HostBusyError } from "../hostslots/host-gate.ts";
+import { createPgHostGate, HostBusyError } from "../politeness/host-gate.ts";
 import { newWorkerId } from "../jobs/runner.ts";
 import {
   createEngine,
@@ -60,7 +60,7 @@ export interface Services {
   engine: Engine;
   /** Idle SMTP connections, shared by this process's engines (realtime and batch). */
   idleConnections: IdleConnections;
-  verifications: VerificationsService;
+  realtime: RealtimeService;
   reports: ReportsService;
   tasks: TasksService;
   uploads: UploadsService;
@@ -175,7 +175,7 @@ export function buildServices(opts: ServiceOptions): Services {
     authenticator: createAuthenticator(apiKeys, jwt, sessions),
     rateLimiter,
     engine,
-    verifications: createVerificationsService(db, clock, engine, {
+    realtime: createRealtimeService(db, clock, engine, {
       timeoutMs: config.verify.verifyTimeoutMs,
       cacheTtlMs: config.verify.resultCacheTtlMs,
       maxInFlightPerUser: config.verify.maxInFlightPerUser,

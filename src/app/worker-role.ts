@@ -1,5 +1,5 @@
 import type { Services } from "./services.ts";
-import { createPgHostGate } from "../hostslots/host-gate.ts";
+import { createPgHostGate } from "../politeness/host-gate.ts";
 import { taskGroupRecorder } from "../tasks/group-recorder.ts";
 import { createWorkerPool, newWorkerId, type WorkerPool } from "../jobs/runner.ts";
 import { createRetentionSweeper, type RetentionSweeper } from "../tasks/retention.ts";

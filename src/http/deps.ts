@@ -16,7 +16,7 @@ import type { TasksService } from "../tasks/service.ts";
 import type { UploadsService } from "../uploads/service.ts";
 import type { UsersService } from "../users/service.ts";
 import type { OperatorService } from "../users/operator.ts";
-import type { VerificationsService } from "../realtime/service.ts";
+import type { RealtimeService } from "../realtime/service.ts";
 import type { WebhooksService } from "../webhooks/service.ts";
 
 /** The few configuration values routes read; the rest of Config stays in app/. */
@@ -60,7 +60,7 @@ export interface HttpDeps {
   users: UsersService;
   operator: OperatorService;
   reports: ReportsService;
-  verifications: VerificationsService;
+  realtime: RealtimeService;
   tasks: TasksService;
   uploads: UploadsService;
   webhooks: WebhooksService;

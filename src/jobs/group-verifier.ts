@@ -1,5 +1,5 @@
 import type { JobRecord } from "../db/queries/jobs.ts";
-import { HostBusyError, SlotsUnavailableError } from "../hostslots/host-gate.ts";
+import { HostBusyError, SlotsUnavailableError } from "../politeness/host-gate.ts";
 import type { Clock } from "../lib/clock.ts";
 import type { Logger } from "../observability/logger.ts";
 import {

@@ -23,7 +23,7 @@ export interface UpkeepDeps {
   leaseMs: number;
   /** The jobs this pool claimed and has not recorded or handed back: the only ones it renews. */
   inFlight: ReadonlySet<string>;
-  /** The host slots' own heartbeat (hostslots/host-gate.ts). */
+  /** The host slots' own heartbeat (politeness/host-gate.ts). */
   heartbeat: () => Promise<void>;
   idle: IdleWait;
   recorder: GroupRecorder;

@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import type { WorkerConfig } from "../config/index.ts";
 import type { Database } from "../db/client.ts";
 import type { JobRecord } from "../db/queries/jobs.ts";
-import type { PgHostGate } from "../hostslots/host-gate.ts";
+import type { PgHostGate } from "../politeness/host-gate.ts";
 import { outageBackoffMs } from "../lib/backoff.ts";
 import type { Clock } from "../lib/clock.ts";
 import { sleep, yieldToEventLoop } from "../lib/sleep.ts";

@@ -38,7 +38,7 @@ export interface RealtimeVerificationOptions {
   recent: RecentResults;
   /**
    * True for the engine's "no free per-host session slot within the wait" (the cluster-wide
-   * politeness gate, hostslots/host-gate.ts). The composition root supplies it: jobs/ is above us.
+   * politeness gate, politeness/host-gate.ts). The composition root supplies it: jobs/ is above us.
    */
   isHostBusy?: (error: unknown) => boolean;
 }
@@ -60,7 +60,7 @@ type Refusal = Exclude<RealtimeOutcome, { record: VerificationRecord }>;
 
 const INSUFFICIENT: Refusal = { kind: "insufficient_credits" };
 
-export interface VerificationsService {
+export interface RealtimeService {
   /** Verifies one address for the caller and bills it per the spec's rules. */
   verifyRealtime(principal: Principal, rawEmail: string): Promise<RealtimeOutcome>;
 }
@@ -73,17 +73,17 @@ const IN_FLIGHT_RETRY_AFTER_SECONDS = 1;
 /** Bound on engine runs of one request; see runEngine (each one but the last waited out a slot). */
 const MAX_ENGINE_RUNS = 4;
 
-export function createVerificationsService(
+export function createRealtimeService(
   db: Database,
   clock: Clock,
   engine: Engine,
   opts: RealtimeVerificationOptions,
-): VerificationsService {
+): RealtimeService {
   return new RealtimeVerifications(db, clock, engine, opts);
 }
 
 /** The realtime use case: sandbox, cached answer or fresh run, each billed per the spec's rules. */
-class RealtimeVerifications implements VerificationsService {
+class RealtimeVerifications implements RealtimeService {
   private readonly inFlight: ReturnType<typeof createInFlightLimiter>;
   private readonly memory: RealtimeMemory;
 

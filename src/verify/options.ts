@@ -60,6 +60,8 @@ export interface EngineOptions {
   smtpAllowPrivateHosts: boolean;
 }
 
+// The library's defaults. The server's come from src/config/settings.ts; verify/ may not import
+// config/, so test/unit/config/engine-defaults.test.ts holds the two equal.
 export const defaultEngineOptions: Readonly<EngineOptions> = Object.freeze({
   dnsServers: [],
   dnsTimeoutMs: 2_000,

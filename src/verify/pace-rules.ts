@@ -1,6 +1,6 @@
 // The arithmetic of a provider's pace (docs/pacing.md), pure: how long to wait before probing a
 // provider that refused us, what budget a learnt pace allows, what a second refusal costs it, and
-// when a quiet provider's pace is forgotten. hostslots/provider-pace.ts applies it to the stored
+// when a quiet provider's pace is forgotten. politeness/provider-pace.ts applies it to the stored
 // paces; the claim and the task metrics read the budget and rate from here too.
 
 /** The first probe comes no sooner than this after the burst began. */

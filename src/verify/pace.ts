@@ -1,7 +1,7 @@
 // What a provider's pace (the ProviderPace port in ports.ts; docs/pacing.md) leaves on a session
 // and its results. Providers count recipients per client IP across all their mail servers, so
 // the pace is per provider and egress identity; the app plugs in one kept in the database
-// (hostslots/provider-pace.ts), shared by every worker and the realtime API.
+// (politeness/provider-pace.ts), shared by every worker and the realtime API.
 
 /** The pace of the session's provider had no room: the group goes back to the queue until `roomAt`. */
 export class PaceRefusal extends Error {

@@ -36,7 +36,7 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> = async
       config: { swaggerTransform: documentRequest({ body: VerifyBodyDocumented }) },
     },
     async (req) => {
-      const outcome = await deps.verifications.verifyRealtime(principalOf(req), req.body.email);
+      const outcome = await deps.realtime.verifyRealtime(principalOf(req), req.body.email);
       if (!("record" in outcome)) throw refusalError(outcome);
       const reply = toVerificationReply(outcome.record);
       if (outcome.kind === "timed_out") {

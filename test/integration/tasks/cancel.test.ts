@@ -9,7 +9,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { after, before, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config/index.ts";
 import { releaseExpiredLeases } from "../../../src/db/queries/jobs.ts";
-import type { PgHostGate } from "../../../src/hostslots/host-gate.ts";
+import type { PgHostGate } from "../../../src/politeness/host-gate.ts";
 import type { GroupRecorder } from "../../../src/jobs/group-recorder.ts";
 import { createWorkerPool, type WorkerPool } from "../../../src/jobs/runner.ts";
 import { createRetentionSweeper } from "../../../src/tasks/retention.ts";

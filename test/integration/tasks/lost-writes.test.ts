@@ -10,7 +10,7 @@ import { after, before, test } from "node:test";
 import { createWorkerRole } from "../../../src/app/worker-role.ts";
 import { DatabaseUnavailableError, type Database, type Queryable } from "../../../src/db/client.ts";
 import { claimNextGroup } from "../../../src/jobs/claim.ts";
-import { createPgHostGate } from "../../../src/hostslots/host-gate.ts";
+import { createPgHostGate } from "../../../src/politeness/host-gate.ts";
 import { waitForTaskFinished, worldEnv } from "../../support/batch.ts";
 import { startMailWorld, type MailWorld } from "../../support/mail-world/index.ts";
 import { createTestContext, type TestContext } from "../../support/test-app.ts";

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { createWorkerRole } from "../../../src/app/worker-role.ts";
 import { guardPorts } from "../../../src/app/engine-options.ts";
-import { createPgHostGate, HostBusyError } from "../../../src/hostslots/host-gate.ts";
+import { createPgHostGate, HostBusyError } from "../../../src/politeness/host-gate.ts";
 import { systemClock } from "../../../src/lib/clock.ts";
 import { providerOf } from "../../../src/verify/index.ts";
 import { waitForTaskFinished, worldEnv } from "../../support/batch.ts";

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, test } from "node:test";
 import type { Database } from "../../../src/db/client.ts";
-import { createPgProviderPace } from "../../../src/hostslots/provider-pace.ts";
+import { createPgProviderPace } from "../../../src/politeness/provider-pace.ts";
 import { systemClock } from "../../../src/lib/clock.ts";
 import type { DnsPort } from "../../../src/verify/ports.ts";
 import { createEngine } from "../../../src/verify/engine.ts";

@@ -1,4 +1,4 @@
-// The provider pace kept in the database (hostslots/provider-pace.ts, docs/pacing.md), step by
+// The provider pace kept in the database (politeness/provider-pace.ts, docs/pacing.md), step by
 // step on a manual clock: the first volume refusal starts probing, refused probes move later by
 // 15 %, the first answered probe sets the window, reservations fit a sliding window of 90 % of what
 // the provider accepted, a refusal under the pace cuts it, a quiet pace is forgotten, and two
@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, test } from "node:test";
 import type { Database } from "../../../src/db/client.ts";
-import { createPgProviderPace } from "../../../src/hostslots/provider-pace.ts";
+import { createPgProviderPace } from "../../../src/politeness/provider-pace.ts";
 import { ManualClock } from "../../../src/lib/clock.ts";
 import type { PaceAnswer, PaceGrant, PaceUsage, ProviderPace } from "../../../src/verify/index.ts";
 import { openTestDatabase } from "../../support/test-db.ts";

@@ -46,7 +46,7 @@ const CASES: Case[] = [
   { file: "src/tasks/record-group.ts", from: "../jobs/outcomes.ts", denied: null },
   { file: "src/webhooks/dispatcher.ts", from: "../jobs/backoff.ts", denied: "not jobs/" },
   { file: "src/tasks/finish-task.ts", from: "../webhooks/outbox.ts", denied: null },
-  { file: "src/jobs/runner.ts", from: "../hostslots/host-gate.ts", denied: null },
+  { file: "src/jobs/runner.ts", from: "../politeness/host-gate.ts", denied: null },
   { file: "src/net/address-policy.ts", from: "../db/client.ts", denied: "net/ may import only lib/" },
   { file: "src/app/services.ts", from: "../cli/main.ts", denied: "not cli/" },
   { file: "src/app/services.ts", from: "../db/client.ts", denied: null },
@@ -54,7 +54,7 @@ const CASES: Case[] = [
   { file: "src/cli/main.ts", from: "../app/serve.ts", denied: null },
   // verify/ is reached through its index only: its files move and split without touching callers.
   { file: "src/doctor/doctor.ts", from: "../verify/smtp/session.ts", denied: "only through verify/index.ts" },
-  { file: "src/hostslots/host-gate.ts", from: "../verify/index.ts", denied: null },
+  { file: "src/politeness/host-gate.ts", from: "../verify/index.ts", denied: null },
 ];
 
 describe("layer allow-list (eslint.config.js, DESIGN.md §4)", () => {
