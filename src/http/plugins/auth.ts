@@ -22,6 +22,24 @@ export function principalOf(req: FastifyRequest): Principal {
   return req.principal;
 }
 
+/** The rate-limit key of a client address: refused credentials of every kind spend it. */
+const addressKey = (ip: string): string => `ip:${ip}`;
+
+/** 429 while the client address has spent its allowance on refused credentials. */
+export async function assertAddressAdmitted(limiter: RateLimiter, ip: string): Promise<void> {
+  const result = await limiter.peek(addressKey(ip));
+  if (!result.allowed) throw rateLimited(result.retryAfterMs / 1000);
+}
+
+/**
+ * A refused credential (an API key or token, a sign-in link, a device cookie) spends the client
+ * address's allowance, so guessing is throttled; 429 once it is spent.
+ */
+export async function spendRefusedCredential(limiter: RateLimiter, ip: string): Promise<void> {
+  const result = await limiter.consume(addressKey(ip));
+  if (!result.allowed) throw rateLimited(result.retryAfterMs / 1000);
+}
+
 /**
  * The one admission path of every authenticated route (the API and /plants alike):
  * - a failed authentication spends the client address's allowance (key guessing is throttled);
@@ -36,19 +54,14 @@ export async function admitRequest(
   ip: string,
 ): Promise<Principal> {
   const outcome = await auth.authenticate(headers);
-  const address = `ip:${ip}`;
   if (!outcome.ok) {
-    const admission = await limiter.consume(address);
-    if (!admission.allowed) throw rateLimited(admission.retryAfterMs / 1000);
+    await spendRefusedCredential(limiter, ip);
     throw new AppError("UNAUTHORIZED", MESSAGES[outcome.reason]);
   }
   const { principal } = outcome;
-  for (const admission of [
-    () => limiter.peek(address),
-    () => limiter.consume(principal.credentialId),
-    () => limiter.consume(`user:${principal.userId}`),
-  ]) {
-    const result = await admission();
+  await assertAddressAdmitted(limiter, ip);
+  for (const key of [principal.credentialId, `user:${principal.userId}`]) {
+    const result = await limiter.consume(key);
     if (!result.allowed) throw rateLimited(result.retryAfterMs / 1000);
   }
   return principal;

@@ -4,10 +4,10 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { requireKeyManagement } from "../../auth/principal.ts";
 import type { DeviceRefusal } from "../../auth/remembered-devices.ts";
-import { AppError, conflict, rateLimited } from "../../lib/app-error.ts";
+import { AppError, conflict } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
 import { clearDeviceCookie, DEVICE_PATH, readDeviceCookie, setDeviceCookie } from "../device-cookie.ts";
-import { principalOf } from "../plugins/auth.ts";
+import { assertAddressAdmitted, principalOf, spendRefusedCredential } from "../plugins/auth.ts";
 import {
   DeviceParams,
   DeviceSessionBody,
@@ -67,9 +67,7 @@ export const deviceSessionRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> 
     async (req, reply) => {
       const value = readDeviceCookie(req);
       if (value === null) throw refusal("missing");
-      const address = `ip:${req.ip}`;
-      const before = await deps.rateLimiter.peek(address);
-      if (!before.allowed) throw rateLimited(before.retryAfterMs / 1000);
+      await assertAddressAdmitted(deps.rateLimiter, req.ip);
       const opened = await deps.devices.openSession(value);
       if (opened.ok) {
         setDeviceCookie(req, reply, opened.credential, deps.clock.now());
@@ -77,8 +75,7 @@ export const deviceSessionRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps }> 
       }
       if (opened.reason === "raced") throw refusal("raced");
       clearDeviceCookie(req, reply);
-      const spent = await deps.rateLimiter.consume(address);
-      if (!spent.allowed) throw rateLimited(spent.retryAfterMs / 1000);
+      await spendRefusedCredential(deps.rateLimiter, req.ip);
       throw refusal(opened.reason);
     },
   );

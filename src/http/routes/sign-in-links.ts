@@ -1,10 +1,10 @@
 // One-time dashboard sign-in links (auth/sign-in-links.ts, docs/session-threat-model.md): minted
 // by a `custom` API key, redeemed without credentials by the dashboard's #/sign-in?link=… route.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { AppError, forbidden, rateLimited } from "../../lib/app-error.ts";
+import { AppError, forbidden } from "../../lib/app-error.ts";
 import type { HttpDeps } from "../deps.ts";
 import { rememberDevice } from "../device-cookie.ts";
-import { principalOf } from "../plugins/auth.ts";
+import { assertAddressAdmitted, principalOf, spendRefusedCredential } from "../plugins/auth.ts";
 import {
   RedeemSignInLinkBody,
   SessionReply,
@@ -70,9 +70,7 @@ export const signInLinkRedeemRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps 
       config: { writesNothing: true },
     },
     async (req, reply) => {
-      const address = `ip:${req.ip}`;
-      const before = await deps.rateLimiter.peek(address);
-      if (!before.allowed) throw rateLimited(before.retryAfterMs / 1000);
+      await assertAddressAdmitted(deps.rateLimiter, req.ip);
       const redeemed = await deps.signInLinks.redeem(req.body.token);
       if (redeemed.ok) {
         const { userId, apiKeyId, session } = redeemed;
@@ -82,8 +80,7 @@ export const signInLinkRedeemRoutes: FastifyPluginAsyncTypebox<{ deps: HttpDeps 
             : undefined;
         return toSessionReply(session, userId, remembered);
       }
-      const spent = await deps.rateLimiter.consume(address);
-      if (!spent.allowed) throw rateLimited(spent.retryAfterMs / 1000);
+      await spendRefusedCredential(deps.rateLimiter, req.ip);
       throw new AppError("UNAUTHORIZED", REFUSED);
     },
   );
